@@ -1,0 +1,51 @@
+//===- AttnBase.td - attn dialect definition and shared constraints -------===//
+//
+// The dialect record, the base class of every attn op and the type
+// constraints the ops share. Ops live in AttnOps.td, enums in AttnEnums.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_BASE_TD
+#define ATTN_BASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Attn_Dialect : Dialect {
+  let name = "attn";
+  let cppNamespace = "::mlir::attn";
+  let summary = "Transformer inference ops on tensors";
+  let description = [{
+    The `attn` dialect models the building blocks of decoder-only transformer
+    inference at the level a model author thinks in: embeddings, projections,
+    normalization, positional encodings, multi-head and grouped-query
+    attention, the KV cache and the MLP activations.
+
+    All ops have value semantics on ranked `f32` tensors. Activations of one
+    sequence are `[seq, features]`; heads are folded into the feature
+    dimension (`[seq, heads * head_dim]`) and named by attributes where they
+    matter. The sequence dimension may be dynamic; feature dimensions are
+    static so that every head split can be verified.
+
+    `convert-attn-to-linalg` lowers each op to `linalg`/`tensor`/`arith`/
+    `math`, where tiling (TilingInterface) and bufferization
+    (destination-passing style) take over.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+// Base class of all attn ops.
+class Attn_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Attn_Dialect, mnemonic, traits>;
+
+// Activations and weights are f32. Widening to bf16/f16 is a change here and
+// in the lowering's accumulation types.
+def Attn_Tensor : RankedTensorOf<[F32]>;
+def Attn_Tensor1D : TensorRankOf<[F32], [1]>;
+def Attn_Tensor2D : TensorRankOf<[F32], [2]>;
+def Attn_Tensor3D : TensorRankOf<[F32], [3]>;
+def Attn_TokenIds : TensorRankOf<[I32, I64], [1]>;
+
+// Range checks of attribute values (positive epsilon, even head_dim, ...) are
+// in the C++ verifiers, whose messages name the offending value.
+
+#endif // ATTN_BASE_TD

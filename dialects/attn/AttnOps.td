@@ -1,0 +1,378 @@
+//===- AttnOps.td - attn dialect operations --------------------------------===//
+//
+// Every op of the attn dialect. Shapes follow DESIGN.md: activations are
+// [seq, features] with heads folded into features; the sequence dimension may
+// be dynamic, feature dimensions are static. Op-local shape rules that ODS
+// constraints cannot say are checked in the C++ verifiers (AttnOps.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_OPS_TD
+#define ATTN_OPS_TD
+
+include "attn/AttnBase.td"
+include "attn/AttnEnums.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Embeddings and projections
+//===----------------------------------------------------------------------===//
+
+def Attn_EmbeddingOp : Attn_Op<"embedding", [Pure]> {
+  let summary = "gathers rows of an embedding table by token id";
+  let description = [{
+    `result[s, :] = table[ids[s], :]`. Used for token embeddings and for
+    learned absolute positions (with ids = positions).
+
+    Ids outside `[0, rows(table))` have no meaning; the runtime validates
+    token ids before they reach compiled code, and the lowering clamps them so
+    that a bad id can never read outside the table.
+
+    Example:
+    ```mlir
+    %x = attn.embedding %wte[%ids] : tensor<50257x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$table, Attn_TokenIds:$ids);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
+  let summary = "affine projection x W (+ b) with a stated weight layout";
+  let description = [{
+    `result[m, n] = sum_k input[m, k] * W[n, k] (+ bias[n])`, where `W` is the
+    weight read in the layout the `layout` keyword names:
+
+    - `out_in`: weight is `[out_features, in_features]` (torch `nn.Linear`);
+    - `in_out`: weight is `[in_features, out_features]` (GPT-2 `Conv1D`).
+
+    Stating the layout keeps checkpoints usable as stored: nothing is
+    transposed on load, the lowering reads the weight as it lies.
+
+    Example:
+    ```mlir
+    %qkv = attn.linear %x, %w, %b layout(in_out)
+        : tensor<?x768xf32>, tensor<768x2304xf32>, tensor<2304xf32> -> tensor<?x2304xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$input, Attn_Tensor2D:$weight,
+                       Optional<Attn_Tensor1D>:$bias,
+                       Attn_WeightLayout:$layout);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `layout` `(` $layout `)` attr-dict `:`
+    type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// in_features and out_features as the weight stores them.
+    int64_t getInFeatures();
+    int64_t getOutFeatures();
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and the residual stream
+//===----------------------------------------------------------------------===//
+
+def Attn_LayerNormOp : Attn_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "result"]>, AllTypesMatch<["gamma", "beta"]>]> {
+  let summary = "layer normalization over the innermost dimension";
+  let description = [{
+    For each row `x` of the innermost dimension (size `D`):
+    `mean = sum(x) / D`, `var = sum((x - mean)^2) / D` (biased, as torch),
+    `result = (x - mean) / sqrt(var + epsilon) * gamma + beta`.
+    `epsilon` must be positive.
+
+    Example (the tutorial's x = [2, 4, 6, 8] gives about [-1.34, -0.45, 0.45, 1.34]):
+    ```mlir
+    %y = attn.layer_norm %x, %gamma, %beta epsilon(1.0e-05) : tensor<?x768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$input, Attn_Tensor1D:$gamma,
+                       Attn_Tensor1D:$beta, F32Attr:$epsilon);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta `epsilon` `(` $epsilon `)` attr-dict `:`
+    type($input) `,` type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "root-mean-square normalization over the innermost dimension";
+  let description = [{
+    For each row `x` of the innermost dimension (size `D`):
+    `result = x / sqrt(sum(x^2) / D + epsilon) * gamma`. `epsilon` must be
+    positive.
+
+    Example:
+    ```mlir
+    %y = attn.rms_norm %x, %gamma epsilon(1.0e-06) : tensor<?x768xf32>, tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$input, Attn_Tensor1D:$gamma,
+                       F32Attr:$epsilon);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `epsilon` `(` $epsilon `)` attr-dict `:` type($input) `,` type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_ResidualAddOp : Attn_Op<"residual_add",
+    [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "adds a sublayer's output to the residual stream";
+  let description = [{
+    Elementwise `lhs + rhs`. The sign of a zero result is unspecified (as
+    with a no-signed-zeros add), which makes `x + 0` fold to `x`.
+
+    Example:
+    ```mlir
+    %h = attn.residual_add %x, %attn_out : tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$lhs, Attn_Tensor:$rhs);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Positional encodings
+//===----------------------------------------------------------------------===//
+
+def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding of queries or keys";
+  let description = [{
+    Rotates each head of `input` (`[seq, heads * head_dim]`) by its position.
+    Row `s` has position `p = offset + s`; pair `i` of a head
+    (`0 <= i < head_dim / 2`) turns by the angle
+    `p * theta^(-2i / head_dim)`:
+    `(a, b) -> (a cos - b sin, b cos + a sin)`.
+
+    The pairing keyword says which features form pair `i`:
+    - `rotate_half`: `(x[i], x[i + head_dim/2])` (Hugging Face LLaMA);
+    - `interleaved`: `(x[2i], x[2i + 1])` (RoFormer, Meta's LLaMA).
+
+    `head_dim` must be even and divide the feature dimension; `theta` must be
+    positive. `offset` is the position of the first row (0 for a prompt, the
+    cache length during decode). Angles are computed in f64.
+
+    Example:
+    ```mlir
+    %qr = attn.rope %q offset(%pos) head_dim(64) theta(1.0e+04) rotate_half : tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$input, Index:$offset,
+                       I64Attr:$head_dim,
+                       F32Attr:$theta, Attn_RopePairing:$pairing);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = [{
+    $input `offset` `(` $offset `)` `head_dim` `(` $head_dim `)` `theta` `(` $theta `)`
+    $pairing attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SinusoidalPEOp : Attn_Op<"sinusoidal_pe",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "adds the sinusoidal positional encoding of 'Attention Is All You Need'";
+  let description = [{
+    `result[s, 2i]   = input[s, 2i]   + sin(p / base^(2i / D))`,
+    `result[s, 2i+1] = input[s, 2i+1] + cos(p / base^(2i / D))`, with
+    `p = offset + s` and `D` the (even) feature dimension. `base` is 10000 in
+    the original transformer. Angles are computed in f64.
+
+    Example:
+    ```mlir
+    %y = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) : tensor<?x512xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$input, Index:$offset,
+                       F32Attr:$base);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = [{
+    $input `offset` `(` $offset `)` `base` `(` $base `)` attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+  let summary = "scaled dot-product attention: multi-head, grouped-query, causal";
+  let description = [{
+    `query` is `[seq_q, heads * head_dim]`; `key` and `value` are
+    `[seq_kv, kv_heads * head_dim]`. Query head `h` attends with key/value
+    head `h / (heads / kv_heads)` (grouped-query attention; `kv_heads` defaults
+    to `heads`, and must divide it). For each head:
+
+    `result_h = softmax(scale * Q_h K_g^T + bias_h + mask) V_g`
+
+    - `scale` defaults to `1 / sqrt(head_dim)`.
+    - `bias` (optional, `[heads or 1, seq_q, seq_kv]`) is added to the scaled
+      scores: ALiBi slopes times distances, or a T5 relative bias.
+    - `kv_len` (optional, `index`) is the number of valid keys; keys at
+      `j >= kv_len` are masked. It defaults to `seq_kv`.
+    - `causal` aligns queries to the end of the valid keys: query `i` sits at
+      position `kv_len - seq_q + i` and sees keys `j <= kv_len - seq_q + i`.
+      With `seq_q == kv_len` this is the usual lower-triangular mask; with
+      `seq_q == 1` it is a decode step over the whole cache.
+
+    A row whose keys are all masked has no defined value; callers keep
+    `seq_q <= kv_len` for causal attention.
+
+    Example (decode of one token with 12 query heads sharing 4 KV heads):
+    ```mlir
+    %o = attn.attention %q, %k, %v heads(12) kv_heads(4) causal kv_len(%n)
+        : tensor<1x768xf32>, tensor<?x256xf32>, tensor<?x256xf32> -> tensor<1x768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$query, Attn_Tensor2D:$key, Attn_Tensor2D:$value,
+                       Optional<Attn_Tensor3D>:$bias, Optional<Index>:$kv_len,
+                       I64Attr:$heads,
+                       OptionalAttr<I64Attr>:$kv_heads,
+                       OptionalAttr<F32Attr>:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `heads` `(` $heads `)` (`kv_heads` `(` $kv_heads^ `)`)?
+    (`scale` `(` $scale^ `)`)? (`causal` $causal^)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? (`kv_len` `(` $kv_len^ `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// kv_heads, or heads when the attribute is absent.
+    int64_t getNumKvHeads();
+    /// The feature size of one head.
+    int64_t getHeadDim();
+    /// The scale applied to Q K^T: the attribute, or 1/sqrt(head_dim).
+    double getEffectiveScale();
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// KV cache
+//===----------------------------------------------------------------------===//
+
+def Attn_KvCacheAppendOp : Attn_Op<"kv_cache_append",
+    [Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "writes new key or value rows into a cache at a position";
+  let description = [{
+    `cache` is `[max_seq, kv_heads * head_dim]`. Returns the cache with rows
+    `[position, position + rows(update))` replaced by `update`. After
+    bufferization this is an in-place write into the buffer the runtime owns.
+    Writing past `max_seq` has no meaning; the runtime rejects positions that
+    would overflow the context before calling compiled code.
+
+    Example:
+    ```mlir
+    %kc2 = attn.kv_cache_append %k into %kc[%pos] : tensor<?x256xf32> into tensor<2048x256xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$update, Attn_Tensor2D:$cache, Index:$position);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = [{
+    $update `into` $cache `[` $position `]` attr-dict `:` type($update) `into` type($cache)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Attn_KvCacheReadOp : Attn_Op<"kv_cache_read", [Pure]> {
+  let summary = "the valid prefix of a key or value cache";
+  let description = [{
+    Returns rows `[0, length)` of `cache` as a tensor with a dynamic row
+    count; it lowers to a slice (a view after bufferization), never a copy.
+
+    Example:
+    ```mlir
+    %k = attn.kv_cache_read %kc[%len] : tensor<2048x256xf32> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$cache, Index:$length);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = [{
+    $cache `[` $length `]` attr-dict `:` type($cache) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Activations and softmax
+//===----------------------------------------------------------------------===//
+
+def Attn_GeluOp : Attn_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `erf`:  `0.5 x (1 + erf(x / sqrt(2)))`.
+    `tanh`: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (GPT-2's
+    `gelu_new`).
+
+    Example:
+    ```mlir
+    %y = attn.gelu %x tanh : tensor<?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$input, Attn_GeluApproximation:$approximation);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = "$input $approximation attr-dict `:` type($result)";
+}
+
+def Attn_SiluOp : Attn_Op<"silu", [Pure, SameOperandsAndResultType]> {
+  let summary = "sigmoid linear unit x * sigmoid(x)";
+  let description = [{
+    Example:
+    ```mlir
+    %y = attn.silu %x : tensor<?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$input);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Attn_SwigluOp : Attn_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
+  let summary = "SiLU-gated linear unit silu(gate) * up";
+  let description = [{
+    The gate of a LLaMA-style MLP: `down(silu(gate(x)) * up(x))` is
+    `attn.linear` of `attn.swiglu` of two `attn.linear`s.
+
+    Example:
+    ```mlir
+    %h = attn.swiglu %gate, %up : tensor<?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$gate, Attn_Tensor:$up);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax over the innermost dimension";
+  let description = [{
+    `result = exp(x - max(x)) / sum(exp(x - max(x)))` along the innermost
+    dimension (subtracting the row maximum keeps exp from overflowing).
+
+    Example:
+    ```mlir
+    %p = attn.softmax %logits : tensor<?x32000xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$input);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_OPS_TD

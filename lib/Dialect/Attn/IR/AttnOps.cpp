@@ -1,0 +1,382 @@
+//===- AttnOps.cpp - attn dialect: verifiers, folders, canonicalizations --===//
+
+#include "attn/Dialect/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+#include <string>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+#include "attn/Dialect/Attn/IR/AttnEnums.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shape helpers shared by the verifiers
+//===----------------------------------------------------------------------===//
+
+/// Prints a dimension size as IR does: a number or '?'.
+static std::string dimToString(int64_t dim) {
+  return ShapedType::isDynamic(dim) ? "?" : std::to_string(dim);
+}
+
+/// Prints a float as the shortest decimal that reads back to it.
+static std::string floatToString(const APFloat &value) {
+  SmallString<16> text;
+  value.toString(text);
+  return std::string(text);
+}
+
+/// True when two dimension sizes may be equal at run time.
+static bool dimsCompatible(int64_t lhs, int64_t rhs) {
+  return ShapedType::isDynamic(lhs) || ShapedType::isDynamic(rhs) || lhs == rhs;
+}
+
+static RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Checks that dimension `dim` of `name` is static: head splits and weight
+/// shapes are verified against it.
+static LogicalResult verifyStaticDim(Operation *op, StringRef name,
+                                     RankedTensorType type, unsigned dim) {
+  if (!type.isDynamicDim(dim))
+    return success();
+  return op->emitOpError() << "requires a static size for dimension " << dim
+                           << " of " << name << ", got " << type;
+}
+
+/// Checks that dimension `lhsDim` of `lhsName` can equal dimension `rhsDim`
+/// of `rhsName`; the message names both sizes.
+static LogicalResult verifyDimsMatch(Operation *op, StringRef lhsName,
+                                     RankedTensorType lhs, unsigned lhsDim,
+                                     StringRef rhsName, RankedTensorType rhs,
+                                     unsigned rhsDim) {
+  int64_t lhsSize = lhs.getDimSize(lhsDim), rhsSize = rhs.getDimSize(rhsDim);
+  if (dimsCompatible(lhsSize, rhsSize))
+    return success();
+  return op->emitOpError() << "dimension " << lhsDim << " of " << lhsName
+                           << " (" << dimToString(lhsSize)
+                           << ") does not match dimension " << rhsDim << " of "
+                           << rhsName << " (" << dimToString(rhsSize) << ")";
+}
+
+/// Checks a strictly positive, finite float attribute.
+static LogicalResult verifyPositive(Operation *op, StringRef name,
+                                    FloatAttr attr) {
+  double value = attr.getValueAsDouble();
+  if (value > 0.0 && std::isfinite(value))
+    return success();
+  return op->emitOpError() << name << " must be positive and finite, got "
+                           << floatToString(attr.getValue());
+}
+
+/// Checks that a normalized input has a static innermost dimension that
+/// matches the per-feature parameter `paramName`.
+static LogicalResult verifyNormShapes(Operation *op, Value input, Value param,
+                                      StringRef paramName) {
+  RankedTensorType inputType = tensorType(input);
+  if (inputType.getRank() < 1)
+    return op->emitOpError("requires an input of rank 1 or more");
+  unsigned inner = inputType.getRank() - 1;
+  if (failed(verifyStaticDim(op, "input", inputType, inner)))
+    return failure();
+  return verifyDimsMatch(op, "input", inputType, inner, paramName,
+                         tensorType(param), 0);
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  RankedTensorType table = getTable().getType(), result = getResult().getType();
+  if (failed(verifyStaticDim(*this, "table", table, 1)) ||
+      failed(verifyDimsMatch(*this, "result", result, 0, "ids",
+                             getIds().getType(), 0)) ||
+      failed(verifyDimsMatch(*this, "result", result, 1, "table", table, 1)))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+int64_t LinearOp::getInFeatures() {
+  unsigned dim = getLayout() == WeightLayout::OutIn ? 1 : 0;
+  return getWeight().getType().getDimSize(dim);
+}
+
+int64_t LinearOp::getOutFeatures() {
+  unsigned dim = getLayout() == WeightLayout::OutIn ? 0 : 1;
+  return getWeight().getType().getDimSize(dim);
+}
+
+LogicalResult LinearOp::verify() {
+  RankedTensorType input = getInput().getType(), weight = getWeight().getType(),
+                   result = getResult().getType();
+  if (!weight.hasStaticShape())
+    return emitOpError() << "requires a statically shaped weight, got "
+                         << weight;
+  bool outIn = getLayout() == WeightLayout::OutIn;
+  unsigned inDim = outIn ? 1 : 0, outDim = outIn ? 0 : 1;
+  StringRef layoutName = stringifyWeightLayout(getLayout());
+  if (!dimsCompatible(input.getDimSize(1), weight.getDimSize(inDim)))
+    return emitOpError() << "input has " << dimToString(input.getDimSize(1))
+                         << " features but the " << layoutName
+                         << " weight of shape " << weight
+                         << " expects " << weight.getDimSize(inDim)
+                         << " (dimension " << inDim << ")";
+  if (failed(verifyDimsMatch(*this, "result", result, 0, "input", input, 0)) ||
+      failed(verifyDimsMatch(*this, "result", result, 1, "weight", weight,
+                             outDim)))
+    return failure();
+  if (Value bias = getBias())
+    return verifyDimsMatch(*this, "bias", tensorType(bias), 0, "weight",
+                           weight, outDim);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyPositive(*this, "epsilon", getEpsilonAttr())))
+    return failure();
+  return verifyNormShapes(*this, getInput(), getGamma(), "gamma");
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(verifyPositive(*this, "epsilon", getEpsilonAttr())))
+    return failure();
+  return verifyNormShapes(*this, getInput(), getGamma(), "gamma");
+}
+
+//===----------------------------------------------------------------------===//
+// ResidualAddOp
+//===----------------------------------------------------------------------===//
+
+/// True for a constant whose every element is +0.0 or -0.0.
+static bool isZeroTensor(Attribute attr) {
+  auto splat = dyn_cast_if_present<SplatElementsAttr>(attr);
+  return splat && isa<FloatType>(splat.getElementType()) &&
+         splat.getSplatValue<APFloat>().isZero();
+}
+
+OpFoldResult ResidualAddOp::fold(FoldAdaptor adaptor) {
+  // x + 0 = x: the op leaves the sign of a zero result unspecified, so this
+  // holds for -0 + +0 too.
+  if (isZeroTensor(adaptor.getRhs()))
+    return getLhs();
+  if (isZeroTensor(adaptor.getLhs()))
+    return getRhs();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Positional encodings
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  int64_t headDim = getHeadDim();
+  if (headDim <= 0)
+    return emitOpError() << "head_dim must be positive, got " << headDim;
+  if (headDim % 2 != 0)
+    return emitOpError() << "head_dim must be even to form rotation pairs, got "
+                         << headDim;
+  if (failed(verifyPositive(*this, "theta", getThetaAttr())))
+    return failure();
+  RankedTensorType input = getInput().getType();
+  if (failed(verifyStaticDim(*this, "input", input, 1)))
+    return failure();
+  if (input.getDimSize(1) % headDim != 0)
+    return emitOpError() << "head_dim " << headDim
+                         << " does not divide the feature dimension "
+                         << input.getDimSize(1);
+  return success();
+}
+
+LogicalResult SinusoidalPEOp::verify() {
+  if (failed(verifyPositive(*this, "base", getBaseAttr())))
+    return failure();
+  RankedTensorType input = getInput().getType();
+  if (failed(verifyStaticDim(*this, "input", input, 1)))
+    return failure();
+  if (input.getDimSize(1) % 2 != 0)
+    return emitOpError() << "requires an even feature dimension for sin/cos "
+                            "pairs, got "
+                         << input.getDimSize(1);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+int64_t AttentionOp::getNumKvHeads() {
+  std::optional<uint64_t> kvHeads = getKvHeads();
+  return kvHeads ? static_cast<int64_t>(*kvHeads)
+                 : static_cast<int64_t>(getHeads());
+}
+
+int64_t AttentionOp::getHeadDim() {
+  return getQuery().getType().getDimSize(1) /
+         static_cast<int64_t>(getHeads());
+}
+
+double AttentionOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(getHeadDim()));
+}
+
+LogicalResult AttentionOp::verify() {
+  auto heads = static_cast<int64_t>(getHeads());
+  if (heads <= 0)
+    return emitOpError() << "heads must be positive, got " << heads;
+  int64_t kvHeads = getNumKvHeads();
+  if (kvHeads <= 0)
+    return emitOpError() << "kv_heads must be positive, got " << kvHeads;
+  if (heads % kvHeads != 0)
+    return emitOpError() << "kv_heads " << kvHeads
+                         << " does not divide heads " << heads;
+  if (std::optional<APFloat> scale = getScale()) {
+    if (!scale->isFinite() || scale->isZero())
+      return emitOpError() << "scale must be finite and non-zero, got "
+                           << floatToString(*scale);
+  }
+
+  RankedTensorType query = getQuery().getType(), key = getKey().getType(),
+                   value = getValue().getType(),
+                   result = getResult().getType();
+  if (failed(verifyStaticDim(*this, "query", query, 1)) ||
+      failed(verifyStaticDim(*this, "key", key, 1)) ||
+      failed(verifyStaticDim(*this, "value", value, 1)))
+    return failure();
+  int64_t qFeatures = query.getDimSize(1);
+  if (qFeatures % heads != 0)
+    return emitOpError() << "heads " << heads
+                         << " does not divide the query feature dimension "
+                         << qFeatures;
+  int64_t headDim = qFeatures / heads;
+  if (key.getDimSize(1) != kvHeads * headDim)
+    return emitOpError() << "key has " << key.getDimSize(1)
+                         << " features, expected kv_heads * head_dim = "
+                         << kvHeads << " * " << headDim << " = "
+                         << kvHeads * headDim;
+  if (value.getDimSize(1) != kvHeads * headDim)
+    return emitOpError() << "value has " << value.getDimSize(1)
+                         << " features, expected kv_heads * head_dim = "
+                         << kvHeads << " * " << headDim << " = "
+                         << kvHeads * headDim;
+  if (failed(verifyDimsMatch(*this, "value", value, 0, "key", key, 0)) ||
+      failed(verifyDimsMatch(*this, "result", result, 0, "query", query, 0)) ||
+      failed(verifyDimsMatch(*this, "result", result, 1, "query", query, 1)))
+    return failure();
+
+  if (Value bias = getBias()) {
+    RankedTensorType biasType = tensorType(bias);
+    int64_t biasHeads = biasType.getDimSize(0);
+    if (biasHeads != 1 && biasHeads != heads)
+      return emitOpError() << "bias must have 1 or heads (" << heads
+                           << ") rows in dimension 0, got "
+                           << dimToString(biasHeads);
+    if (failed(verifyDimsMatch(*this, "bias", biasType, 1, "query", query, 0)) ||
+        failed(verifyDimsMatch(*this, "bias", biasType, 2, "key", key, 0)))
+      return failure();
+  }
+
+  // Without kv_len every key is valid, so a causal query block larger than
+  // the key block leaves its first rows with nothing to attend to.
+  if (getCausal() && !getKvLen() && !query.isDynamicDim(0) &&
+      !key.isDynamicDim(0) && query.getDimSize(0) > key.getDimSize(0))
+    return emitOpError() << "causal attention with more queries ("
+                         << query.getDimSize(0) << ") than keys ("
+                         << key.getDimSize(0)
+                         << ") leaves rows with nothing to attend to";
+  return success();
+}
+
+namespace {
+/// Drops a kv_len operand that is a constant equal to the static key count:
+/// every key is valid, which is what no kv_len means.
+struct DropFullKvLen : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Value kvLen = op.getKvLen();
+    if (!kvLen)
+      return rewriter.notifyMatchFailure(op, "no kv_len");
+    APInt length;
+    if (!matchPattern(kvLen, m_ConstantInt(&length)))
+      return rewriter.notifyMatchFailure(op, "kv_len is not a constant");
+    int64_t keys = op.getKey().getType().getDimSize(0);
+    if (ShapedType::isDynamic(keys) || length.getSExtValue() != keys)
+      return rewriter.notifyMatchFailure(op, "kv_len masks some keys");
+    rewriter.modifyOpInPlace(op, [&] { op.getKvLenMutable().clear(); });
+    return success();
+  }
+};
+} // namespace
+
+void AttentionOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<DropFullKvLen>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// KV cache
+//===----------------------------------------------------------------------===//
+
+LogicalResult KvCacheAppendOp::verify() {
+  RankedTensorType update = getUpdate().getType(), cache = getCache().getType();
+  if (failed(verifyStaticDim(*this, "cache", cache, 1)) ||
+      failed(verifyDimsMatch(*this, "update", update, 1, "cache", cache, 1)))
+    return failure();
+  if (!update.isDynamicDim(0) && !cache.isDynamicDim(0) &&
+      update.getDimSize(0) > cache.getDimSize(0))
+    return emitOpError() << "update of " << update.getDimSize(0)
+                         << " rows does not fit a cache of "
+                         << cache.getDimSize(0) << " rows";
+  return success();
+}
+
+OpFoldResult KvCacheAppendOp::fold(FoldAdaptor) {
+  // Appending no rows leaves the cache as it was.
+  if (getUpdate().getType().getDimSize(0) == 0)
+    return getCache();
+  return {};
+}
+
+LogicalResult KvCacheReadOp::verify() {
+  RankedTensorType cache = getCache().getType(), result = getResult().getType();
+  if (!result.isDynamicDim(0))
+    return emitOpError() << "requires a dynamic row count in the result (its "
+                            "length is a run-time value), got "
+                         << result;
+  if (failed(verifyStaticDim(*this, "cache", cache, 1)))
+    return failure();
+  return verifyDimsMatch(*this, "result", result, 1, "cache", cache, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  if (getInput().getType().getRank() < 1)
+    return emitOpError("requires an input of rank 1 or more");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "attn/Dialect/Attn/IR/AttnOps.cpp.inc"

@@ -1,0 +1,171 @@
+// Round trip of every attn op: the custom form parses, prints and re-parses
+// to the same text; the generic form does too.
+// RUN: attn-opt %s -split-input-file | attn-opt -split-input-file | FileCheck %s
+// RUN: attn-opt %s -split-input-file -mlir-print-op-generic | attn-opt -split-input-file | FileCheck %s
+// Printing is a fixed point: printed text re-parses and prints identically,
+// from the custom and from the generic form.
+// RUN: attn-opt %s -split-input-file > %t.custom
+// RUN: attn-opt %t.custom -split-input-file | diff %t.custom -
+// RUN: attn-opt %s -split-input-file -mlir-print-op-generic | attn-opt -split-input-file | diff %t.custom -
+
+// CHECK-LABEL: func.func @embedding_dynamic_seq
+// CHECK: attn.embedding %{{.*}}[%{{.*}}] : tensor<100x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+func.func @embedding_dynamic_seq(%table: tensor<100x8xf32>, %ids: tensor<?xi32>) -> tensor<?x8xf32> {
+  %0 = attn.embedding %table[%ids] : tensor<100x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @embedding_i64_static
+// CHECK: attn.embedding %{{.*}}[%{{.*}}] : tensor<100x8xf32>, tensor<3xi64> -> tensor<3x8xf32>
+func.func @embedding_i64_static(%table: tensor<100x8xf32>, %ids: tensor<3xi64>) -> tensor<3x8xf32> {
+  %0 = attn.embedding %table[%ids] : tensor<100x8xf32>, tensor<3xi64> -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @linear_out_in
+// CHECK: attn.linear %{{.*}}, %{{.*}} layout(out_in) : tensor<?x8xf32>, tensor<16x8xf32> -> tensor<?x16xf32>
+func.func @linear_out_in(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>) -> tensor<?x16xf32> {
+  %0 = attn.linear %x, %w layout(out_in) : tensor<?x8xf32>, tensor<16x8xf32> -> tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @linear_in_out_bias
+// CHECK: attn.linear %{{.*}}, %{{.*}}, %{{.*}} layout(in_out) : tensor<4x8xf32>, tensor<8x24xf32>, tensor<24xf32> -> tensor<4x24xf32>
+func.func @linear_in_out_bias(%x: tensor<4x8xf32>, %w: tensor<8x24xf32>, %b: tensor<24xf32>) -> tensor<4x24xf32> {
+  %0 = attn.linear %x, %w, %b layout(in_out) : tensor<4x8xf32>, tensor<8x24xf32>, tensor<24xf32> -> tensor<4x24xf32>
+  return %0 : tensor<4x24xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @layer_norm
+// CHECK: attn.layer_norm %{{.*}}, %{{.*}}, %{{.*}} epsilon(9.99999974E-6) : tensor<?x8xf32>, tensor<8xf32>
+func.func @layer_norm(%x: tensor<?x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.layer_norm %x, %g, %b epsilon(1.0e-05) : tensor<?x8xf32>, tensor<8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @layer_norm_rank3
+// CHECK: attn.layer_norm %{{.*}}, %{{.*}}, %{{.*}} epsilon(1.000000e-03) : tensor<2x3x8xf32>, tensor<8xf32>
+func.func @layer_norm_rank3(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x3x8xf32> {
+  %0 = attn.layer_norm %x, %g, %b epsilon(1.0e-03) : tensor<2x3x8xf32>, tensor<8xf32>
+  return %0 : tensor<2x3x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: attn.rms_norm %{{.*}}, %{{.*}} epsilon(9.99999997E-7) : tensor<?x8xf32>, tensor<8xf32>
+func.func @rms_norm(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.rms_norm %x, %g epsilon(1.0e-06) : tensor<?x8xf32>, tensor<8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @residual_add
+// CHECK: attn.residual_add %{{.*}}, %{{.*}} : tensor<?x8xf32>
+func.func @residual_add(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.residual_add %a, %b : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rope_rotate_half
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(4) theta(1.000000e+04) rotate_half : tensor<?x8xf32>
+func.func @rope_rotate_half(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %0 = attn.rope %x offset(%pos) head_dim(4) theta(1.0e+04) rotate_half : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rope_interleaved
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(8) theta(5.000000e+05) interleaved : tensor<3x16xf32>
+func.func @rope_interleaved(%x: tensor<3x16xf32>, %pos: index) -> tensor<3x16xf32> {
+  %0 = attn.rope %x offset(%pos) head_dim(8) theta(5.0e+05) interleaved : tensor<3x16xf32>
+  return %0 : tensor<3x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @sinusoidal_pe
+// CHECK: attn.sinusoidal_pe %{{.*}} offset(%{{.*}}) base(1.000000e+04) : tensor<?x8xf32>
+func.func @sinusoidal_pe(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention_plain
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} heads(2) : tensor<3x8xf32>, tensor<5x8xf32>, tensor<5x8xf32> -> tensor<3x8xf32>
+func.func @attention_plain(%q: tensor<3x8xf32>, %k: tensor<5x8xf32>, %v: tensor<5x8xf32>) -> tensor<3x8xf32> {
+  %0 = attn.attention %q, %k, %v heads(2) : tensor<3x8xf32>, tensor<5x8xf32>, tensor<5x8xf32> -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention_causal_gqa_decode
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} heads(4) kv_heads(2) scale(2.500000e-01) causal kv_len(%{{.*}}) : tensor<1x16xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<1x16xf32>
+func.func @attention_causal_gqa_decode(%q: tensor<1x16xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>, %n: index) -> tensor<1x16xf32> {
+  %0 = attn.attention %q, %k, %v heads(4) kv_heads(2) scale(0.25) causal kv_len(%n) : tensor<1x16xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<1x16xf32>
+  return %0 : tensor<1x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention_alibi_bias
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} heads(2) causal bias(%{{.*}} : tensor<2x?x?xf32>) : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+func.func @attention_alibi_bias(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>, %bias: tensor<2x?x?xf32>) -> tensor<?x8xf32> {
+  %0 = attn.attention %q, %k, %v heads(2) causal bias(%bias : tensor<2x?x?xf32>) : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// A bias shared by all heads has one row in dimension 0.
+// CHECK-LABEL: func.func @attention_shared_bias
+// CHECK: bias(%{{.*}} : tensor<1x3x3xf32>)
+func.func @attention_shared_bias(%q: tensor<3x8xf32>, %k: tensor<3x8xf32>, %v: tensor<3x8xf32>, %bias: tensor<1x3x3xf32>) -> tensor<3x8xf32> {
+  %0 = attn.attention %q, %k, %v heads(2) bias(%bias : tensor<1x3x3xf32>) : tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32> -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @kv_cache
+// CHECK: %[[C:.*]] = attn.kv_cache_append %{{.*}} into %{{.*}}[%{{.*}}] : tensor<?x8xf32> into tensor<16x8xf32>
+// CHECK: attn.kv_cache_read %[[C]][%{{.*}}] : tensor<16x8xf32> -> tensor<?x8xf32>
+func.func @kv_cache(%new: tensor<?x8xf32>, %cache: tensor<16x8xf32>, %pos: index, %len: index) -> tensor<?x8xf32> {
+  %0 = attn.kv_cache_append %new into %cache[%pos] : tensor<?x8xf32> into tensor<16x8xf32>
+  %1 = attn.kv_cache_read %0[%len] : tensor<16x8xf32> -> tensor<?x8xf32>
+  return %1 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @activations
+// CHECK: attn.gelu %{{.*}} tanh : tensor<?x8xf32>
+// CHECK: attn.gelu %{{.*}} erf : tensor<?x8xf32>
+// CHECK: attn.silu %{{.*}} : tensor<?x8xf32>
+// CHECK: attn.swiglu %{{.*}}, %{{.*}} : tensor<?x8xf32>
+// CHECK: attn.softmax %{{.*}} : tensor<?x8xf32>
+func.func @activations(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.gelu %x tanh : tensor<?x8xf32>
+  %1 = attn.gelu %0 erf : tensor<?x8xf32>
+  %2 = attn.silu %1 : tensor<?x8xf32>
+  %3 = attn.swiglu %2, %y : tensor<?x8xf32>
+  %4 = attn.softmax %3 : tensor<?x8xf32>
+  return %4 : tensor<?x8xf32>
+}
