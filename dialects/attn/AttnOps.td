@@ -227,8 +227,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
       With `seq_q == kv_len` this is the usual lower-triangular mask; with
       `seq_q == 1` it is a decode step over the whole cache.
 
-    A row whose keys are all masked has no defined value; callers keep
-    `seq_q <= kv_len` for causal attention.
+    A query row that sees no key at all (every key masked, e.g. causal with
+    `seq_q > kv_len`) yields zeros, not NaN.
 
     Example (decode of one token with 12 query heads sharing 4 KV heads):
     ```mlir

@@ -2,7 +2,10 @@
 
 #include "attn/InitAll.h"
 
+#include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Attn/IR/AttnDialect.h"
+#include "attn/Pipelines/Pipelines.h"
+#include "attn/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -24,4 +27,7 @@ void mlir::attn::registerAllPasses() {
   // Upstream passes stay available so users can replay or bisect a pipeline
   // stage by stage, as with mlir-opt.
   mlir::registerAllPasses();
+  registerAttnConversionPasses();
+  registerAttnTransformsPasses();
+  registerAttnPipelines();
 }

@@ -1,0 +1,66 @@
+//===- NativeCodegen.h - LLVM dialect to a native shared library -*- C++ -*-===//
+//
+// The in-process back end shared by attn-compile and the end-to-end tests:
+// translate a module in the LLVM dialect to LLVM IR, optimize it for the host
+// CPU (every feature it has, as -march=native), emit an object file, and link
+// that into a shared library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_TARGET_NATIVECODEGEN_H
+#define ATTN_TARGET_NATIVECODEGEN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace mlir {
+class DialectRegistry;
+namespace attn {
+
+/// Registers the translations from MLIR's LLVM-level dialects to LLVM IR.
+void registerNativeCodegenTranslations(DialectRegistry &registry);
+
+/// A TargetMachine for the host: its triple, CPU name and every feature the
+/// CPU reports, position-independent code for a shared library.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine();
+
+/// Translates `module` (fully in the LLVM dialect) to LLVM IR for `machine`.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
+                  llvm::TargetMachine &machine);
+
+/// Runs LLVM's default -O<optLevel> pipeline tuned for `machine`.
+llvm::Error optimizeLLVMIR(llvm::Module &module, llvm::TargetMachine &machine,
+                           unsigned optLevel = 3);
+
+/// Writes `module` as an object file at `path`.
+llvm::Error writeObjectFile(llvm::Module &module, llvm::TargetMachine &machine,
+                            llvm::StringRef path);
+
+/// Links `objects` into the shared library `output` with the system's C
+/// compiler driver (clang-22, clang, cc or gcc, the first found), adding
+/// `extraArgs` (e.g. -lm) after the objects.
+llvm::Error linkSharedLibrary(llvm::ArrayRef<std::string> objects,
+                              llvm::StringRef output,
+                              llvm::ArrayRef<std::string> extraArgs = {});
+
+/// translate + optimize + object + link, with the object in a temporary file
+/// next to `output`.
+llvm::Error compileToSharedLibrary(ModuleOp module, llvm::StringRef output,
+                                   llvm::ArrayRef<std::string> extraArgs = {});
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_TARGET_NATIVECODEGEN_H

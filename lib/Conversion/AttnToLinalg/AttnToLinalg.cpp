@@ -1,0 +1,614 @@
+//===- AttnToLinalg.cpp - lower attn ops to linalg on tensors -------------===//
+//
+// One pattern per op. Attention has its own file (AttentionToLinalg.cpp); the
+// rest are projections, row reductions and elementwise maps.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/AttnToLinalg/AttnToLinalg.h"
+#include "attn/Conversion/Passes.h"
+#include "attn/Dialect/Attn/IR/AttnOps.h"
+
+#include "AttentionToLinalg.h"
+#include "LinalgBuilders.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_CONVERTATTNTOLINALGPASS
+#include "attn/Conversion/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Embeddings and projections
+//===----------------------------------------------------------------------===//
+
+/// result[s, d] = table[clamp(ids[s]), d], a gather inside a generic.
+struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getResult().getType();
+    Value table = adaptor.getTable(), ids = adaptor.getIds();
+    SmallVector<OpFoldResult> sizes = sizesFrom(rewriter, loc, resultType, ids);
+    sizes[1] = rewriter.getIndexAttr(resultType.getDimSize(1));
+    Value init = emptyTensor(rewriter, loc, sizes);
+    Value lastRow = tensor::DimOp::create(rewriter, loc, table, 0);
+    lastRow = arith::SubIOp::create(
+        rewriter, loc, lastRow, arith::ConstantIndexOp::create(rewriter, loc, 1));
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+
+    MLIRContext *ctx = rewriter.getContext();
+    AffineMap rowMap = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+    Value gathered = buildGeneric(
+        rewriter, loc, ids, {rowMap}, init, rewriter.getMultiDimIdentityMap(2),
+        iteratorTypes(2), [&](OpBuilder &b, Location l, ValueRange args) {
+          // A bad id must never read outside the table: clamp it.
+          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          row = arith::MaxSIOp::create(b, l, row, zero);
+          row = arith::MinSIOp::create(b, l, row, lastRow);
+          Value col = linalg::IndexOp::create(b, l, 1);
+          return tensor::ExtractOp::create(b, l, table, ValueRange{row, col})
+              .getResult();
+        });
+    rewriter.replaceOp(op, castIfNeeded(rewriter, loc, gathered, resultType));
+    return success();
+  }
+};
+
+/// x W (+ b): a linalg.matmul whose indexing maps read the weight in its
+/// stored layout, accumulating into the broadcast bias (or zeros).
+struct LinearLowering : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getResult().getType();
+    SmallVector<OpFoldResult> sizes =
+        sizesFrom(rewriter, loc, resultType, adaptor.getInput());
+    Value init;
+    if (Value bias = adaptor.getBias()) {
+      Value empty = emptyTensor(rewriter, loc, sizes);
+      init = linalg::BroadcastOp::create(rewriter, loc, bias, empty,
+                                         ArrayRef<int64_t>{0})
+                 .getResult()[0];
+    } else {
+      init = filledTensor(rewriter, loc, sizes,
+                          floatConstant(rewriter, loc, 0.0));
+    }
+
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    AffineMap weightMap = op.getLayout() == WeightLayout::OutIn
+                              ? AffineMap::get(3, 0, {n, k}, ctx)
+                              : AffineMap::get(3, 0, {k, n}, ctx);
+    SmallVector<Attribute> maps = {
+        AffineMapAttr::get(AffineMap::get(3, 0, {m, k}, ctx)),
+        AffineMapAttr::get(weightMap),
+        AffineMapAttr::get(AffineMap::get(3, 0, {m, n}, ctx))};
+    auto matmul = linalg::MatmulOp::create(
+        rewriter, loc, TypeRange{init.getType()},
+        ValueRange{adaptor.getInput(), adaptor.getWeight()}, ValueRange{init},
+        {rewriter.getNamedAttr("indexing_maps", rewriter.getArrayAttr(maps))});
+    rewriter.replaceOp(op, castIfNeeded(rewriter, loc, matmul.getResult(0),
+                                        resultType));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// Sum over the innermost dimension of f(x) for each row.
+static Value rowSum(OpBuilder &b, Location loc, Value input,
+                    llvm::function_ref<Value(OpBuilder &, Location, Value)> f) {
+  Value zeros = filledTensor(b, loc, outerSizes(b, loc, input),
+                             floatConstant(b, loc, 0.0));
+  return buildInnerReduction(
+      b, loc, input, zeros, [&](OpBuilder &nb, Location l, ValueRange args) {
+        return arith::AddFOp::create(nb, l, args[1], f(nb, l, args[0]))
+            .getResult();
+      });
+}
+
+/// Per row: 1 / sqrt(sum / d + eps).
+static Value inverseRootMean(OpBuilder &b, Location loc, Value sums,
+                             int64_t d, double eps) {
+  Value count = floatConstant(b, loc, static_cast<double>(d));
+  Value epsilon = floatConstant(b, loc, eps);
+  Value one = floatConstant(b, loc, 1.0);
+  return buildElementwise(
+      b, loc, sums, [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value mean = arith::DivFOp::create(nb, l, args[0], count);
+        Value root = math::SqrtOp::create(
+            nb, l, arith::AddFOp::create(nb, l, mean, epsilon));
+        return arith::DivFOp::create(nb, l, one, root).getResult();
+      });
+}
+
+/// mean, biased variance (two passes, for accuracy), then
+/// (x - mean) * rstd * gamma + beta.
+struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    int64_t d = type.getShape().back();
+    MLIRContext *ctx = rewriter.getContext();
+
+    Value sums = rowSum(rewriter, loc, x,
+                        [](OpBuilder &, Location, Value v) { return v; });
+    Value count = floatConstant(rewriter, loc, static_cast<double>(d));
+    Value mean = buildElementwise(
+        rewriter, loc, sums, [&](OpBuilder &b, Location l, ValueRange args) {
+          return arith::DivFOp::create(b, l, args[0], count).getResult();
+        });
+
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap perRow = dropInnermostMap(ctx, rank);
+    Value zeros = filledTensor(rewriter, loc, outerSizes(rewriter, loc, x),
+                               floatConstant(rewriter, loc, 0.0));
+    Value squares = buildGeneric(
+        rewriter, loc, {x, mean}, {identity, perRow}, zeros, perRow,
+        iteratorTypes(rank, /*reduceInnermost=*/true),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value diff = arith::SubFOp::create(b, l, args[0], args[1]);
+          Value sq = arith::MulFOp::create(b, l, diff, diff);
+          return arith::AddFOp::create(b, l, args[2], sq).getResult();
+        });
+    Value rstd = inverseRootMean(rewriter, loc, squares, d,
+                                 op.getEpsilon().convertToDouble());
+
+    AffineMap perFeature = innermostMap(ctx, rank);
+    Value init = emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, x));
+    Value result = buildGeneric(
+        rewriter, loc, {x, mean, rstd, adaptor.getGamma(), adaptor.getBeta()},
+        {identity, perRow, perRow, perFeature, perFeature}, init, identity,
+        iteratorTypes(rank), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value centered = arith::SubFOp::create(b, l, args[0], args[1]);
+          Value normed = arith::MulFOp::create(b, l, centered, args[2]);
+          Value scaled = arith::MulFOp::create(b, l, normed, args[3]);
+          return arith::AddFOp::create(b, l, scaled, args[4]).getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// x * (1 / sqrt(mean(x^2) + eps)) * gamma.
+struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RmsNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    MLIRContext *ctx = rewriter.getContext();
+
+    Value squares = rowSum(rewriter, loc, x, [](OpBuilder &b, Location l, Value v) {
+      return arith::MulFOp::create(b, l, v, v).getResult();
+    });
+    Value rinv = inverseRootMean(rewriter, loc, squares, type.getShape().back(),
+                                 op.getEpsilon().convertToDouble());
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    Value init = emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, x));
+    Value result = buildGeneric(
+        rewriter, loc, {x, rinv, adaptor.getGamma()},
+        {identity, dropInnermostMap(ctx, rank), innermostMap(ctx, rank)}, init,
+        identity, iteratorTypes(rank),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value normed = arith::MulFOp::create(b, l, args[0], args[1]);
+          return arith::MulFOp::create(b, l, normed, args[2]).getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+/// x * sigmoid(x) written as x / (1 + exp(-x)): at large negative x exp
+/// overflows to inf and the quotient is -0, not NaN.
+static Value buildSilu(OpBuilder &b, Location loc, Value x) {
+  Value one = floatConstant(b, loc, 1.0);
+  Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  Value denom = arith::AddFOp::create(b, loc, one, expNeg);
+  return arith::DivFOp::create(b, loc, x, denom);
+}
+
+/// Lowers a same-shape op with `N` operands to one elementwise generic whose
+/// body is `scalarFn`.
+template <typename OpTy>
+struct ElementwiseLowering : OpConversionPattern<OpTy> {
+  using ScalarFn =
+      std::function<Value(OpTy, OpBuilder &, Location, ValueRange)>;
+
+  ElementwiseLowering(MLIRContext *ctx, ScalarFn scalarFn)
+      : OpConversionPattern<OpTy>(ctx), scalarFn(std::move(scalarFn)) {}
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), adaptor.getOperands(),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          return scalarFn(op, b, l, args.drop_back());
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  ScalarFn scalarFn;
+};
+
+static Value residualAddScalar(ResidualAddOp, OpBuilder &b, Location loc,
+                               ValueRange args) {
+  return arith::AddFOp::create(b, loc, args[0], args[1]);
+}
+
+static Value geluScalar(GeluOp op, OpBuilder &b, Location loc,
+                        ValueRange args) {
+  Value x = args[0];
+  Value half = floatConstant(b, loc, 0.5);
+  Value one = floatConstant(b, loc, 1.0);
+  Value inner;
+  if (op.getApproximation() == GeluApproximation::Erf) {
+    // 0.5 x (1 + erf(x / sqrt(2)))
+    Value scaled = arith::MulFOp::create(b, loc, x,
+                                         floatConstant(b, loc, M_SQRT1_2));
+    inner = math::ErfOp::create(b, loc, scaled);
+  } else {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    Value x3 = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x), x);
+    Value poly = arith::AddFOp::create(
+        b, loc, x,
+        arith::MulFOp::create(b, loc, floatConstant(b, loc, 0.044715), x3));
+    Value arg = arith::MulFOp::create(
+        b, loc, floatConstant(b, loc, std::sqrt(2.0 / M_PI)), poly);
+    inner = math::TanhOp::create(b, loc, arg);
+  }
+  Value halfX = arith::MulFOp::create(b, loc, half, x);
+  return arith::MulFOp::create(b, loc, halfX,
+                               arith::AddFOp::create(b, loc, one, inner));
+}
+
+static Value siluScalar(SiluOp, OpBuilder &b, Location loc, ValueRange args) {
+  return buildSilu(b, loc, args[0]);
+}
+
+static Value swigluScalar(SwigluOp, OpBuilder &b, Location loc,
+                          ValueRange args) {
+  return arith::MulFOp::create(b, loc, buildSilu(b, loc, args[0]), args[1]);
+}
+
+/// exp(x - max) / sum(exp(x - max)) along the innermost dimension.
+struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    MLIRContext *ctx = rewriter.getContext();
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap perRow = dropInnermostMap(ctx, rank);
+
+    Value lowest = filledTensor(rewriter, loc, outerSizes(rewriter, loc, x),
+                                negativeInfinity(rewriter, loc));
+    Value maxima = buildInnerReduction(
+        rewriter, loc, x, lowest, [](OpBuilder &b, Location l, ValueRange args) {
+          return arith::MaximumFOp::create(b, l, args[1], args[0]).getResult();
+        });
+    Value init = emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, x));
+    Value exps = buildGeneric(
+        rewriter, loc, {x, maxima}, {identity, perRow}, init, identity,
+        iteratorTypes(rank), [](OpBuilder &b, Location l, ValueRange args) {
+          return math::ExpOp::create(
+                     b, l, arith::SubFOp::create(b, l, args[0], args[1]))
+              .getResult();
+        });
+    Value sums = rowSum(rewriter, loc, exps,
+                        [](OpBuilder &, Location, Value v) { return v; });
+    Value result = buildGeneric(
+        rewriter, loc, {exps, sums}, {identity, perRow}, init, identity,
+        iteratorTypes(rank), [](OpBuilder &b, Location l, ValueRange args) {
+          return arith::DivFOp::create(b, l, args[0], args[1]).getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Positional encodings
+//===----------------------------------------------------------------------===//
+
+/// The position of row `row` as f64: offset + row.
+static Value positionAsF64(OpBuilder &b, Location loc, Value offset,
+                           Value row) {
+  Value position = arith::AddIOp::create(b, loc, offset, row);
+  return indexAsFloat(b, loc, position, b.getF64Type());
+}
+
+/// base^(-2i/d) * position in f64: the angle of pair i.
+static Value pairAngle(OpBuilder &b, Location loc, Value position,
+                       Value pairIndex, double base, int64_t d) {
+  Value i = indexAsFloat(b, loc, pairIndex, b.getF64Type());
+  Value exponent = arith::MulFOp::create(
+      b, loc, i, floatConstant(b, loc, -2.0 / static_cast<double>(d), b.getF64Type()));
+  Value freq = math::PowFOp::create(
+      b, loc, floatConstant(b, loc, base, b.getF64Type()), exponent);
+  return arith::MulFOp::create(b, loc, position, freq);
+}
+
+/// Rotates each (a, b) pair of each head by the position's angle. The input
+/// is viewed as [seq, heads, 2, d/2] (rotate_half) or [seq, heads, d/2, 2]
+/// (interleaved) so both members of a pair are reachable through constant
+/// indices in the indexing maps.
+struct RopeLowering : OpConversionPattern<RopeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RopeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value x = adaptor.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    auto headDim = static_cast<int64_t>(op.getHeadDim());
+    int64_t half = headDim / 2, heads = type.getDimSize(1) / headDim;
+    bool rotateHalf = op.getPairing() == RopePairing::RotateHalf;
+    double theta = op.getTheta().convertToDouble();
+
+    // cos/sin table [seq, d/2], angles in f64.
+    OpFoldResult seq = tensor::getMixedSize(rewriter, loc, x, 0);
+    SmallVector<OpFoldResult> tableSizes = {seq, rewriter.getIndexAttr(half)};
+    Value cosInit = emptyTensor(rewriter, loc, tableSizes);
+    Value sinInit = emptyTensor(rewriter, loc, tableSizes);
+    Value offset = adaptor.getOffset();
+    AffineMap id2 = rewriter.getMultiDimIdentityMap(2);
+    auto table = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{cosInit.getType(), sinInit.getType()},
+        ValueRange{}, ValueRange{cosInit, sinInit}, {id2, id2},
+        iteratorTypes(2), [&](OpBuilder &b, Location l, ValueRange) {
+          Value position =
+              positionAsF64(b, l, offset, linalg::IndexOp::create(b, l, 0));
+          Value angle = pairAngle(b, l, position,
+                                  linalg::IndexOp::create(b, l, 1), theta,
+                                  headDim);
+          Value c = arith::TruncFOp::create(b, l, b.getF32Type(),
+                                            math::CosOp::create(b, l, angle));
+          Value s = arith::TruncFOp::create(b, l, b.getF32Type(),
+                                            math::SinOp::create(b, l, angle));
+          linalg::YieldOp::create(b, l, ValueRange{c, s});
+        });
+    Value cosTable = table.getResult(0), sinTable = table.getResult(1);
+
+    // View x as [seq, heads, 2, half] or [seq, heads, half, 2].
+    SmallVector<int64_t> viewShape = {type.getDimSize(0), heads, 2, half};
+    SmallVector<OpFoldResult> viewSizes = {seq, rewriter.getIndexAttr(heads),
+                                           rewriter.getIndexAttr(2),
+                                           rewriter.getIndexAttr(half)};
+    if (!rotateHalf) {
+      std::swap(viewShape[2], viewShape[3]);
+      std::swap(viewSizes[2], viewSizes[3]);
+    }
+    auto viewType = RankedTensorType::get(viewShape, type.getElementType());
+    SmallVector<ReassociationIndices> reassociation = {{0}, {1, 2, 3}};
+    Value view = tensor::ExpandShapeOp::create(rewriter, loc, viewType, x,
+                                               reassociation, viewSizes);
+
+    // Loop dims (s, h, p, q): the member index is p (rotate_half) or q.
+    AffineExpr s, h, p, q;
+    bindDims(ctx, s, h, p, q);
+    AffineExpr c0 = getAffineConstantExpr(0, ctx), c1 = getAffineConstantExpr(1, ctx);
+    AffineMap firstMap = rotateHalf ? AffineMap::get(4, 0, {s, h, c0, q}, ctx)
+                                    : AffineMap::get(4, 0, {s, h, p, c0}, ctx);
+    AffineMap secondMap = rotateHalf ? AffineMap::get(4, 0, {s, h, c1, q}, ctx)
+                                     : AffineMap::get(4, 0, {s, h, p, c1}, ctx);
+    AffineMap tableMap = rotateHalf ? AffineMap::get(4, 0, {s, q}, ctx)
+                                    : AffineMap::get(4, 0, {s, p}, ctx);
+    unsigned memberDim = rotateHalf ? 2 : 3;
+    Value init = emptyTensor(rewriter, loc, viewSizes);
+    Value rotated = buildGeneric(
+        rewriter, loc, {view, view, cosTable, sinTable},
+        {firstMap, secondMap, tableMap, tableMap}, init,
+        rewriter.getMultiDimIdentityMap(4), iteratorTypes(4),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value a = args[0], bv = args[1], c = args[2], sn = args[3];
+          // a' = a cos - b sin; b' = b cos + a sin.
+          Value first = arith::SubFOp::create(
+              b, l, arith::MulFOp::create(b, l, a, c),
+              arith::MulFOp::create(b, l, bv, sn));
+          Value second = arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, bv, c),
+              arith::MulFOp::create(b, l, a, sn));
+          Value member = linalg::IndexOp::create(b, l, memberDim);
+          Value isFirst = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::eq, member,
+              arith::ConstantIndexOp::create(b, l, 0));
+          return arith::SelectOp::create(b, l, isFirst, first, second)
+              .getResult();
+        });
+    Value result = tensor::CollapseShapeOp::create(rewriter, loc, type, rotated,
+                                                   reassociation);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// x[s, 2i] + sin(p base^(-2i/d)), x[s, 2i+1] + cos(...), over a
+/// [seq, d/2, 2] view.
+struct SinusoidalPELowering : OpConversionPattern<SinusoidalPEOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SinusoidalPEOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t d = type.getDimSize(1);
+    double base = op.getBase().convertToDouble();
+    OpFoldResult seq = tensor::getMixedSize(rewriter, loc, x, 0);
+    SmallVector<OpFoldResult> viewSizes = {seq, rewriter.getIndexAttr(d / 2),
+                                           rewriter.getIndexAttr(2)};
+    auto viewType = RankedTensorType::get({type.getDimSize(0), d / 2, 2},
+                                          type.getElementType());
+    SmallVector<ReassociationIndices> reassociation = {{0}, {1, 2}};
+    Value view = tensor::ExpandShapeOp::create(rewriter, loc, viewType, x,
+                                               reassociation, viewSizes);
+    Value offset = adaptor.getOffset();
+    Value init = emptyTensor(rewriter, loc, viewSizes);
+    AffineMap identity = rewriter.getMultiDimIdentityMap(3);
+    Value encoded = buildGeneric(
+        rewriter, loc, view, {identity}, init, identity, iteratorTypes(3),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value position =
+              positionAsF64(b, l, offset, linalg::IndexOp::create(b, l, 0));
+          Value angle = pairAngle(b, l, position,
+                                  linalg::IndexOp::create(b, l, 1), base, d);
+          Value isSin = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(b, l, 2),
+              arith::ConstantIndexOp::create(b, l, 0));
+          Value wave = arith::SelectOp::create(
+              b, l, isSin, math::SinOp::create(b, l, angle),
+              math::CosOp::create(b, l, angle));
+          Value pe = arith::TruncFOp::create(b, l, b.getF32Type(), wave);
+          return arith::AddFOp::create(b, l, args[0], pe).getResult();
+        });
+    Value result = tensor::CollapseShapeOp::create(rewriter, loc, type, encoded,
+                                                   reassociation);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// KV cache
+//===----------------------------------------------------------------------===//
+
+/// Rows [position, position + n) of the cache := update.
+struct KvCacheAppendLowering : OpConversionPattern<KvCacheAppendOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(KvCacheAppendOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value update = adaptor.getUpdate();
+    SmallVector<OpFoldResult> offsets = {adaptor.getPosition(),
+                                         rewriter.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(rewriter, loc, update);
+    SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
+    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
+        op, update, adaptor.getCache(), offsets, sizes, strides);
+    return success();
+  }
+};
+
+/// Rows [0, min(length, max_seq)): a slice, so a bad length cannot read past
+/// the cache.
+struct KvCacheReadLowering : OpConversionPattern<KvCacheReadOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(KvCacheReadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value cache = adaptor.getCache();
+    Value rows = tensor::DimOp::create(rewriter, loc, cache, 0);
+    Value length =
+        arith::MinUIOp::create(rewriter, loc, adaptor.getLength(), rows);
+    auto cacheType = cast<RankedTensorType>(cache.getType());
+    SmallVector<OpFoldResult> offsets(2, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = {
+        length, rewriter.getIndexAttr(cacheType.getDimSize(1))};
+    SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, op.getResult().getType(), cache, offsets, sizes, strides);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertAttnToLinalgPass
+    : mlir::attn::impl::ConvertAttnToLinalgPassBase<ConvertAttnToLinalgPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    AttentionLoweringOptions options;
+    options.queryBlock = queryBlock;
+    options.kvBlock = kvBlock;
+    if (options.queryBlock <= 0 || options.kvBlock <= 0) {
+      getOperation()->emitError()
+          << "convert-attn-to-linalg: block sizes must be positive, got "
+             "query-block="
+          << options.queryBlock << " kv-block=" << options.kvBlock;
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<AttnDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(ctx);
+    populateAttnToLinalgPatterns(patterns, options);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::attn::populateAttnToLinalgPatterns(
+    RewritePatternSet &patterns, const AttentionLoweringOptions &options) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<EmbeddingLowering, LinearLowering, LayerNormLowering,
+               RmsNormLowering, SoftmaxLowering, RopeLowering,
+               SinusoidalPELowering, KvCacheAppendLowering,
+               KvCacheReadLowering>(ctx);
+  patterns.add<ElementwiseLowering<ResidualAddOp>>(ctx, residualAddScalar);
+  patterns.add<ElementwiseLowering<GeluOp>>(ctx, geluScalar);
+  patterns.add<ElementwiseLowering<SiluOp>>(ctx, siluScalar);
+  patterns.add<ElementwiseLowering<SwigluOp>>(ctx, swigluScalar);
+  populateAttentionToLinalgPatterns(patterns, options);
+}

@@ -1,0 +1,245 @@
+// Every attn op except attention (see convert-attn-to-linalg-attention.mlir).
+// RUN: attn-opt %s -split-input-file --convert-attn-to-linalg | FileCheck %s
+
+// A gather whose row index is clamped into the table.
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[TABLE:.*]]: tensor<100x8xf32>, %[[IDS:.*]]: tensor<?xi32>)
+// CHECK: linalg.generic {{.*}} ins(%[[IDS]] : tensor<?xi32>)
+// CHECK:   %[[ROW:.*]] = arith.index_cast
+// CHECK:   %[[LO:.*]] = arith.maxsi %[[ROW]]
+// CHECK:   %[[HI:.*]] = arith.minsi %[[LO]]
+// CHECK:   %[[COL:.*]] = linalg.index 1
+// CHECK:   tensor.extract %[[TABLE]][%[[HI]], %[[COL]]]
+// CHECK-NOT: attn.
+func.func @embedding(%table: tensor<100x8xf32>, %ids: tensor<?xi32>) -> tensor<?x8xf32> {
+  %0 = attn.embedding %table[%ids] : tensor<100x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// nn.Linear [out, in]: the weight is read transposed through its map, and
+// the bias is broadcast into the accumulator.
+// CHECK-DAG: #[[$LHS:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[$WNK:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[$OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @linear_out_in_bias
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8xf32>, %[[W:.*]]: tensor<16x8xf32>, %[[B:.*]]: tensor<16xf32>)
+// CHECK: %[[INIT:.*]] = linalg.broadcast ins(%[[B]] : tensor<16xf32>) {{.*}} dimensions = [0]
+// CHECK: linalg.matmul indexing_maps = [#[[$LHS]], #[[$WNK]], #[[$OUT]]] ins(%[[X]], %[[W]] : {{.*}}) outs(%[[INIT]] : tensor<?x16xf32>)
+func.func @linear_out_in_bias(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<?x16xf32> {
+  %0 = attn.linear %x, %w, %b layout(out_in) : tensor<?x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
+// Conv1D [in, out] is a plain matmul into zeros.
+// CHECK-LABEL: func.func @linear_in_out
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<8x16xf32>)
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32)
+// CHECK: linalg.matmul ins(%[[X]], %[[W]] : tensor<4x8xf32>, tensor<8x16xf32>) outs(%[[INIT]] : tensor<4x16xf32>)
+func.func @linear_in_out(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %0 = attn.linear %x, %w layout(in_out) : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @layer_norm
+// sum(x) over the row, then mean = sum / 8
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:   arith.addf
+// CHECK: linalg.generic
+// CHECK:   arith.divf
+// var = sum((x - mean)^2), a second pass over the row
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:   arith.subf
+// CHECK:   arith.mulf
+// CHECK:   arith.addf
+// rstd = 1 / sqrt(var / 8 + eps)
+// CHECK: linalg.generic
+// CHECK:   arith.divf
+// CHECK:   arith.addf
+// CHECK:   math.sqrt
+// CHECK:   arith.divf
+// (x - mean) * rstd * gamma + beta
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK:   arith.subf
+// CHECK:   arith.mulf
+// CHECK:   arith.mulf
+// CHECK:   arith.addf
+func.func @layer_norm(%x: tensor<?x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.layer_norm %x, %g, %b epsilon(1.0e-05) : tensor<?x8xf32>, tensor<8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[$ROW:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[$FEATURE:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @rms_norm
+// sum(x^2) per row
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:   arith.mulf
+// CHECK:   arith.addf
+// 1 / sqrt(sum / 8 + eps)
+// CHECK: math.sqrt
+// x * rinv[row] * gamma[feature]
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[$ROW]], #[[$FEATURE]], #{{.*}}]
+func.func @rms_norm(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.rms_norm %x, %g epsilon(1.0e-06) : tensor<?x8xf32>, tensor<8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @residual_add
+// CHECK: linalg.generic
+// CHECK:   arith.addf
+func.func @residual_add(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.residual_add %a, %b : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// RoPE, rotate_half: a cos/sin table [seq, 2] computed in f64, then the input
+// viewed as [seq, heads, 2, half] so each pair member is a constant index.
+// CHECK-DAG: #[[$FIRST:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, d3)>
+// CHECK-DAG: #[[$SECOND:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, 1, d3)>
+// CHECK-LABEL: func.func @rope_rotate_half
+// CHECK: %[[TABLE:.*]]:2 = linalg.generic
+// CHECK:   math.powf {{.*}} : f64
+// CHECK:   math.cos {{.*}} : f64
+// CHECK:   math.sin {{.*}} : f64
+// CHECK: %[[VIEW:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2, 3]] {{.*}} into tensor<?x2x2x2xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$FIRST]], #[[$SECOND]], {{.*}} ins(%[[VIEW]], %[[VIEW]], %[[TABLE]]#0, %[[TABLE]]#1
+// a' = a cos - b sin; b' = b cos + a sin; pick by the member index
+// CHECK:   arith.subf
+// CHECK:   arith.addf
+// CHECK:   linalg.index 2
+// CHECK:   arith.select
+// CHECK: tensor.collapse_shape {{.*}} into tensor<?x8xf32>
+func.func @rope_rotate_half(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %0 = attn.rope %x offset(%pos) head_dim(4) theta(1.0e+04) rotate_half : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// Interleaved pairs are the last dimension of a [seq, heads, half, 2] view.
+// CHECK-DAG: #[[$FIRST:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+// CHECK-DAG: #[[$SECOND:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 1)>
+// CHECK-LABEL: func.func @rope_interleaved
+// CHECK: tensor.expand_shape {{.*}} into tensor<3x2x4x2xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$FIRST]], #[[$SECOND]]
+// CHECK:   linalg.index 3
+func.func @rope_interleaved(%x: tensor<3x16xf32>, %pos: index) -> tensor<3x16xf32> {
+  %0 = attn.rope %x offset(%pos) head_dim(8) theta(1.0e+04) interleaved : tensor<3x16xf32>
+  return %0 : tensor<3x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @sinusoidal_pe
+// CHECK: tensor.expand_shape {{.*}} into tensor<?x4x2xf32>
+// CHECK: linalg.generic
+// CHECK:   math.sin {{.*}} : f64
+// CHECK:   math.cos {{.*}} : f64
+// CHECK:   arith.truncf
+// CHECK:   arith.addf
+func.func @sinusoidal_pe(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// Append is an insert_slice at the position; read a slice of the clamped
+// length.
+// CHECK-LABEL: func.func @kv_cache
+// CHECK-SAME: (%[[NEW:.*]]: tensor<?x8xf32>, %[[CACHE:.*]]: tensor<16x8xf32>, %[[POS:.*]]: index, %[[LEN:.*]]: index)
+// CHECK: %[[ROWS:.*]] = tensor.dim %[[NEW]]
+// CHECK: %[[UPDATED:.*]] = tensor.insert_slice %[[NEW]] into %[[CACHE]][%[[POS]], 0] [%[[ROWS]], 8] [1, 1]
+// CHECK: %[[CLAMPED:.*]] = arith.minui %[[LEN]]
+// CHECK: tensor.extract_slice %[[UPDATED]][0, 0] [%[[CLAMPED]], 8] [1, 1]
+func.func @kv_cache(%new: tensor<?x8xf32>, %cache: tensor<16x8xf32>, %pos: index, %len: index) -> tensor<?x8xf32> {
+  %0 = attn.kv_cache_append %new into %cache[%pos] : tensor<?x8xf32> into tensor<16x8xf32>
+  %1 = attn.kv_cache_read %0[%len] : tensor<16x8xf32> -> tensor<?x8xf32>
+  return %1 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gelu_tanh
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// CHECK: linalg.generic
+// CHECK:   arith.constant 4.471500e-02
+// CHECK:   math.tanh
+// CHECK-NOT: math.erf
+func.func @gelu_tanh(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.gelu %x tanh : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gelu_erf
+// 0.5 x (1 + erf(x / sqrt(2)))
+// CHECK: linalg.generic
+// CHECK:   math.erf
+// CHECK-NOT: math.tanh
+func.func @gelu_erf(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.gelu %x erf : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// silu(gate) * up = gate / (1 + exp(-gate)) * up
+// CHECK-LABEL: func.func @swiglu
+// CHECK: linalg.generic
+// CHECK:   arith.negf
+// CHECK:   math.exp
+// CHECK:   arith.addf
+// CHECK:   arith.divf
+// CHECK:   arith.mulf
+func.func @swiglu(%g: tensor<?x8xf32>, %u: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.swiglu %g, %u : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @silu
+// CHECK: linalg.generic
+// CHECK:   math.exp
+// CHECK:   arith.divf
+func.func @silu(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.silu %x : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax
+// m = rowmax(x), from -inf
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.fill ins(%[[NEGINF]]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:   arith.maximumf
+// e = exp(x - m)
+// CHECK: linalg.generic
+// CHECK:   arith.subf
+// CHECK:   math.exp
+// s = rowsum(e); e / s
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:   arith.addf
+// CHECK: linalg.generic
+// CHECK:   arith.divf
+func.func @softmax(%x: tensor<2x?x8xf32>) -> tensor<2x?x8xf32> {
+  %0 = attn.softmax %x : tensor<2x?x8xf32>
+  return %0 : tensor<2x?x8xf32>
+}

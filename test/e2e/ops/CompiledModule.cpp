@@ -1,0 +1,86 @@
+//===- CompiledModule.cpp - compile attn IR in-process and call it --------===//
+
+#include "CompiledModule.h"
+
+#include "attn/InitAll.h"
+#include "attn/Target/NativeCodegen.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <dlfcn.h>
+
+using namespace mlir;
+
+namespace attn::test {
+
+std::unique_ptr<CompiledModule>
+CompiledModule::compile(const std::string &source,
+                        const CompileOptions &options, std::string &error) {
+  DialectRegistry registry;
+  mlir::attn::registerAllDialects(registry);
+  mlir::attn::registerNativeCodegenTranslations(registry);
+  MLIRContext context(registry);
+  context.disableMultithreading();
+
+  llvm::raw_string_ostream diagnostics(error);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnostics);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(source, &context, "test-input");
+  if (!module)
+    return nullptr;
+  for (auto func : module->getOps<func::FuncOp>())
+    if (func.isPublic())
+      func->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
+
+  PassManager pm(&context);
+  mlir::attn::AttnPipelineOptions pipelineOptions;
+  pipelineOptions.queryBlock = options.queryBlock;
+  pipelineOptions.kvBlock = options.kvBlock;
+  mlir::attn::buildAttnToLLVMPipeline(pm, pipelineOptions);
+  if (failed(pm.run(*module)))
+    return nullptr;
+
+  std::unique_ptr<CompiledModule> compiled(new CompiledModule());
+  SmallString<128> directory;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("attn-e2e", directory)) {
+    error = "cannot create a temporary directory: " + ec.message();
+    return nullptr;
+  }
+  compiled->directory = directory.str().str();
+  std::string library = compiled->directory + "/module.so";
+  if (llvm::Error err =
+          mlir::attn::compileToSharedLibrary(*module, library, {"-lm"})) {
+    error = llvm::toString(std::move(err));
+    return nullptr;
+  }
+  compiled->handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!compiled->handle) {
+    error = std::string("dlopen: ") + dlerror();
+    return nullptr;
+  }
+  return compiled;
+}
+
+CompiledModule::~CompiledModule() {
+  if (handle)
+    dlclose(handle);
+  if (!directory.empty())
+    llvm::sys::fs::remove_directories(directory);
+}
+
+void *CompiledModule::lookup(const std::string &name) const {
+  return dlsym(handle, ("_mlir_ciface_" + name).c_str());
+}
+
+} // namespace attn::test

@@ -1,0 +1,511 @@
+//===- OpsE2ETest.cpp - every attn op, compiled and run, vs the reference -===//
+//
+// Each test compiles attn IR with a dynamic sequence dimension once, through
+// the full attn-to-llvm pipeline and the native back end, then calls it at
+// several lengths (1, 3, 17, 129, ...) and compares with the naive double-
+// precision reference in test/reference.
+//
+// Tolerances (fp32): per op, max |actual - expected| <= 1e-5 * max |expected|;
+// whole decoder blocks (BlocksE2ETest.cpp) use 1e-4. Inputs are drawn large enough to matter:
+// activations with std 1 (more for activations' tails), weights with std
+// 1/sqrt(fan_in), so attention is far from uniform and a wrong head mapping,
+// mask or rotation moves the output by much more than the tolerance.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CompiledModule.h"
+#include "Reference.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace attn::test;
+namespace ref = attn::ref;
+
+namespace {
+
+constexpr double kOpTolerance = 1e-5;
+const std::vector<int64_t> kSeqLengths = {1, 3, 17, 129};
+
+std::unique_ptr<CompiledModule> compileOrDie(const std::string &source,
+                                             CompileOptions options = {}) {
+  std::string error;
+  std::unique_ptr<CompiledModule> module =
+      CompiledModule::compile(source, options, error);
+  EXPECT_TRUE(module) << "compilation failed:\n" << error << "\n" << source;
+  return module;
+}
+
+std::vector<float> random(size_t n, float stddev, uint64_t seed) {
+  return ref::randomTensor(n, stddev, seed);
+}
+
+/// Weights with std 1/sqrt(fanIn): the scale of trained layers.
+std::vector<float> weights(size_t n, int64_t fanIn, uint64_t seed) {
+  return ref::randomTensor(n, 1.0f / std::sqrt(static_cast<float>(fanIn)),
+                           seed);
+}
+
+#define EXPECT_CLOSE(actual, expected, tolerance)                              \
+  EXPECT_LE(ref::maxRelError(actual, expected), tolerance)
+
+//===----------------------------------------------------------------------===//
+// Embedding and linear
+//===----------------------------------------------------------------------===//
+
+TEST(Embedding, GathersRowsAndClampsBadIds) {
+  const int64_t vocab = 50, dim = 17;
+  auto module = compileOrDie(llvm::formatv(R"mlir(
+    func.func @embed(%table: tensor<{0}x{1}xf32>, %ids: tensor<?xi32>) -> tensor<?x{1}xf32> {
+      %0 = attn.embedding %table[%ids] : tensor<{0}x{1}xf32>, tensor<?xi32> -> tensor<?x{1}xf32>
+      return %0 : tensor<?x{1}xf32>
+    })mlir", vocab, dim).str());
+  ASSERT_TRUE(module);
+  std::vector<float> table = random(vocab * dim, 1.0f, 1);
+  for (int64_t n : kSeqLengths) {
+    std::vector<int32_t> ids(n);
+    for (int64_t s = 0; s < n; ++s)
+      ids[s] = static_cast<int32_t>((s * 7 + 3) % vocab);
+    ids[0] = n > 1 ? vocab - 1 : 0;
+    if (n > 2) {
+      ids[1] = -5;   // clamped to 0
+      ids[2] = 1000; // clamped to vocab - 1
+    }
+    Buffer2D tableBuf(table, {vocab, dim});
+    Buffer<int32_t, 1> idBuf(ids, {n});
+    Buffer2D out(std::vector<float>(n * dim), {n, dim});
+    ASSERT_TRUE(module->call("embed", tableBuf.memref(), idBuf.memref(), out.memref()));
+    std::vector<int64_t> ids64(ids.begin(), ids.end());
+    EXPECT_EQ(ref::maxAbsError(out.values(), ref::embedding(table, vocab, dim, ids64)), 0.0)
+        << "n=" << n;
+  }
+}
+
+struct LinearCase {
+  int64_t in, out;
+  bool outIn, bias;
+};
+
+TEST(Linear, BothLayoutsWithAndWithoutBias) {
+  const std::vector<LinearCase> cases = {
+      {32, 48, true, true}, {64, 80, false, false}, {80, 128, true, false}, {768, 96, false, true}};
+  std::string source;
+  for (auto [index, c] : llvm::enumerate(cases)) {
+    std::string weightType = c.outIn ? llvm::formatv("tensor<{0}x{1}xf32>", c.out, c.in).str()
+                                     : llvm::formatv("tensor<{0}x{1}xf32>", c.in, c.out).str();
+    std::string biasArg = c.bias ? llvm::formatv(", %b: tensor<{0}xf32>", c.out).str() : "";
+    std::string biasUse = c.bias ? ", %b" : "";
+    std::string biasType = c.bias ? llvm::formatv(", tensor<{0}xf32>", c.out).str() : "";
+    source += llvm::formatv(R"mlir(
+      func.func @linear{0}(%x: tensor<?x{1}xf32>, %w: {3}{4}) -> tensor<?x{2}xf32> {
+        %0 = attn.linear %x, %w{5} layout({6}) : tensor<?x{1}xf32>, {3}{7} -> tensor<?x{2}xf32>
+        return %0 : tensor<?x{2}xf32>
+      })mlir", index, c.in, c.out, weightType, biasArg, biasUse,
+                            c.outIn ? "out_in" : "in_out", biasType).str();
+  }
+  auto module = compileOrDie(source);
+  ASSERT_TRUE(module);
+  for (auto [index, c] : llvm::enumerate(cases)) {
+    std::vector<float> w = weights(c.in * c.out, c.in, 10 + index);
+    std::vector<float> b = random(c.out, 1.0f, 20 + index);
+    for (int64_t m : kSeqLengths) {
+      std::vector<float> x = random(m * c.in, 1.0f, 30 + m);
+      Buffer2D xBuf(x, {m, c.in});
+      Buffer2D wBuf(w, c.outIn ? std::array<int64_t, 2>{c.out, c.in}
+                               : std::array<int64_t, 2>{c.in, c.out});
+      Buffer1D bBuf(b, {c.out});
+      Buffer2D out(std::vector<float>(m * c.out), {m, c.out});
+      std::string name = "linear" + std::to_string(index);
+      if (c.bias)
+        ASSERT_TRUE(module->call(name, xBuf.memref(), wBuf.memref(), bBuf.memref(), out.memref()));
+      else
+        ASSERT_TRUE(module->call(name, xBuf.memref(), wBuf.memref(), out.memref()));
+      std::vector<float> expected =
+          ref::linear(x, m, c.in, w, c.out,
+                      c.outIn ? ref::WeightLayout::OutIn : ref::WeightLayout::InOut,
+                      c.bias ? b.data() : nullptr);
+      EXPECT_CLOSE(out.values(), expected, kOpTolerance) << name << " m=" << m;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+TEST(Norms, LayerNormAndRmsNorm) {
+  const std::vector<int64_t> dims = {32, 80, 768};
+  std::string source;
+  for (int64_t d : dims)
+    source += llvm::formatv(R"mlir(
+      func.func @ln{0}(%x: tensor<?x{0}xf32>, %g: tensor<{0}xf32>, %b: tensor<{0}xf32>) -> tensor<?x{0}xf32> {
+        %0 = attn.layer_norm %x, %g, %b epsilon(1.0e-05) : tensor<?x{0}xf32>, tensor<{0}xf32>
+        return %0 : tensor<?x{0}xf32>
+      }
+      func.func @rms{0}(%x: tensor<?x{0}xf32>, %g: tensor<{0}xf32>) -> tensor<?x{0}xf32> {
+        %0 = attn.rms_norm %x, %g epsilon(1.0e-06) : tensor<?x{0}xf32>, tensor<{0}xf32>
+        return %0 : tensor<?x{0}xf32>
+      })mlir", d).str();
+  auto module = compileOrDie(source);
+  ASSERT_TRUE(module);
+  // The ops carry epsilon as f32; the reference gets the same value.
+  const double lnEps = static_cast<double>(1.0e-5f), rmsEps = static_cast<double>(1.0e-6f);
+  for (int64_t d : dims) {
+    std::vector<float> g = random(d, 1.0f, 40 + d), b = random(d, 1.0f, 50 + d);
+    for (int64_t rows : kSeqLengths) {
+      // An offset mean and a large spread: the two-pass variance matters.
+      std::vector<float> x = random(rows * d, 3.0f, 60 + rows);
+      for (float &value : x)
+        value += 5.0f;
+      Buffer2D xBuf(x, {rows, d});
+      Buffer1D gBuf(g, {d}), bBuf(b, {d});
+      Buffer2D ln(std::vector<float>(rows * d), {rows, d});
+      Buffer2D rms(std::vector<float>(rows * d), {rows, d});
+      ASSERT_TRUE(module->call("ln" + std::to_string(d), xBuf.memref(), gBuf.memref(), bBuf.memref(), ln.memref()));
+      ASSERT_TRUE(module->call("rms" + std::to_string(d), xBuf.memref(), gBuf.memref(), rms.memref()));
+      EXPECT_CLOSE(ln.values(), ref::layerNorm(x, rows, d, g, b, lnEps), kOpTolerance)
+          << "layer_norm d=" << d << " rows=" << rows;
+      EXPECT_CLOSE(rms.values(), ref::rmsNorm(x, rows, d, g, rmsEps), kOpTolerance)
+          << "rms_norm d=" << d << " rows=" << rows;
+    }
+  }
+}
+
+TEST(Norms, LayerNormOverTheInnermostDimOfRank3) {
+  auto module = compileOrDie(R"mlir(
+    func.func @ln3(%x: tensor<2x3x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<2x3x64xf32> {
+      %0 = attn.layer_norm %x, %g, %b epsilon(1.0e-05) : tensor<2x3x64xf32>, tensor<64xf32>
+      return %0 : tensor<2x3x64xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  std::vector<float> x = random(6 * 64, 2.0f, 70), g = random(64, 1.0f, 71), b = random(64, 1.0f, 72);
+  Buffer3D xBuf(x, {2, 3, 64});
+  Buffer1D gBuf(g, {64}), bBuf(b, {64});
+  Buffer3D out(std::vector<float>(6 * 64), {2, 3, 64});
+  ASSERT_TRUE(module->call("ln3", xBuf.memref(), gBuf.memref(), bBuf.memref(), out.memref()));
+  EXPECT_CLOSE(out.values(), ref::layerNorm(x, 6, 64, g, b, static_cast<double>(1.0e-5f)), kOpTolerance);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops and softmax
+//===----------------------------------------------------------------------===//
+
+TEST(Elementwise, ResidualGeluSiluSwigluSoftmax) {
+  auto module = compileOrDie(R"mlir(
+    func.func @add(%a: tensor<?x80xf32>, %b: tensor<?x80xf32>) -> tensor<?x80xf32> {
+      %0 = attn.residual_add %a, %b : tensor<?x80xf32>
+      return %0 : tensor<?x80xf32>
+    }
+    func.func @gelu_tanh(%a: tensor<?x80xf32>) -> tensor<?x80xf32> {
+      %0 = attn.gelu %a tanh : tensor<?x80xf32>
+      return %0 : tensor<?x80xf32>
+    }
+    func.func @gelu_erf(%a: tensor<?x80xf32>) -> tensor<?x80xf32> {
+      %0 = attn.gelu %a erf : tensor<?x80xf32>
+      return %0 : tensor<?x80xf32>
+    }
+    func.func @silu(%a: tensor<?x80xf32>) -> tensor<?x80xf32> {
+      %0 = attn.silu %a : tensor<?x80xf32>
+      return %0 : tensor<?x80xf32>
+    }
+    func.func @swiglu(%a: tensor<?x80xf32>, %b: tensor<?x80xf32>) -> tensor<?x80xf32> {
+      %0 = attn.swiglu %a, %b : tensor<?x80xf32>
+      return %0 : tensor<?x80xf32>
+    }
+    func.func @softmax(%a: tensor<?x80xf32>) -> tensor<?x80xf32> {
+      %0 = attn.softmax %a : tensor<?x80xf32>
+      return %0 : tensor<?x80xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  const int64_t d = 80;
+  for (int64_t rows : kSeqLengths) {
+    // Wide inputs reach the tails (exp overflow in silu, gelu's saturation).
+    std::vector<float> a = random(rows * d, 4.0f, 80 + rows), b = random(rows * d, 1.0f, 90 + rows);
+    if (rows > 1) {
+      a[0] = -100.0f;
+      a[1] = 100.0f;
+    }
+    auto run = [&](const char *name, bool binary) {
+      Buffer2D aBuf(a, {rows, d}), bBuf(b, {rows, d});
+      Buffer2D out(std::vector<float>(rows * d), {rows, d});
+      bool called = binary ? module->call(name, aBuf.memref(), bBuf.memref(), out.memref())
+                           : module->call(name, aBuf.memref(), out.memref());
+      EXPECT_TRUE(called) << name;
+      return out.values();
+    };
+    EXPECT_CLOSE(run("add", true), ref::residualAdd(a, b), kOpTolerance) << rows;
+    EXPECT_CLOSE(run("gelu_tanh", false), ref::gelu(a, ref::GeluApproximation::Tanh), kOpTolerance) << rows;
+    EXPECT_CLOSE(run("gelu_erf", false), ref::gelu(a, ref::GeluApproximation::Erf), kOpTolerance) << rows;
+    EXPECT_CLOSE(run("silu", false), ref::silu(a), kOpTolerance) << rows;
+    EXPECT_CLOSE(run("swiglu", true), ref::swiglu(a, b), kOpTolerance) << rows;
+    // Softmax compares each row relative to its own scale (rows sum to 1).
+    EXPECT_LE(ref::maxAbsError(run("softmax", false), ref::softmax(a, rows, d)), kOpTolerance) << rows;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Positional encodings
+//===----------------------------------------------------------------------===//
+
+struct RopeCase {
+  int64_t heads, headDim;
+  double theta;
+  bool rotateHalf;
+};
+
+TEST(Rope, BothPairingsHeadDimsAndOffsets) {
+  const std::vector<RopeCase> cases = {{2, 32, 1e4, true},   {3, 64, 1e4, false},
+                                       {2, 80, 5e5, true},   {1, 128, 1e4, true},
+                                       {2, 128, 1e4, false}};
+  std::string source;
+  for (auto [index, c] : llvm::enumerate(cases)) {
+    int64_t features = c.heads * c.headDim;
+    source += llvm::formatv(R"mlir(
+      func.func @rope{0}(%x: tensor<?x{1}xf32>, %pos: index) -> tensor<?x{1}xf32> {
+        %0 = attn.rope %x offset(%pos) head_dim({2}) theta({3:e}) {4} : tensor<?x{1}xf32>
+        return %0 : tensor<?x{1}xf32>
+      })mlir", index, features, c.headDim, c.theta,
+                            c.rotateHalf ? "rotate_half" : "interleaved").str();
+  }
+  auto module = compileOrDie(source);
+  ASSERT_TRUE(module);
+  for (auto [index, c] : llvm::enumerate(cases)) {
+    int64_t features = c.heads * c.headDim;
+    for (int64_t seq : kSeqLengths) {
+      for (int64_t offset : {0, 7, 1000}) {
+        std::vector<float> x = random(seq * features, 1.0f, 100 + seq + offset);
+        Buffer2D xBuf(x, {seq, features});
+        Buffer2D out(std::vector<float>(seq * features), {seq, features});
+        ASSERT_TRUE(module->call("rope" + std::to_string(index), xBuf.memref(), offset, out.memref()));
+        std::vector<float> expected =
+            ref::rope(x, seq, features, c.headDim, static_cast<double>(static_cast<float>(c.theta)),
+                      c.rotateHalf ? ref::RopePairing::RotateHalf : ref::RopePairing::Interleaved,
+                      offset);
+        EXPECT_CLOSE(out.values(), expected, kOpTolerance)
+            << "case " << index << " seq=" << seq << " offset=" << offset;
+      }
+    }
+  }
+}
+
+TEST(SinusoidalPE, MatchesTheOriginalFormula) {
+  auto module = compileOrDie(R"mlir(
+    func.func @pe16(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
+      %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) : tensor<?x16xf32>
+      return %0 : tensor<?x16xf32>
+    }
+    func.func @pe80(%x: tensor<?x80xf32>, %pos: index) -> tensor<?x80xf32> {
+      %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) : tensor<?x80xf32>
+      return %0 : tensor<?x80xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  for (int64_t d : {16, 80}) {
+    for (int64_t seq : kSeqLengths) {
+      for (int64_t offset : {0, 100}) {
+        std::vector<float> x = random(seq * d, 1.0f, 110 + seq);
+        Buffer2D xBuf(x, {seq, d});
+        Buffer2D out(std::vector<float>(seq * d), {seq, d});
+        ASSERT_TRUE(module->call("pe" + std::to_string(d), xBuf.memref(), offset, out.memref()));
+        EXPECT_CLOSE(out.values(), ref::sinusoidalPE(x, seq, d, 1e4, offset), kOpTolerance)
+            << "d=" << d << " seq=" << seq << " offset=" << offset;
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+struct AttentionCase {
+  int64_t heads, kvHeads, headDim;
+  bool causal;
+  /// 0: no bias; 1: one bias for all heads; heads: one per head (ALiBi).
+  int64_t biasHeads;
+  /// 0: default 1/sqrt(head_dim).
+  double scale;
+};
+
+std::string attentionFunction(size_t index, const AttentionCase &c) {
+  int64_t qf = c.heads * c.headDim, kf = c.kvHeads * c.headDim;
+  std::string biasArg, biasUse;
+  if (c.biasHeads) {
+    biasArg = llvm::formatv(", %bias: tensor<{0}x?x?xf32>", c.biasHeads).str();
+    biasUse = llvm::formatv(" bias(%bias : tensor<{0}x?x?xf32>)", c.biasHeads).str();
+  }
+  std::string options = llvm::formatv("heads({0}) kv_heads({1})", c.heads, c.kvHeads).str();
+  if (c.scale != 0.0)
+    options += llvm::formatv(" scale({0:e})", c.scale).str();
+  if (c.causal)
+    options += " causal";
+  return llvm::formatv(R"mlir(
+    func.func @attention{0}(%q: tensor<?x{1}xf32>, %k: tensor<?x{2}xf32>, %v: tensor<?x{2}xf32>{3}) -> tensor<?x{1}xf32> {
+      %0 = attn.attention %q, %k, %v {4}{5} : tensor<?x{1}xf32>, tensor<?x{2}xf32>, tensor<?x{2}xf32> -> tensor<?x{1}xf32>
+      return %0 : tensor<?x{1}xf32>
+    })mlir", index, qf, kf, biasArg, options, biasUse).str();
+}
+
+const std::vector<AttentionCase> kAttentionCases = {
+    {2, 2, 32, false, 0, 0.0},  // multi-head, no mask
+    {4, 2, 64, true, 0, 0.0},   // GQA, 2 query heads per KV head
+    {8, 2, 80, true, 0, 0.0},   // GQA, 4 per KV head, head_dim 80
+    {2, 1, 128, true, 0, 0.0},  // multi-query, head_dim 128
+    {4, 4, 32, true, 4, 0.0},   // ALiBi per-head bias
+    {2, 2, 64, false, 1, 0.3},  // shared bias, explicit scale
+};
+
+void checkAttention(const CompiledModule &module, size_t index,
+                    const AttentionCase &c, int64_t seqQ, int64_t seqKv,
+                    uint64_t seed) {
+  int64_t qf = c.heads * c.headDim, kf = c.kvHeads * c.headDim;
+  // q, k with std 1: scaled scores have std ~1, far from uniform weights.
+  std::vector<float> q = random(seqQ * qf, 1.0f, seed), k = random(seqKv * kf, 1.0f, seed + 1),
+                     v = random(seqKv * kf, 1.0f, seed + 2);
+  std::vector<float> bias;
+  if (c.biasHeads == c.heads && c.biasHeads > 1)
+    bias = ref::alibiBias(c.heads, seqQ, seqKv, -1);
+  else if (c.biasHeads)
+    bias = random(c.biasHeads * seqQ * seqKv, 1.0f, seed + 3);
+  Buffer2D qBuf(q, {seqQ, qf}), kBuf(k, {seqKv, kf}), vBuf(v, {seqKv, kf});
+  Buffer3D biasBuf(bias, {c.biasHeads, seqQ, seqKv});
+  Buffer2D out(std::vector<float>(seqQ * qf), {seqQ, qf});
+  std::string name = "attention" + std::to_string(index);
+  bool called = c.biasHeads ? module.call(name, qBuf.memref(), kBuf.memref(), vBuf.memref(), biasBuf.memref(), out.memref())
+                            : module.call(name, qBuf.memref(), kBuf.memref(), vBuf.memref(), out.memref());
+  ASSERT_TRUE(called);
+  ref::AttentionParams params;
+  params.heads = c.heads;
+  params.kvHeads = c.kvHeads;
+  params.headDim = c.headDim;
+  params.scale = c.scale != 0.0 ? static_cast<double>(static_cast<float>(c.scale))
+                                : static_cast<double>(static_cast<float>(ref::defaultScale(c.headDim)));
+  params.causal = c.causal;
+  params.bias = c.biasHeads ? bias.data() : nullptr;
+  params.biasHeads = c.biasHeads ? c.biasHeads : 1;
+  EXPECT_CLOSE(out.values(), ref::attention(q, seqQ, k, v, seqKv, params), kOpTolerance)
+      << name << " seqQ=" << seqQ << " seqKv=" << seqKv;
+}
+
+class AttentionBlocks : public ::testing::TestWithParam<CompileOptions> {};
+
+TEST_P(AttentionBlocks, MatchesReferenceOnPrefillShapes) {
+  std::string source;
+  for (auto [index, c] : llvm::enumerate(kAttentionCases))
+    source += attentionFunction(index, c);
+  auto module = compileOrDie(source, GetParam());
+  ASSERT_TRUE(module);
+  for (auto [index, c] : llvm::enumerate(kAttentionCases)) {
+    for (int64_t seq : kSeqLengths)
+      checkAttention(*module, index, c, seq, seq, 200 + seq);
+    // Fewer queries than keys: the causal diagonal sits at kv_len - seq_q.
+    checkAttention(*module, index, c, 5, 40, 300);
+    checkAttention(*module, index, c, 1, 129, 301);
+  }
+}
+
+// Default blocks (64x64) and small ones that make every sequence above span
+// several full and partial blocks in both directions.
+INSTANTIATE_TEST_SUITE_P(BlockSizes, AttentionBlocks,
+                         ::testing::Values(CompileOptions{64, 64}, CompileOptions{16, 8},
+                                           CompileOptions{5, 3}),
+                         [](const auto &info) {
+                           return "q" + std::to_string(info.param.queryBlock) + "_kv" +
+                                  std::to_string(info.param.kvBlock);
+                         });
+
+TEST(Attention, DecodeOverAStaticCacheWithKvLen) {
+  // One query per step against a [64, kv] cache of which kv_len rows are valid.
+  const int64_t heads = 4, kvHeads = 2, headDim = 32, maxSeq = 64;
+  const int64_t qf = heads * headDim, kf = kvHeads * headDim;
+  auto module = compileOrDie(llvm::formatv(R"mlir(
+    func.func @decode(%q: tensor<?x{0}xf32>, %k: tensor<{2}x{1}xf32>, %v: tensor<{2}x{1}xf32>, %n: index) -> tensor<?x{0}xf32> {
+      %0 = attn.attention %q, %k, %v heads(4) kv_heads(2) causal kv_len(%n) : tensor<?x{0}xf32>, tensor<{2}x{1}xf32>, tensor<{2}x{1}xf32> -> tensor<?x{0}xf32>
+      return %0 : tensor<?x{0}xf32>
+    })mlir", qf, kf, maxSeq).str(), CompileOptions{16, 16});
+  ASSERT_TRUE(module);
+  std::vector<float> k = random(maxSeq * kf, 1.0f, 400), v = random(maxSeq * kf, 1.0f, 401);
+  // Garbage past kv_len must not leak into the result.
+  for (int64_t kvLen : {1, 2, 16, 17, 40, 64}) {
+    for (int64_t seqQ : {int64_t(1), std::min<int64_t>(3, kvLen)}) {
+      std::vector<float> q = random(seqQ * qf, 1.0f, 402 + kvLen);
+      Buffer2D qBuf(q, {seqQ, qf}), kBuf(k, {maxSeq, kf}), vBuf(v, {maxSeq, kf});
+      Buffer2D out(std::vector<float>(seqQ * qf), {seqQ, qf});
+      ASSERT_TRUE(module->call("decode", qBuf.memref(), kBuf.memref(), vBuf.memref(), kvLen, out.memref()));
+      ref::AttentionParams params;
+      params.heads = heads;
+      params.kvHeads = kvHeads;
+      params.headDim = headDim;
+      params.scale = static_cast<double>(static_cast<float>(ref::defaultScale(headDim)));
+      params.causal = true;
+      params.kvLen = kvLen;
+      EXPECT_CLOSE(out.values(), ref::attention(q, seqQ, k, v, maxSeq, params), kOpTolerance)
+          << "kv_len=" << kvLen << " seqQ=" << seqQ;
+    }
+  }
+}
+
+TEST(Attention, RowsThatSeeNoKeyAreZero) {
+  // Causal with 4 queries over 2 valid keys: rows 0 and 1 see nothing.
+  auto module = compileOrDie(R"mlir(
+    func.func @starved(%q: tensor<4x8xf32>, %k: tensor<4x8xf32>, %v: tensor<4x8xf32>, %n: index) -> tensor<4x8xf32> {
+      %0 = attn.attention %q, %k, %v heads(2) causal kv_len(%n) : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+      return %0 : tensor<4x8xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  std::vector<float> q = random(32, 1.0f, 500), k = random(32, 1.0f, 501), v = random(32, 1.0f, 502);
+  Buffer2D qBuf(q, {4, 8}), kBuf(k, {4, 8}), vBuf(v, {4, 8});
+  Buffer2D out(std::vector<float>(32, 7.0f), {4, 8});
+  ASSERT_TRUE(module->call("starved", qBuf.memref(), kBuf.memref(), vBuf.memref(), int64_t(2), out.memref()));
+  ref::AttentionParams params;
+  params.heads = params.kvHeads = 2;
+  params.headDim = 4;
+  params.scale = 0.5;
+  params.causal = true;
+  params.kvLen = 2;
+  std::vector<float> expected = ref::attention(q, 4, k, v, 4, params);
+  EXPECT_EQ(ref::maxAbsError(std::vector<float>(out.values().begin(), out.values().begin() + 16),
+                             std::vector<float>(16, 0.0f)), 0.0);
+  EXPECT_CLOSE(out.values(), expected, kOpTolerance);
+}
+
+//===----------------------------------------------------------------------===//
+// KV cache
+//===----------------------------------------------------------------------===//
+
+TEST(KvCache, AppendUpdatesTheCallersBufferInPlaceAndReadSlices) {
+  // The cache is a buffer the caller owns: the entry point takes it as a
+  // memref and materializes the appended tensor back into it, the calling
+  // convention attn-compile uses.
+  auto module = compileOrDie(R"mlir(
+    func.func @append(%new: memref<?x8xf32>, %cache: memref<16x8xf32>, %pos: index) {
+      %n = bufferization.to_tensor %new restrict : memref<?x8xf32> to tensor<?x8xf32>
+      %c = bufferization.to_tensor %cache restrict writable : memref<16x8xf32> to tensor<16x8xf32>
+      %0 = attn.kv_cache_append %n into %c[%pos] : tensor<?x8xf32> into tensor<16x8xf32>
+      bufferization.materialize_in_destination %0 in restrict writable %cache : (tensor<16x8xf32>, memref<16x8xf32>) -> ()
+      return
+    }
+    func.func @read(%cache: tensor<16x8xf32>, %len: index) -> tensor<?x8xf32> {
+      %0 = attn.kv_cache_read %cache[%len] : tensor<16x8xf32> -> tensor<?x8xf32>
+      return %0 : tensor<?x8xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  std::vector<float> cache = random(16 * 8, 1.0f, 600);
+  Buffer2D cacheBuf(cache, {16, 8});
+  int64_t position = 0;
+  for (int64_t rows : {3, 1, 1, 5, 6}) {
+    std::vector<float> update = random(rows * 8, 1.0f, 601 + position);
+    Buffer2D updateBuf(update, {rows, 8});
+    ASSERT_TRUE(module->call("append", updateBuf.memref(), cacheBuf.memref(), position));
+    cache = ref::kvCacheAppend(cache, 16, 8, update, rows, position);
+    EXPECT_EQ(ref::maxAbsError(cacheBuf.values(), cache), 0.0) << "position " << position;
+    position += rows;
+    Buffer2D prefix(std::vector<float>(position * 8), {position, 8});
+    ASSERT_TRUE(module->call("read", cacheBuf.memref(), position, prefix.memref()));
+    EXPECT_EQ(ref::maxAbsError(prefix.values(), ref::kvCacheRead(cache, 8, position)), 0.0);
+  }
+}
+
+} // namespace
