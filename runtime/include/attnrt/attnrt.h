@@ -1,0 +1,191 @@
+/*===- attnrt.h - the Attn runtime C API ------------------------*- C -*-===*
+ *
+ * Loads a model compiled by attn-compile (libmodel.so, see model_abi.h) with
+ * its safetensors weights, and runs generation: sessions own a KV cache,
+ * prefill/decode produce logits, samplers pick tokens.
+ *
+ * Conventions:
+ *  - Functions that can fail take `char *error, size_t error_size`; on
+ *    failure they write a one-line, NUL-terminated message there (truncated
+ *    to fit; error may be NULL). Nothing is ever written to a global.
+ *  - A model is immutable after load and may be shared by any number of
+ *    threads; each session and each sampler must be used by one thread at a
+ *    time. Sessions of the same model may run concurrently.
+ *  - Every buffer a session or sampler needs is allocated (and its pages
+ *    touched) at creation; prefill, decode and sampling do not allocate.
+ *
+ * Minimal use (see docs/runtime.md for a complete example):
+ *   attnrt_model *m = attnrt_model_load("libmodel.so", "model.safetensors",
+ *                                       err, sizeof err);
+ *   attnrt_session *s = attnrt_session_create(m, err, sizeof err);
+ *   attnrt_prefill(s, prompt, n, logits, 0, err, sizeof err);
+ *   int32_t next = attnrt_sample(sampler, logits, attnrt_model_vocab_size(m));
+ *   attnrt_decode(s, next, logits, err, sizeof err);
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTNRT_ATTNRT_H
+#define ATTNRT_ATTNRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define ATTNRT_API __attribute__((visibility("default")))
+#else
+#define ATTNRT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes of the functions returning int. */
+enum {
+  ATTNRT_OK = 0,
+  ATTNRT_ERROR_ARGUMENT = 1, /* a null pointer, n < 1, bad parameters */
+  ATTNRT_ERROR_TOKEN = 2,    /* a token id outside [0, vocab_size) */
+  ATTNRT_ERROR_POSITION = 3, /* the context (max_seq positions) is full */
+  ATTNRT_ERROR_MODEL = 4,    /* the compiled code returned an error */
+  ATTNRT_ERROR_IO = 5,       /* a file could not be read or written */
+  ATTNRT_ERROR_MEMORY = 6,   /* an allocation failed */
+};
+
+/*===-------------------------------- Models ----------------------------===*/
+
+typedef struct attnrt_model attnrt_model;
+
+/* Loads a compiled model and its weights. dlopens library_path, reads and
+ * checks its manifest (abi_version, fields), maps weights_path read-only and
+ * validates every manifest weight against it (presence, shape, dtype, finite
+ * values) before anything runs. F16/BF16 weights are widened to f32 once,
+ * here. Returns NULL with a message naming the file, the tensor and what is
+ * wrong on any failure. */
+ATTNRT_API attnrt_model *attnrt_model_load(const char *library_path,
+                                           const char *weights_path,
+                                           char *error, size_t error_size);
+
+/* Unloads the model (unmaps the weights, dlcloses the library). Every session
+ * of the model must have been freed. NULL is allowed. */
+ATTNRT_API void attnrt_model_free(attnrt_model *model);
+
+/* Manifest values. */
+typedef struct {
+  const char *architecture; /* "gpt2", "llama", ... (owned by the model) */
+  int64_t vocab_size;
+  int64_t hidden_size; /* 0 when the manifest omits a dimension */
+  int64_t num_layers;
+  int64_t num_heads;
+  int64_t num_kv_heads;
+  int64_t head_dim;
+  int64_t intermediate_size;
+  int64_t max_seq;        /* positions 0 .. max_seq - 1 */
+  int64_t kv_cache_bytes; /* per session */
+  int64_t num_weights;
+} attnrt_model_info;
+
+ATTNRT_API const attnrt_model_info *
+attnrt_model_get_info(const attnrt_model *model);
+ATTNRT_API int64_t attnrt_model_vocab_size(const attnrt_model *model);
+ATTNRT_API int64_t attnrt_model_max_seq(const attnrt_model *model);
+ATTNRT_API const char *attnrt_model_architecture(const attnrt_model *model);
+/* The library's manifest JSON, verbatim. */
+ATTNRT_API const char *attnrt_model_manifest(const attnrt_model *model);
+
+/* Warnings produced by the load (tensors in the file that no manifest weight
+ * uses), one per line, each ending with '\n'; "" when there are none. */
+ATTNRT_API const char *attnrt_model_warnings(const attnrt_model *model);
+
+/* Calls the library's attn_model_set_num_threads(n) when it exports one and
+ * returns 1; returns 0 (and does nothing) otherwise. The setting belongs to
+ * the loaded library, so it affects every model loaded from the same file. */
+ATTNRT_API int attnrt_model_set_num_threads(attnrt_model *model, int32_t n);
+
+/*===------------------------------- Sessions ---------------------------===*/
+
+typedef struct attnrt_session attnrt_session;
+
+/* A generation context: owns a KV cache of manifest.kv_cache.bytes, zeroed
+ * and page-touched here. Starts at position 0. */
+ATTNRT_API attnrt_session *attnrt_session_create(const attnrt_model *model,
+                                                 char *error,
+                                                 size_t error_size);
+ATTNRT_API void attnrt_session_free(attnrt_session *session);
+/* Back to position 0 (the cache is logically emptied; nothing is freed). */
+ATTNRT_API void attnrt_session_reset(attnrt_session *session);
+/* The number of positions filled so far (the next token's position). */
+ATTNRT_API int64_t attnrt_session_position(const attnrt_session *session);
+
+/* Runs tokens[0, n) at positions [position, position + n) and advances the
+ * position by n. logits receives n x vocab_size floats (one row per token)
+ * when all_logits != 0, else vocab_size floats for the last token. Token ids
+ * and the context limit are checked before the compiled code runs; on error
+ * the session is unchanged. */
+ATTNRT_API int attnrt_prefill(attnrt_session *session, const int32_t *tokens,
+                              int64_t n, float *logits, int all_logits,
+                              char *error, size_t error_size);
+
+/* One token at the current position; logits receives vocab_size floats. */
+ATTNRT_API int attnrt_decode(attnrt_session *session, int32_t token,
+                             float *logits, char *error, size_t error_size);
+
+/*===------------------------------- Sampling ---------------------------===*/
+
+typedef struct {
+  float temperature; /* <= 0: greedy (argmax, lowest index on ties) */
+  int32_t top_k;     /* keep the k most likely tokens; 0 = all */
+  float top_p;       /* keep the smallest set with mass >= top_p; (0, 1] */
+  uint64_t seed;
+} attnrt_sampler_params;
+
+/* Greedy, top_k 0, top_p 1, seed 0. */
+ATTNRT_API attnrt_sampler_params attnrt_sampler_default_params(void);
+
+typedef struct attnrt_sampler attnrt_sampler;
+
+/* A sampler for logits rows of up to max_vocab entries: holds the random
+ * state (xoshiro256** seeded through splitmix64, so a seed draws the same
+ * tokens on every platform) and its scratch buffers. Fails on temperature
+ * < 0 or NaN, top_k < 0, top_p outside (0, 1], max_vocab < 1. */
+ATTNRT_API attnrt_sampler *
+attnrt_sampler_create(const attnrt_sampler_params *params, int64_t max_vocab,
+                      char *error, size_t error_size);
+ATTNRT_API void attnrt_sampler_free(attnrt_sampler *sampler);
+
+/* Picks a token from one row of logits: temperature, then top-k, then top-p,
+ * then a draw. NaN logits count as -inf and are never picked. Returns -1 when
+ * vocab is outside [1, max_vocab] or every logit is NaN. */
+ATTNRT_API int32_t attnrt_sample(attnrt_sampler *sampler, const float *logits,
+                                 int64_t vocab);
+
+/* Convenience: prefills the prompt at the session's position, then samples
+ * n_generate tokens into out, feeding each back with a decode (so the session
+ * ends n_prompt + n_generate positions further). Checks the context up front.
+ * Uses a logits row owned by the session. */
+ATTNRT_API int attnrt_generate(attnrt_session *session, attnrt_sampler *sampler,
+                               const int32_t *prompt, int64_t n_prompt,
+                               int32_t *out, int64_t n_generate, char *error,
+                               size_t error_size);
+
+/*===------------------------------ .npy files --------------------------===*/
+
+/* Writes a C-order float32 array as .npy (format 1.0, '<f4', header padded
+ * to 64 bytes as numpy does). */
+ATTNRT_API int attnrt_npy_write_f32(const char *path, const float *data,
+                                    int32_t ndim, const int64_t *shape,
+                                    char *error, size_t error_size);
+
+/* Reads a '<f4' C-order .npy file (format 1.x to 3.x) of at most max_ndim
+ * dimensions. On success *data is a malloc'ed array to free with
+ * attnrt_free, and shape[0, *ndim) holds the dimensions. */
+ATTNRT_API int attnrt_npy_read_f32(const char *path, float **data,
+                                   int64_t *shape, int32_t max_ndim,
+                                   int32_t *ndim, char *error,
+                                   size_t error_size);
+
+ATTNRT_API void attnrt_free(void *pointer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNRT_ATTNRT_H */

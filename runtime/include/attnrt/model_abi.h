@@ -1,0 +1,105 @@
+/*===- model_abi.h - the C ABI of a library built by attn-compile -*- C -*-===*
+ *
+ * The contract between attn-compile (which emits these symbols) and the
+ * runtime (which dlopens the library and calls them). Plain C, no MLIR.
+ *
+ * A compiled model exports:
+ *
+ *   const char *attn_model_manifest(void);
+ *     A NUL-terminated JSON document describing the model (schema below).
+ *
+ *   int32_t attn_model_prefill(const int32_t *tokens, int64_t n, int64_t pos,
+ *                              const float *const *weights, float *kv_cache,
+ *                              float *logits, int32_t all_logits);
+ *     Runs tokens[0, n) at positions [pos, pos + n): appends their keys and
+ *     values to kv_cache and writes logits. With all_logits != 0, logits is
+ *     [n, vocab_size] (one row per token); otherwise [1, vocab_size] for the
+ *     last token only. weights[i] points at the f32 data of manifest weight i
+ *     (row-major, the shape the manifest states).
+ *
+ *   int32_t attn_model_decode(int32_t token, int64_t pos,
+ *                             const float *const *weights, float *kv_cache,
+ *                             float *logits);
+ *     One token at position pos; logits is [1, vocab_size].
+ *
+ *   void attn_model_set_num_threads(int32_t n);            (optional symbol)
+ *     The number of threads compiled code may use (default: all cores).
+ *
+ * Both entry points return ATTN_MODEL_OK, or an error code without touching kv_cache or
+ * logits when the arguments are out of range (the runtime checks them first
+ * and reports them by name; this is a second line of defence).
+ *
+ * The KV cache is one f32 buffer of manifest.kv_cache.bytes bytes that the
+ * caller allocates and keeps between calls; its layout is private to the
+ * library. Rows at positions >= pos + n are never read by a call.
+ *
+ * Compiled code is reentrant: calls on different KV caches may run
+ * concurrently with the same weights.
+ *
+ * Manifest schema (abi_version 1):
+ * {
+ *   "abi_version": 1,
+ *   "architecture": "gpt2" | "llama",
+ *   "vocab_size": V, "hidden_size": D, "num_layers": L, "num_heads": H,
+ *   "num_kv_heads": G, "head_dim": HD, "intermediate_size": F,
+ *   "max_seq": S,                        // positions 0 .. S-1
+ *   "kv_cache": {"bytes": B},
+ *   "weights": [                         // in the order of the weights array
+ *     {"name": "h.0.attn.c_attn.weight", "dtype": "F32", "shape": [768, 2304]},
+ *     ...
+ *   ],
+ *   "name_prefixes": ["transformer."],   // a weight may also be stored as
+ *                                        // prefix + name (checkpoint variants)
+ *   "ignored_suffixes": [".attn.bias", ".attn.masked_bias"],
+ *                                        // non-weight buffers a checkpoint may
+ *                                        // carry; silently skipped
+ *   "ignored_names": ["lm_head.weight"]  // optional: tensors skipped by exact
+ *                                        // name (with or without a prefix),
+ *                                        // e.g. a tied output projection
+ * }
+ * The dimensions other than vocab_size and max_seq are informational and may
+ * be omitted; name_prefixes, ignored_suffixes and ignored_names are optional.
+ * Other tensors in the weights file that no weight uses are reported as
+ * warnings by the runtime (see docs/runtime.md).
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTNRT_MODEL_ABI_H
+#define ATTNRT_MODEL_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTN_MODEL_ABI_VERSION 1
+
+enum {
+  ATTN_MODEL_OK = 0,
+  /* n < 1, pos < 0 or pos + n > max_seq. */
+  ATTN_MODEL_ERROR_POSITION = 1,
+  /* A token id outside [0, vocab_size). */
+  ATTN_MODEL_ERROR_TOKEN = 2,
+};
+
+typedef const char *(*attn_model_manifest_fn)(void);
+typedef void (*attn_model_set_num_threads_fn)(int32_t n);
+typedef int32_t (*attn_model_prefill_fn)(const int32_t *tokens, int64_t n,
+                                         int64_t pos,
+                                         const float *const *weights,
+                                         float *kv_cache, float *logits,
+                                         int32_t all_logits);
+typedef int32_t (*attn_model_decode_fn)(int32_t token, int64_t pos,
+                                        const float *const *weights,
+                                        float *kv_cache, float *logits);
+
+#define ATTN_MODEL_MANIFEST_SYMBOL "attn_model_manifest"
+#define ATTN_MODEL_PREFILL_SYMBOL "attn_model_prefill"
+#define ATTN_MODEL_DECODE_SYMBOL "attn_model_decode"
+#define ATTN_MODEL_SET_NUM_THREADS_SYMBOL "attn_model_set_num_threads"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNRT_MODEL_ABI_H */

@@ -1,0 +1,42 @@
+//===- Manifest.h - the compiled library's model description ----*- C++ -*-===//
+//
+// Parses and checks the manifest JSON a compiled model exports (schema in
+// model_abi.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNRT_MANIFEST_H
+#define ATTNRT_MANIFEST_H
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnrt {
+
+struct WeightSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t elements = 0;
+};
+
+struct Manifest {
+  int64_t abiVersion = 0;
+  std::string architecture;
+  int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0, numHeads = 0,
+          numKvHeads = 0, headDim = 0, intermediateSize = 0, maxSeq = 0;
+  int64_t kvCacheBytes = 0;
+  std::vector<WeightSpec> weights;
+  std::vector<std::string> namePrefixes;
+  std::vector<std::string> ignoredSuffixes;
+  std::vector<std::string> ignoredNames;
+};
+
+/// Parses `json`; errors say which field is wrong ("\"max_seq\" is missing").
+bool parseManifest(std::string_view json, Manifest &manifest,
+                   std::string &error);
+
+} // namespace attnrt
+
+#endif // ATTNRT_MANIFEST_H

@@ -1,0 +1,569 @@
+//===- Model.cpp - loading a compiled model, sessions, prefill/decode -----===//
+//
+// A model is the dlopened library, its parsed manifest, and one f32 pointer
+// per manifest weight: into the mapped safetensors file when the tensor is
+// F32 and aligned, otherwise into one buffer of converted copies. It is never
+// written after load, so sessions on several threads can share it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnrt/attnrt.h"
+
+#include "Half.h"
+#include "Manifest.h"
+#include "Safetensors.h"
+#include "Sampler.h"
+#include "Support.h"
+#include "attnrt/model_abi.h"
+
+#include <algorithm>
+#include <cstring>
+#include <dlfcn.h>
+#include <memory>
+#include <new>
+
+using namespace attnrt;
+
+struct attnrt_model {
+  attnrt_model() = default;
+  attnrt_model(const attnrt_model &) = delete;
+  attnrt_model &operator=(const attnrt_model &) = delete;
+  ~attnrt_model() {
+    weightsFile.close();
+    converted.reset();
+    if (library)
+      dlclose(library);
+  }
+
+  void *library = nullptr;
+  attn_model_prefill_fn prefill = nullptr;
+  attn_model_decode_fn decode = nullptr;
+  attn_model_set_num_threads_fn setNumThreads = nullptr;
+
+  std::string manifestJson;
+  Manifest manifest;
+  attnrt_model_info info = {};
+
+  SafetensorsFile weightsFile;
+  AlignedBuffer converted;
+  std::vector<const float *> weights;
+  std::string warnings;
+};
+
+struct attnrt_session {
+  const attnrt_model *model = nullptr;
+  AlignedBuffer kvCache;
+  // The logits row attnrt_generate samples from.
+  AlignedBuffer logitsRow;
+  int64_t position = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+static bool loadLibrary(attnrt_model &model, const char *path,
+                        std::string &error) {
+  std::string where = "library " + quote(path) + ": ";
+  // dlopen searches the library path for a bare name; the user means a file.
+  std::string openPath = path;
+  if (openPath.find('/') == std::string::npos)
+    openPath = "./" + openPath;
+  model.library = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!model.library) {
+    const char *reason = dlerror();
+    error = where + "cannot load: " + (reason ? reason : "unknown error");
+    return false;
+  }
+  auto lookup = [&](const char *symbol) {
+    return dlsym(model.library, symbol);
+  };
+  auto manifestFn = reinterpret_cast<attn_model_manifest_fn>(
+      lookup(ATTN_MODEL_MANIFEST_SYMBOL));
+  model.prefill = reinterpret_cast<attn_model_prefill_fn>(
+      lookup(ATTN_MODEL_PREFILL_SYMBOL));
+  model.decode =
+      reinterpret_cast<attn_model_decode_fn>(lookup(ATTN_MODEL_DECODE_SYMBOL));
+  model.setNumThreads = reinterpret_cast<attn_model_set_num_threads_fn>(
+      lookup(ATTN_MODEL_SET_NUM_THREADS_SYMBOL));
+  const char *missing = !manifestFn      ? ATTN_MODEL_MANIFEST_SYMBOL
+                        : !model.prefill ? ATTN_MODEL_PREFILL_SYMBOL
+                        : !model.decode  ? ATTN_MODEL_DECODE_SYMBOL
+                                         : nullptr;
+  if (missing) {
+    error = where + "does not export " + missing +
+            " (not a model built by attn-compile?)";
+    return false;
+  }
+  const char *json = manifestFn();
+  if (!json) {
+    error = where + "attn_model_manifest() returned NULL";
+    return false;
+  }
+  model.manifestJson = json;
+  std::string message;
+  if (!parseManifest(model.manifestJson, model.manifest, message)) {
+    error = where + "manifest " + message;
+    return false;
+  }
+  const Manifest &m = model.manifest;
+  attnrt_model_info &info = model.info;
+  info.architecture = m.architecture.c_str();
+  info.vocab_size = m.vocabSize;
+  info.hidden_size = m.hiddenSize;
+  info.num_layers = m.numLayers;
+  info.num_heads = m.numHeads;
+  info.num_kv_heads = m.numKvHeads;
+  info.head_dim = m.headDim;
+  info.intermediate_size = m.intermediateSize;
+  info.max_seq = m.maxSeq;
+  info.kv_cache_bytes = m.kvCacheBytes;
+  info.num_weights = static_cast<int64_t>(m.weights.size());
+  return true;
+}
+
+/// Index of the first NaN/Inf in data[0, n), or -1. Blocks of branch-free
+/// ORs vectorize; only a block that has a hit is searched again.
+static int64_t findNonFinite(const float *data, int64_t n) {
+  constexpr int64_t block = 1024;
+  for (int64_t start = 0; start < n; start += block) {
+    int64_t end = std::min(n, start + block);
+    uint32_t any = 0;
+    for (int64_t i = start; i < end; ++i)
+      any |= isNonFinite(floatToBits(data[i]));
+    if (!any)
+      continue;
+    for (int64_t i = start; i < end; ++i)
+      if (isNonFinite(floatToBits(data[i])))
+        return i;
+  }
+  return -1;
+}
+
+/// "[1, 7]": the multi-dimensional index of flat element `flat`.
+static std::string unflatten(int64_t flat, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  return formatShape(index);
+}
+
+/// Widens `elements` values of `dtype` at `src` into `dst`.
+static void convertToF32(DType dtype, const uint8_t *src, float *dst,
+                         int64_t elements) {
+  switch (dtype) {
+  case DType::F32:
+    std::memcpy(dst, src, static_cast<size_t>(elements) * 4);
+    return;
+  case DType::F16:
+  case DType::BF16: {
+    bool half = dtype == DType::F16;
+    for (int64_t i = 0; i < elements; ++i) {
+      // The source may be oddly aligned; memcpy compiles to a plain load.
+      uint16_t bits;
+      std::memcpy(&bits, src + 2 * i, 2);
+      dst[i] = half ? halfToFloat(bits) : bfloat16ToFloat(bits);
+    }
+    return;
+  }
+  default:
+    return; // Rejected before conversion.
+  }
+}
+
+static bool isIgnored(const Manifest &manifest, const std::string &name) {
+  for (const std::string &suffix : manifest.ignoredSuffixes)
+    if (name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
+  for (const std::string &ignored : manifest.ignoredNames) {
+    if (name == ignored)
+      return true;
+    for (const std::string &prefix : manifest.namePrefixes)
+      if (name.size() == prefix.size() + ignored.size() &&
+          name.compare(0, prefix.size(), prefix) == 0 &&
+          name.compare(prefix.size(), std::string::npos, ignored) == 0)
+        return true;
+  }
+  return false;
+}
+
+// The pointer handed out for weights with no elements: valid, never read.
+alignas(64) static const float emptyWeight[16] = {};
+
+static bool loadWeights(attnrt_model &model, const char *path,
+                        std::string &error) {
+  SafetensorsFile &file = model.weightsFile;
+  if (!file.open(path, error))
+    return false;
+  const Manifest &manifest = model.manifest;
+  const std::vector<TensorInfo> &tensors = file.tensors();
+  std::string where = "weights file " + quote(path) + ": ";
+
+  // Pass 1, cheap checks for every weight: presence, shape, dtype. Plan where
+  // each one lives.
+  struct Binding {
+    size_t tensor;
+    bool inPlace;
+    size_t offset; // Into model.converted when !inPlace.
+  };
+  std::vector<Binding> bindings;
+  bindings.reserve(manifest.weights.size());
+  std::vector<bool> used(tensors.size(), false);
+  size_t convertedBytes = 0;
+  for (const WeightSpec &weight : manifest.weights) {
+    int64_t found = file.find(weight.name);
+    std::string tried = quote(weight.name);
+    for (size_t p = 0; found < 0 && p < manifest.namePrefixes.size(); ++p) {
+      std::string candidate = manifest.namePrefixes[p] + weight.name;
+      found = file.find(candidate);
+      tried += ", " + quote(candidate);
+    }
+    if (found < 0) {
+      error = where + "missing tensor " + quote(weight.name) +
+              " required by the model (tried " + tried + ")";
+      return false;
+    }
+    const TensorInfo &tensor = tensors[static_cast<size_t>(found)];
+    std::string tensorWhere = where + "tensor " + quote(tensor.name);
+    if (tensor.name != weight.name)
+      tensorWhere += " (weight " + quote(weight.name) + ")";
+    if (tensor.shape != weight.shape) {
+      error = tensorWhere + " has shape " + formatShape(tensor.shape) +
+              ", the model expects " + formatShape(weight.shape);
+      return false;
+    }
+    if (tensor.dtype != DType::F32 && tensor.dtype != DType::F16 &&
+        tensor.dtype != DType::BF16) {
+      error = tensorWhere + " has dtype " + dtypeName(tensor.dtype) +
+              "; only F32, F16 and BF16 weights can be loaded";
+      return false;
+    }
+    used[static_cast<size_t>(found)] = true;
+    Binding binding = {static_cast<size_t>(found), false, 0};
+    binding.inPlace = tensor.dtype == DType::F32 &&
+                      (file.dataOffset() + tensor.begin) % alignof(float) == 0;
+    if (!binding.inPlace && tensor.elements > 0) {
+      binding.offset = convertedBytes;
+      // 64-byte aligned starts: what vectorized kernels like to see.
+      size_t bytes = (static_cast<size_t>(tensor.elements) * 4 + 63) / 64 * 64;
+      if (__builtin_add_overflow(convertedBytes, bytes, &convertedBytes)) {
+        error = where + "weights too large to convert";
+        return false;
+      }
+    }
+    bindings.push_back(binding);
+  }
+
+  // Not zero-filled: the conversion below writes every weight byte.
+  if (convertedBytes > 0 &&
+      !model.converted.allocate(convertedBytes, /*zeroFill=*/false)) {
+    error = where + format("cannot allocate %zu bytes for the F16/BF16 weights "
+                           "widened to F32",
+                           convertedBytes);
+    return false;
+  }
+
+  // Pass 2: convert what needs converting and check every value is finite.
+  bool anyInPlace = false;
+  model.weights.reserve(bindings.size());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const Binding &binding = bindings[i];
+    const TensorInfo &tensor = tensors[binding.tensor];
+    const uint8_t *src = file.tensorData(tensor);
+    const float *data = emptyWeight;
+    if (tensor.elements > 0) {
+      if (binding.inPlace) {
+        data = reinterpret_cast<const float *>(src);
+        anyInPlace = true;
+      } else {
+        float *dst = reinterpret_cast<float *>(
+            static_cast<uint8_t *>(model.converted.data()) + binding.offset);
+        convertToF32(tensor.dtype, src, dst, tensor.elements);
+        data = dst;
+      }
+    }
+    int64_t bad = findNonFinite(data, tensor.elements);
+    if (bad >= 0) {
+      float value = data[bad];
+      error = where + "tensor " + quote(tensor.name) +
+              format(" element %lld ", static_cast<long long>(bad)) +
+              unflatten(bad, tensor.shape) + " is " +
+              (value != value ? "NaN"
+               : value > 0    ? "+Inf"
+                              : "-Inf") +
+              " (non-finite weights are rejected)";
+      return false;
+    }
+    model.weights.push_back(data);
+  }
+
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (!used[t] && !isIgnored(manifest, tensors[t].name))
+      model.warnings += where + "tensor " + quote(tensors[t].name) +
+                        " is not used by the model; ignored\n";
+
+  // Every weight was copied: drop the mapping so resident memory holds one
+  // copy of the weights.
+  if (!anyInPlace)
+    file.close();
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// C API: models
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+attnrt_model *attnrt_model_load(const char *library_path,
+                                const char *weights_path, char *error,
+                                size_t error_size) {
+  return guarded<attnrt_model *>(
+      error, error_size, nullptr, [&]() -> attnrt_model * {
+        if (!library_path || !weights_path) {
+          copyError("attnrt_model_load: null library or weights path", error,
+                    error_size);
+          return nullptr;
+        }
+        auto model = std::make_unique<attnrt_model>();
+        std::string message;
+        if (!loadLibrary(*model, library_path, message) ||
+            !loadWeights(*model, weights_path, message)) {
+          copyError(message, error, error_size);
+          return nullptr;
+        }
+        return model.release();
+      });
+}
+
+void attnrt_model_free(attnrt_model *model) { delete model; }
+
+const attnrt_model_info *attnrt_model_get_info(const attnrt_model *model) {
+  return model ? &model->info : nullptr;
+}
+
+int64_t attnrt_model_vocab_size(const attnrt_model *model) {
+  return model ? model->info.vocab_size : 0;
+}
+
+int64_t attnrt_model_max_seq(const attnrt_model *model) {
+  return model ? model->info.max_seq : 0;
+}
+
+const char *attnrt_model_architecture(const attnrt_model *model) {
+  return model ? model->info.architecture : "";
+}
+
+const char *attnrt_model_manifest(const attnrt_model *model) {
+  return model ? model->manifestJson.c_str() : "";
+}
+
+const char *attnrt_model_warnings(const attnrt_model *model) {
+  return model ? model->warnings.c_str() : "";
+}
+
+int attnrt_model_set_num_threads(attnrt_model *model, int32_t n) {
+  if (!model || !model->setNumThreads)
+    return 0;
+  model->setNumThreads(n);
+  return 1;
+}
+
+//===----------------------------------------------------------------------===//
+// C API: sessions
+//===----------------------------------------------------------------------===//
+
+attnrt_session *attnrt_session_create(const attnrt_model *model, char *error,
+                                      size_t error_size) {
+  return guarded<attnrt_session *>(
+      error, error_size, nullptr, [&]() -> attnrt_session * {
+        if (!model) {
+          copyError("attnrt_session_create: null model", error, error_size);
+          return nullptr;
+        }
+        auto session = std::make_unique<attnrt_session>();
+        session->model = model;
+        size_t kvBytes = static_cast<size_t>(model->info.kv_cache_bytes);
+        if (!session->kvCache.allocate(kvBytes)) {
+          copyError(format("cannot allocate the KV cache (%zu bytes)", kvBytes),
+                    error, error_size);
+          return nullptr;
+        }
+        size_t rowBytes =
+            static_cast<size_t>(model->info.vocab_size) * sizeof(float);
+        if (!session->logitsRow.allocate(rowBytes)) {
+          copyError(
+              format("cannot allocate a logits row (%zu bytes)", rowBytes),
+              error, error_size);
+          return nullptr;
+        }
+        return session.release();
+      });
+}
+
+void attnrt_session_free(attnrt_session *session) { delete session; }
+
+void attnrt_session_reset(attnrt_session *session) {
+  if (session)
+    session->position = 0;
+}
+
+int64_t attnrt_session_position(const attnrt_session *session) {
+  return session ? session->position : 0;
+}
+
+static int fail(int code, const std::string &message, char *error,
+                size_t errorSize) {
+  copyError(message, error, errorSize);
+  return code;
+}
+
+static const char *modelErrorName(int32_t code) {
+  switch (code) {
+  case ATTN_MODEL_ERROR_POSITION:
+    return "position out of range";
+  case ATTN_MODEL_ERROR_TOKEN:
+    return "token out of range";
+  default:
+    return "unknown error";
+  }
+}
+
+int attnrt_prefill(attnrt_session *session, const int32_t *tokens, int64_t n,
+                   float *logits, int all_logits, char *error,
+                   size_t error_size) {
+  return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
+    if (!session || !tokens || !logits)
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  "attnrt_prefill: null session, tokens or logits", error,
+                  error_size);
+    if (n < 1)
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  format("prefill needs at least one token, got %lld",
+                         static_cast<long long>(n)),
+                  error, error_size);
+    const attnrt_model &model = *session->model;
+    int64_t maxSeq = model.info.max_seq;
+    int64_t position = session->position;
+    if (n > maxSeq - position)
+      return fail(ATTNRT_ERROR_POSITION,
+                  format("prompt of %lld tokens at position %lld exceeds the "
+                         "context of %lld positions",
+                         static_cast<long long>(n),
+                         static_cast<long long>(position),
+                         static_cast<long long>(maxSeq)),
+                  error, error_size);
+    int64_t vocab = model.info.vocab_size;
+    for (int64_t i = 0; i < n; ++i)
+      if (tokens[i] < 0 || tokens[i] >= vocab)
+        return fail(ATTNRT_ERROR_TOKEN,
+                    format("token %d at index %lld is outside the vocabulary "
+                           "[0, %lld)",
+                           tokens[i], static_cast<long long>(i),
+                           static_cast<long long>(vocab)),
+                    error, error_size);
+    int32_t code = model.prefill(tokens, n, position, model.weights.data(),
+                                 static_cast<float *>(session->kvCache.data()),
+                                 logits, all_logits ? 1 : 0);
+    if (code != ATTN_MODEL_OK)
+      return fail(ATTNRT_ERROR_MODEL,
+                  format("compiled prefill failed with code %d (%s)", code,
+                         modelErrorName(code)),
+                  error, error_size);
+    session->position += n;
+    return ATTNRT_OK;
+  });
+}
+
+int attnrt_decode(attnrt_session *session, int32_t token, float *logits,
+                  char *error, size_t error_size) {
+  return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
+    if (!session || !logits)
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  "attnrt_decode: null session or logits", error, error_size);
+    const attnrt_model &model = *session->model;
+    int64_t maxSeq = model.info.max_seq;
+    int64_t position = session->position;
+    if (position >= maxSeq)
+      return fail(ATTNRT_ERROR_POSITION,
+                  format("decode at position %lld exceeds the context of %lld "
+                         "positions",
+                         static_cast<long long>(position),
+                         static_cast<long long>(maxSeq)),
+                  error, error_size);
+    int64_t vocab = model.info.vocab_size;
+    if (token < 0 || token >= vocab)
+      return fail(ATTNRT_ERROR_TOKEN,
+                  format("token %d is outside the vocabulary [0, %lld)", token,
+                         static_cast<long long>(vocab)),
+                  error, error_size);
+    int32_t code =
+        model.decode(token, position, model.weights.data(),
+                     static_cast<float *>(session->kvCache.data()), logits);
+    if (code != ATTN_MODEL_OK)
+      return fail(ATTNRT_ERROR_MODEL,
+                  format("compiled decode failed with code %d (%s)", code,
+                         modelErrorName(code)),
+                  error, error_size);
+    session->position += 1;
+    return ATTNRT_OK;
+  });
+}
+
+int attnrt_generate(attnrt_session *session, attnrt_sampler *sampler,
+                    const int32_t *prompt, int64_t n_prompt, int32_t *out,
+                    int64_t n_generate, char *error, size_t error_size) {
+  return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
+    if (!session || !sampler || !prompt || (n_generate > 0 && !out))
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  "attnrt_generate: null session, sampler, prompt or output",
+                  error, error_size);
+    if (n_prompt < 1 || n_generate < 0)
+      return fail(
+          ATTNRT_ERROR_ARGUMENT,
+          format("attnrt_generate: needs a prompt of at least one token "
+                 "and n_generate >= 0 (got %lld and %lld)",
+                 static_cast<long long>(n_prompt),
+                 static_cast<long long>(n_generate)),
+          error, error_size);
+    const attnrt_model &model = *session->model;
+    int64_t vocab = model.info.vocab_size;
+    if (sampler->maxVocab < vocab)
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  format("the sampler holds %lld logits, the model has a "
+                         "vocabulary of %lld",
+                         static_cast<long long>(sampler->maxVocab),
+                         static_cast<long long>(vocab)),
+                  error, error_size);
+    int64_t maxSeq = model.info.max_seq;
+    int64_t position = session->position;
+    if (n_prompt > maxSeq - position ||
+        n_generate > maxSeq - position - n_prompt)
+      return fail(
+          ATTNRT_ERROR_POSITION,
+          format("prompt of %lld tokens plus %lld generated at position "
+                 "%lld exceeds the context of %lld positions",
+                 static_cast<long long>(n_prompt),
+                 static_cast<long long>(n_generate),
+                 static_cast<long long>(position),
+                 static_cast<long long>(maxSeq)),
+          error, error_size);
+    float *row = static_cast<float *>(session->logitsRow.data());
+    int code =
+        attnrt_prefill(session, prompt, n_prompt, row, 0, error, error_size);
+    for (int64_t i = 0; code == ATTNRT_OK && i < n_generate; ++i) {
+      int32_t token = attnrt_sample(sampler, row, vocab);
+      if (token < 0)
+        return fail(ATTNRT_ERROR_MODEL, "every logit is NaN: nothing to sample",
+                    error, error_size);
+      out[i] = token;
+      code = attnrt_decode(session, token, row, error, error_size);
+    }
+    return code;
+  });
+}
+
+} // extern "C"
