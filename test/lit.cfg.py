@@ -12,7 +12,12 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.attn_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "reference", "ops"]
+# End-to-end tests compile for the machine they run on.
+import platform
+if platform.machine() in ("x86_64", "AMD64"):
+    config.available_features.add("native-cpu")
+
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "reference", "ops", "model"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%attn_src_root", config.attn_src_root))
@@ -23,5 +28,6 @@ llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
-tools = ["attn-opt", "mlir-translate"]
+tools = ["attn-opt", "attn-compile", "attn-run", "attn-make-model", "attn-ref-model",
+         "attn-npy-compare", "mlir-translate", "split-file", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

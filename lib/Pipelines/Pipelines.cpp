@@ -38,14 +38,10 @@ void mlir::attn::buildBufferizePipeline(OpPassManager &pm) {
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // A KV cache updated in place comes back as its argument: drop that result.
+  // A private function returning a buffer it was given (a KV cache updated
+  // in place) loses that result.
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.hoistDynamicAllocs = true;
-  // Our entry points are public: the runtime and tests call them.
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createPublicResultsToOutParamsPass());
   pm.addPass(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createMemrefCopyToLinalgPass());

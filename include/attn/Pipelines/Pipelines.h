@@ -29,9 +29,10 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
 void buildAttnToLinalgPipeline(OpPassManager &pm,
                                const AttnPipelineOptions &options);
 
-/// Tensors -> memrefs (one-shot, across function boundaries). Results that
-/// alias an argument (an updated KV cache) are dropped; other results become
-/// out-parameters the caller allocates. Temporaries are freed.
+/// Tensors -> memrefs (one-shot, across function boundaries). Public
+/// functions return through out-parameters the caller allocates; private
+/// ones drop results that alias an argument (an updated KV cache) and return
+/// the rest. Temporaries are freed.
 void buildBufferizePipeline(OpPassManager &pm);
 
 /// linalg on memrefs -> scf loops.

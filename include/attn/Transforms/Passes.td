@@ -17,4 +17,21 @@ def MemrefCopyToLinalgPass : Pass<"attn-memref-copy-to-linalg"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def PublicResultsToOutParamsPass
+    : Pass<"attn-public-results-to-out-params", "::mlir::ModuleOp"> {
+  let summary = "Return public functions' buffers through caller-allocated "
+                "out-parameters";
+  let description = [{
+    After bufferization, a public function's memref results become trailing
+    out-parameters that its caller allocates (a static or dynamic shape
+    alike), so no buffer ownership crosses the library boundary. Private
+    functions (the per-layer functions of a model) keep returning buffers:
+    their callers are compiled with them, and a caller cannot preallocate a
+    result whose size the callee computes. Copies into the out-parameters are
+    `linalg.copy`, which later stages vectorize.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,66 @@
+//===- ModelCompiler.h - config.json to a native model library --*- C++ -*-===//
+//
+// The driver behind attn-compile: build the attn IR of a model, run the
+// attn-to-llvm stages with a progress line per stage, add the C ABI, and
+// emit the stage the user asked for (attn, linalg, llvm, obj, or the shared
+// library).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_MODELCOMPILER_H
+#define ATTN_COMPILER_MODELCOMPILER_H
+
+#include "attn/Compiler/ModelConfig.h"
+#include "attn/Pipelines/Pipelines.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir {
+class MLIRContext;
+class PassManager;
+namespace attn {
+
+/// What attn-compile writes.
+enum class EmitKind {
+  Attn,    ///< the model in the attn dialect (MLIR text)
+  Linalg,  ///< after attn-pipeline-linalg (MLIR text)
+  Llvm,    ///< optimized LLVM IR text
+  Object,  ///< an object file for the host
+  Library, ///< the shared library the runtime loads (default)
+};
+
+struct ModelCompileOptions {
+  /// Positions of the KV cache; 0 takes the config's (n_positions /
+  /// max_position_embeddings).
+  int64_t maxSeq = 0;
+  EmitKind emit = EmitKind::Library;
+  /// Output path; "-" writes text forms to stdout.
+  std::string output;
+  AttnPipelineOptions pipeline;
+  /// Lets the caller apply MLIR's pass manager flags (timing, IR printing).
+  llvm::function_ref<LogicalResult(PassManager &)> configurePassManager;
+};
+
+/// The KV cache length `options` asks for, checked against `config`.
+llvm::Expected<int64_t> resolveMaxSeq(const ModelConfig &config,
+                                      int64_t requested);
+
+/// Compiles `config`; writes one progress line per stage to `progress`.
+llvm::Error compileModel(MLIRContext &context, const ModelConfig &config,
+                         const ModelCompileOptions &options,
+                         llvm::raw_ostream &progress);
+
+/// The parameter summary of `config` (--summary): embeddings / attention /
+/// MLP / norms / output with shares, FLOPs per token and KV-cache bytes per
+/// token.
+void printModelSummary(const ModelConfig &config, int64_t maxSeq,
+                       llvm::raw_ostream &os);
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_MODELCOMPILER_H

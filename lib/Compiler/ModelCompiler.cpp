@@ -1,0 +1,235 @@
+//===- ModelCompiler.cpp - config.json to a native model library ----------===//
+
+#include "attn/Compiler/ModelCompiler.h"
+
+#include "attn/Compiler/ModelBuilder.h"
+#include "attn/Target/NativeCodegen.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+llvm::Expected<int64_t> mlir::attn::resolveMaxSeq(const ModelConfig &config,
+                                                  int64_t requested) {
+  if (requested < 0)
+    return llvm::createStringError("--max-seq must be positive, got " +
+                                   std::to_string(requested));
+  if (requested == 0)
+    return config.maxPositions;
+  // GPT-2's learned positions end at n_positions; RoPE has no table.
+  if (config.family == ModelFamily::Gpt2 && requested > config.maxPositions)
+    return llvm::createStringError(
+        "--max-seq " + std::to_string(requested) +
+        " exceeds the " + std::to_string(config.maxPositions) +
+        " learned positions of this GPT-2 model (n_positions)");
+  if (requested > (int64_t(1) << 20))
+    return llvm::createStringError("--max-seq " + std::to_string(requested) +
+                                   " is larger than the supported 1048576");
+  return requested;
+}
+
+namespace {
+
+/// Prints "  <stage> ... <seconds>" once the stage is done.
+class StageTimer {
+public:
+  StageTimer(llvm::raw_ostream &os, llvm::StringRef name)
+      : os(os), name(name.str()), start(std::chrono::steady_clock::now()) {}
+  ~StageTimer() {
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    os << llvm::format("attn-compile: %-28s %7.2f s\n", name.c_str(), seconds);
+    os.flush();
+  }
+
+private:
+  llvm::raw_ostream &os;
+  std::string name;
+  std::chrono::steady_clock::time_point start;
+};
+
+/// Writes MLIR text to `path` ("-" is stdout).
+llvm::Error writeText(llvm::StringRef path,
+                      llvm::function_ref<void(llvm::raw_ostream &)> print) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return llvm::createStringError("cannot write '" + path.str() +
+                                   "': " + ec.message());
+  print(out.os());
+  out.keep();
+  return llvm::Error::success();
+}
+
+LogicalResult runStage(MLIRContext &context, ModuleOp module,
+                       const ModelCompileOptions &options,
+                       llvm::function_ref<void(OpPassManager &)> build) {
+  PassManager pm(&context);
+  if (options.configurePassManager &&
+      failed(options.configurePassManager(pm)))
+    return failure();
+  build(pm);
+  return pm.run(module);
+}
+
+} // namespace
+
+llvm::Error mlir::attn::compileModel(MLIRContext &context,
+                                     const ModelConfig &config,
+                                     const ModelCompileOptions &options,
+                                     llvm::raw_ostream &progress) {
+  llvm::Expected<int64_t> maxSeq = resolveMaxSeq(config, options.maxSeq);
+  if (!maxSeq)
+    return maxSeq.takeError();
+
+  OwningOpRef<ModuleOp> module;
+  {
+    StageTimer timer(progress, "build attn IR");
+    module = buildModelModule(context, config, ModelBuildOptions{*maxSeq});
+    if (failed(verify(*module)))
+      return llvm::createStringError("internal error: the generated attn IR "
+                                     "does not verify");
+  }
+  auto printModule = [&](llvm::raw_ostream &os) { module->print(os); };
+  if (options.emit == EmitKind::Attn)
+    return writeText(options.output, printModule);
+
+  {
+    StageTimer timer(progress, "attn -> linalg");
+    if (failed(runStage(context, *module, options, [&](OpPassManager &pm) {
+          buildAttnToLinalgPipeline(pm, options.pipeline);
+        })))
+      return llvm::createStringError("lowering to linalg failed");
+  }
+  if (options.emit == EmitKind::Linalg)
+    return writeText(options.output, printModule);
+
+  {
+    StageTimer timer(progress, "bufferize, lower to LLVM");
+    if (failed(runStage(context, *module, options, [&](OpPassManager &pm) {
+          buildBufferizePipeline(pm);
+          buildLowerToLoopsPipeline(pm);
+          buildLowerToLLVMPipeline(pm);
+        })))
+      return llvm::createStringError("lowering to the LLVM dialect failed");
+    if (failed(addModelCAbi(*module, config, *maxSeq)))
+      return llvm::createStringError("adding the C ABI failed");
+  }
+
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      createHostTargetMachine();
+  if (!machine)
+    return machine.takeError();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule;
+  {
+    StageTimer timer(progress, "translate, optimize (-O3)");
+    llvm::Expected<std::unique_ptr<llvm::Module>> translated =
+        translateToLLVMIR(*module, llvmContext, **machine);
+    if (!translated)
+      return translated.takeError();
+    llvmModule = std::move(*translated);
+    if (llvm::Error error = optimizeLLVMIR(*llvmModule, **machine))
+      return error;
+  }
+  if (options.emit == EmitKind::Llvm)
+    return writeText(options.output,
+                     [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
+
+  std::string object = options.emit == EmitKind::Object
+                           ? options.output
+                           : options.output + ".o";
+  {
+    StageTimer timer(progress, "machine code");
+    if (llvm::Error error = writeObjectFile(*llvmModule, **machine, object))
+      return error;
+  }
+  if (options.emit == EmitKind::Object)
+    return llvm::Error::success();
+
+  StageTimer timer(progress, "link");
+  llvm::Error linked = linkSharedLibrary({object}, options.output, {"-lm"});
+  llvm::sys::fs::remove(object);
+  return linked;
+}
+
+void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
+                                   llvm::raw_ostream &os) {
+  int64_t byRole[5] = {0, 0, 0, 0, 0};
+  int64_t tokenEmbedding = 0, positionEmbedding = 0;
+  for (const WeightSpec &weight : modelWeights(config)) {
+    byRole[static_cast<int>(weight.role)] += weight.numElements();
+    if (weight.role == WeightRole::Embedding) {
+      if (tokenEmbedding == 0)
+        tokenEmbedding = weight.numElements();
+      else
+        positionEmbedding = weight.numElements();
+    }
+  }
+  int64_t total = 0;
+  for (int64_t count : byRole)
+    total += count;
+  auto millions = [](int64_t count) { return count / 1e6; };
+  auto share = [&](int64_t count) { return 100.0 * count / total; };
+  int64_t layers = config.numLayers;
+
+  os << llvm::format("model: %s, %lld layers, hidden %lld, %lld heads (%lld KV) "
+                     "of %lld, MLP %lld, vocab %lld, context %lld\n",
+                     config.familyName().str().c_str(), (long long)layers,
+                     (long long)config.hiddenSize, (long long)config.numHeads,
+                     (long long)config.numKvHeads, (long long)config.headDim,
+                     (long long)config.intermediateSize,
+                     (long long)config.vocabSize, (long long)maxSeq);
+  os << "parameters:\n";
+  os << llvm::format("  embeddings  %9.2fM  %5.1f%%   token %.2fM", millions(byRole[0]),
+                     share(byRole[0]), millions(tokenEmbedding));
+  if (positionEmbedding)
+    os << llvm::format(", position %.2fM", millions(positionEmbedding));
+  os << "\n";
+  os << llvm::format("  attention   %9.2fM  %5.1f%%   %.2fM per layer\n",
+                     millions(byRole[1]), share(byRole[1]),
+                     millions(byRole[1] / layers));
+  os << llvm::format("  MLP         %9.2fM  %5.1f%%   %.2fM per layer\n",
+                     millions(byRole[2]), share(byRole[2]),
+                     millions(byRole[2] / layers));
+  os << llvm::format("  norms       %9.2fM  %5.1f%%\n", millions(byRole[3]),
+                     share(byRole[3]));
+  if (config.tieEmbeddings)
+    os << "  output         (tied to the token embedding)\n";
+  else
+    os << llvm::format("  output      %9.2fM  %5.1f%%\n", millions(byRole[4]),
+                       share(byRole[4]));
+  os << llvm::format("  total       %9.2fM  (%.1f MB of f32)\n", millions(total),
+                     total * 4 / 1e6);
+
+  // Every projection weight costs a multiply and an add per token; the
+  // output projection reads the token embedding when tied.
+  int64_t matmulWeights = byRole[1] + byRole[2] +
+                          (config.tieEmbeddings ? tokenEmbedding : byRole[4]);
+  int64_t attentionPerKey = 4 * layers * config.numHeads * config.headDim;
+  os << llvm::format("FLOPs per token: %.1f MFLOP in projections (2 x %.2fM "
+                     "weights) + %lld per cached position in attention "
+                     "(%.1f MFLOP at %lld positions)\n",
+                     2.0 * matmulWeights / 1e6, millions(matmulWeights),
+                     (long long)attentionPerKey,
+                     attentionPerKey * (double)maxSeq / 1e6, (long long)maxSeq);
+  int64_t kvPerToken = 2 * layers * config.kvFeatures() * 4;
+  os << llvm::format("KV cache: %lld bytes per token (2 x %lld layers x %lld "
+                     "x 4 B); %.1f MB for %lld positions\n",
+                     (long long)kvPerToken, (long long)layers,
+                     (long long)config.kvFeatures(),
+                     kvCacheBytes(config, maxSeq) / 1e6, (long long)maxSeq);
+}

@@ -1,0 +1,269 @@
+//===- ModelE2ETest.cpp - whole models: attn-compile + runtime vs reference ===//
+//
+// Each case writes a random-weight Hugging Face model folder (the same
+// generator as attn-make-model), compiles it in-process with the attn-compile
+// driver, loads it with the runtime, and compares with the naive reference
+// model (test/reference/ModelReference, double accumulation):
+//   - the logits of every prompt position (prefill with all rows),
+//   - the logits of every greedily generated token fed back through decode,
+//     against the reference over the whole sequence without a cache,
+//   - cached decode against recomputing the whole sequence with one prefill.
+// Tolerance: max abs error <= 1e-4 on logits (of magnitude ~1-10).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelReference.h"
+#include "ModelWriter.h"
+
+#include "attn/Compiler/ModelCompiler.h"
+#include "attn/InitAll.h"
+#include "attn/Target/NativeCodegen.h"
+#include "attnrt/attnrt.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace modelgen = attn::modelgen;
+namespace ref = attn::ref;
+
+namespace {
+
+constexpr double kLogitTolerance = 1e-4;
+
+/// A temporary directory removed with its contents.
+struct TempDir {
+  TempDir() {
+    llvm::SmallString<128> dir;
+    if (!llvm::sys::fs::createUniqueDirectory("attn-model-e2e", dir))
+      path = dir.str().str();
+  }
+  ~TempDir() {
+    if (!path.empty())
+      llvm::sys::fs::remove_directories(path);
+  }
+  std::string path;
+};
+
+struct ModelDeleter {
+  void operator()(attnrt_model *model) const { attnrt_model_free(model); }
+};
+struct SessionDeleter {
+  void operator()(attnrt_session *session) const { attnrt_session_free(session); }
+};
+using ModelPtr = std::unique_ptr<attnrt_model, ModelDeleter>;
+using SessionPtr = std::unique_ptr<attnrt_session, SessionDeleter>;
+
+/// Writes, compiles and loads one model; the reference loads the same folder.
+struct CompiledModel {
+  TempDir dir;
+  ModelPtr model;
+  std::unique_ptr<ref::ModelReference> reference;
+  int64_t vocab = 0;
+};
+
+std::unique_ptr<CompiledModel> prepare(const modelgen::ModelSpec &spec,
+                                       int64_t maxSeq = 0) {
+  auto compiled = std::make_unique<CompiledModel>();
+  std::string error;
+  if (!modelgen::writeModel(spec, compiled->dir.path, error)) {
+    ADD_FAILURE() << "writing the model: " << error;
+    return nullptr;
+  }
+  llvm::Expected<mlir::attn::ModelConfig> config =
+      mlir::attn::loadModelConfig(compiled->dir.path);
+  if (!config) {
+    ADD_FAILURE() << llvm::toString(config.takeError());
+    return nullptr;
+  }
+  mlir::DialectRegistry registry;
+  mlir::attn::registerAllDialects(registry);
+  mlir::attn::registerNativeCodegenTranslations(registry);
+  mlir::MLIRContext context(registry);
+  mlir::attn::ModelCompileOptions options;
+  options.maxSeq = maxSeq;
+  options.output = compiled->dir.path + "/libmodel.so";
+  if (llvm::Error err = mlir::attn::compileModel(context, *config, options,
+                                                 llvm::nulls())) {
+    ADD_FAILURE() << "compiling: " << llvm::toString(std::move(err));
+    return nullptr;
+  }
+  char message[512] = "";
+  compiled->model.reset(attnrt_model_load(
+      options.output.c_str(), (compiled->dir.path + "/model.safetensors").c_str(),
+      message, sizeof message));
+  if (!compiled->model) {
+    ADD_FAILURE() << "loading: " << message;
+    return nullptr;
+  }
+  compiled->reference = ref::ModelReference::load(compiled->dir.path, error);
+  if (!compiled->reference) {
+    ADD_FAILURE() << "reference: " << error;
+    return nullptr;
+  }
+  compiled->vocab = attnrt_model_vocab_size(compiled->model.get());
+  return compiled;
+}
+
+std::vector<int32_t> promptTokens(int64_t n, int64_t vocab) {
+  std::vector<int32_t> tokens(n);
+  for (int64_t i = 0; i < n; ++i)
+    tokens[i] = static_cast<int32_t>((i * 37 + 11) % vocab);
+  return tokens;
+}
+
+int32_t argmax(const float *row, int64_t vocab) {
+  return static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+}
+
+double maxAbs(const float *a, const float *b, size_t n) {
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double diff = std::abs(static_cast<double>(a[i]) - b[i]);
+    if (std::isnan(diff))
+      return INFINITY;
+    worst = std::max(worst, diff);
+  }
+  return worst;
+}
+
+/// Prefill `prompt`, then `generate` greedy decode steps; checks every row
+/// against the reference and the cached path against recomputation.
+void checkGeneration(CompiledModel &m, const std::vector<int32_t> &prompt,
+                     int64_t generate) {
+  const int64_t vocab = m.vocab;
+  char error[512] = "";
+  SessionPtr session(attnrt_session_create(m.model.get(), error, sizeof error));
+  ASSERT_TRUE(session) << error;
+
+  // Rows: one per prompt token, then one per generated token fed back.
+  std::vector<float> logits(prompt.size() * vocab);
+  ASSERT_EQ(attnrt_prefill(session.get(), prompt.data(), prompt.size(),
+                           logits.data(), 1, error, sizeof error),
+            ATTNRT_OK)
+      << error;
+  std::vector<int32_t> sequence = prompt;
+  std::vector<float> row(vocab);
+  for (int64_t step = 0; step < generate; ++step) {
+    const float *last = logits.data() + (sequence.size() - 1) * vocab;
+    int32_t next = argmax(last, vocab);
+    sequence.push_back(next);
+    ASSERT_EQ(attnrt_decode(session.get(), next, row.data(), error, sizeof error),
+              ATTNRT_OK)
+        << error;
+    logits.insert(logits.end(), row.begin(), row.end());
+  }
+
+  // The reference over the whole sequence at once, no cache.
+  std::vector<int64_t> tokens(sequence.begin(), sequence.end());
+  std::vector<float> expected;
+  std::string message;
+  ASSERT_TRUE(m.reference->forward(tokens, expected, message)) << message;
+  ASSERT_EQ(expected.size(), logits.size());
+  for (size_t position = 0; position < sequence.size(); ++position) {
+    const float *actual = logits.data() + position * vocab;
+    const float *wanted = expected.data() + position * vocab;
+    ASSERT_LE(maxAbs(actual, wanted, vocab), kLogitTolerance)
+        << "position " << position << " (prompt of " << prompt.size() << ")";
+  }
+  // Greedy choices agree with the reference's argmax (no ties at this scale).
+  for (size_t position = prompt.size(); position < sequence.size(); ++position)
+    EXPECT_EQ(sequence[position],
+              argmax(expected.data() + (position - 1) * vocab, vocab))
+        << "generated token at position " << position;
+
+  // Cached decode equals recomputing everything with one prefill.
+  SessionPtr fresh(attnrt_session_create(m.model.get(), error, sizeof error));
+  ASSERT_TRUE(fresh) << error;
+  std::vector<float> recomputed(sequence.size() * vocab);
+  ASSERT_EQ(attnrt_prefill(fresh.get(), sequence.data(), sequence.size(),
+                           recomputed.data(), 1, error, sizeof error),
+            ATTNRT_OK)
+      << error;
+  EXPECT_LE(maxAbs(recomputed.data(), logits.data(), logits.size()), 1e-5);
+}
+
+struct Case {
+  const char *name;
+  modelgen::ModelSpec spec;
+};
+
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
+modelgen::ModelSpec preset(const char *name) {
+  modelgen::ModelSpec spec;
+  EXPECT_TRUE(modelgen::presetSpec(name, spec)) << name;
+  return spec;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  all.push_back({"tiny_gpt2", preset("tiny-gpt2")});
+  modelgen::ModelSpec prefixed = preset("tiny-gpt2");
+  prefixed.prefix = "transformer.";
+  prefixed.extraBuffers = true;
+  all.push_back({"gpt2_prefixed_with_mask_buffers", prefixed});
+  modelgen::ModelSpec erf = preset("tiny-gpt2");
+  erf.activation = "gelu";
+  erf.layers = 1;
+  all.push_back({"gpt2_erf_gelu", erf});
+  all.push_back({"tiny_llama_gqa2", preset("tiny-llama")});
+  all.push_back({"tiny_llama_tied_mqa", preset("tiny-llama-tied")});
+  modelgen::ModelSpec wideHeads = preset("tiny-llama");
+  wideHeads.headDim = 32; // q_proj is [4 * 32, 64]: wider than hidden
+  wideHeads.ropeTheta = 500000.0;
+  wideHeads.extraBuffers = true;
+  all.push_back({"llama_explicit_head_dim", wideHeads});
+  modelgen::ModelSpec half = preset("tiny-llama");
+  half.dtype = modelgen::DType::BF16;
+  all.push_back({"llama_bf16_weights", half});
+  return all;
+}
+
+class ModelE2E : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ModelE2E, LogitsMatchReferenceAndDecodeMatchesRecompute) {
+  std::unique_ptr<CompiledModel> m = prepare(GetParam().spec);
+  ASSERT_TRUE(m);
+  EXPECT_STREQ(attnrt_model_warnings(m->model.get()), "");
+  // Short and longer prompts; the longer one crosses a 64-key attention
+  // block when decoding.
+  checkGeneration(*m, promptTokens(1, m->vocab), 4);
+  checkGeneration(*m, promptTokens(17, m->vocab), 12);
+  checkGeneration(*m, promptTokens(40, m->vocab), 24);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ModelE2E, ::testing::ValuesIn(cases()),
+                         [](const auto &info) { return std::string(info.param.name); });
+
+TEST(ModelE2EContext, FullContextAndOverflow) {
+  // A context of 24 positions: fill it exactly, then one more is refused.
+  std::unique_ptr<CompiledModel> m = prepare(preset("tiny-llama"), 24);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(attnrt_model_max_seq(m->model.get()), 24);
+  checkGeneration(*m, promptTokens(20, m->vocab), 4);
+  char error[512] = "";
+  SessionPtr session(attnrt_session_create(m->model.get(), error, sizeof error));
+  ASSERT_TRUE(session);
+  std::vector<int32_t> prompt = promptTokens(24, m->vocab);
+  std::vector<float> row(m->vocab);
+  ASSERT_EQ(attnrt_prefill(session.get(), prompt.data(), prompt.size(), row.data(),
+                           0, error, sizeof error),
+            ATTNRT_OK)
+      << error;
+  EXPECT_EQ(attnrt_decode(session.get(), 1, row.data(), error, sizeof error),
+            ATTNRT_ERROR_POSITION);
+  EXPECT_NE(std::string(error).find("24"), std::string::npos) << error;
+}
+
+} // namespace

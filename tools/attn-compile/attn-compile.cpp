@@ -1,0 +1,114 @@
+//===- attn-compile.cpp - a model description to a native library ---------===//
+//
+//   attn-compile MODEL_DIR|config.json -o libmodel.so [--emit=attn|linalg|llvm|obj]
+//                [--max-seq N] [--summary] [MLIR pass manager flags]
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Compiler/ModelCompiler.h"
+#include "attn/InitAll.h"
+#include "attn/Target/NativeCodegen.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("attn-compile options");
+
+static cl::opt<std::string> input(cl::Positional, cl::Required,
+                                  cl::desc("<model folder or config.json>"),
+                                  cl::cat(category));
+static cl::opt<std::string> output("o", cl::desc("Output file"),
+                                   cl::value_desc("path"), cl::cat(category));
+static cl::opt<attn::EmitKind> emit(
+    "emit", cl::desc("What to write (default: the shared library)"),
+    cl::init(attn::EmitKind::Library),
+    cl::values(clEnumValN(attn::EmitKind::Attn, "attn", "the model in the attn dialect"),
+               clEnumValN(attn::EmitKind::Linalg, "linalg", "after lowering to linalg"),
+               clEnumValN(attn::EmitKind::Llvm, "llvm", "optimized LLVM IR"),
+               clEnumValN(attn::EmitKind::Object, "obj", "an object file"),
+               clEnumValN(attn::EmitKind::Library, "so", "the shared library")),
+    cl::cat(category));
+static cl::opt<int64_t> maxSeq(
+    "max-seq", cl::desc("Positions of the KV cache (default: from the config)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<bool> summary(
+    "summary", cl::desc("Print the parameter split, FLOPs and KV bytes per token"),
+    cl::cat(category));
+static cl::opt<bool> quiet("quiet", cl::desc("No progress lines"),
+                           cl::cat(category));
+static cl::opt<int64_t> queryBlock("query-block",
+                                   cl::desc("Query rows per attention block"),
+                                   cl::init(64), cl::cat(category));
+static cl::opt<int64_t> kvBlock("kv-block", cl::desc("Keys per attention block"),
+                                cl::init(64), cl::cat(category));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "attn-compile") << message << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerPassManagerCLOptions();
+  registerMLIRContextCLOptions();
+  registerAsmPrinterCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "attn-compile: compile a GPT-2 or LLaMA model description to a native "
+      "library\n");
+
+  llvm::Expected<attn::ModelConfig> config = attn::loadModelConfig(input);
+  if (!config)
+    return fail(llvm::toString(config.takeError()));
+  llvm::Expected<int64_t> positions = attn::resolveMaxSeq(*config, maxSeq);
+  if (!positions)
+    return fail(llvm::toString(positions.takeError()));
+  if (summary)
+    attn::printModelSummary(*config, *positions, llvm::outs());
+  if (output.empty()) {
+    if (summary)
+      return 0;
+    return fail("no output file: pass -o <path> (or --summary alone)");
+  }
+  if (queryBlock <= 0 || kvBlock <= 0)
+    return fail("--query-block and --kv-block must be positive");
+
+  DialectRegistry registry;
+  attn::registerAllDialects(registry);
+  attn::registerNativeCodegenTranslations(registry);
+  MLIRContext context(registry);
+
+  attn::ModelCompileOptions options;
+  options.maxSeq = *positions;
+  options.emit = emit;
+  options.output = output;
+  options.pipeline.queryBlock = queryBlock;
+  options.pipeline.kvBlock = kvBlock;
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTiming = timing.getRootScope();
+  auto configure = [&](PassManager &pm) -> LogicalResult {
+    pm.enableTiming(rootTiming);
+    return applyPassManagerCLOptions(pm);
+  };
+  options.configurePassManager = configure;
+
+  llvm::raw_ostream &progress = quiet ? llvm::nulls() : llvm::errs();
+  if (llvm::Error error = attn::compileModel(context, *config, options, progress))
+    return fail(llvm::toString(std::move(error)));
+  return 0;
+}
