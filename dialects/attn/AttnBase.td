@@ -45,6 +45,11 @@ def Attn_Tensor2D : TensorRankOf<[F32], [2]>;
 def Attn_Tensor3D : TensorRankOf<[F32], [3]>;
 def Attn_TokenIds : TensorRankOf<[I32, I64], [1]>;
 
+// Operands of code generation ops: f32 tensors before bufferization, f32
+// memrefs (any layout) after.
+def Attn_TensorOrMemRef : AnyTypeOf<[RankedTensorOf<[F32]>, MemRefOf<[F32]>],
+                                    "f32 tensor or memref">;
+
 // Range checks of attribute values (positive epsilon, even head_dim, ...) are
 // in the C++ verifiers, whose messages name the offending value.
 

@@ -20,7 +20,11 @@ def Attn_WeightLayout : I32EnumAttr<"WeightLayout", "storage layout of a linear 
   // [out_features, in_features]: torch nn.Linear; y = x W^T.
   I32EnumAttrCase<"OutIn", 0, "out_in">,
   // [in_features, out_features]: GPT-2 Conv1D; y = x W.
-  I32EnumAttrCase<"InOut", 1, "in_out">
+  I32EnumAttrCase<"InOut", 1, "in_out">,
+  // [ceil(out/NR), in_features, NR]: blocks of NR output features, each
+  // stored k-major so a register tile streams one contiguous block; the
+  // last block is zero-padded. What the CPU kernels read.
+  I32EnumAttrCase<"Packed", 2, "packed">
 ]> {
   let cppNamespace = "::mlir::attn";
 }
@@ -31,6 +35,18 @@ def Attn_GeluApproximation : I32EnumAttr<"GeluApproximation", "form of the GELU 
   I32EnumAttrCase<"Erf", 0, "erf">,
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's gelu_new.
   I32EnumAttrCase<"Tanh", 1, "tanh">
+]> {
+  let cppNamespace = "::mlir::attn";
+}
+
+// What attn.gemm applies to its accumulators before storing them.
+def Attn_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "fused epilogue of a gemm", [
+  I32EnumAttrCase<"None", 0, "none">,
+  I32EnumAttrCase<"GeluTanh", 1, "gelu_tanh">,
+  I32EnumAttrCase<"GeluErf", 2, "gelu_erf">,
+  I32EnumAttrCase<"Silu", 3, "silu">,
+  // silu(x W1) * (x W2): the gate and up projections of a LLaMA MLP.
+  I32EnumAttrCase<"Swiglu", 4, "swiglu">
 ]> {
   let cppNamespace = "::mlir::attn";
 }

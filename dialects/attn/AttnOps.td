@@ -14,6 +14,7 @@ include "attn/AttnBase.td"
 include "attn/AttnEnums.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Embeddings and projections
@@ -29,12 +30,17 @@ def Attn_EmbeddingOp : Attn_Op<"embedding", [Pure]> {
     token ids before they reach compiled code, and the lowering clamps them so
     that a bad id can never read outside the table.
 
+    The table is `[rows, dim]`, or a packed `[blocks, dim, NR]` table (the
+    layout of a packed `attn.linear` weight, see there) when a tied
+    embedding doubles as the output projection: row `v` is then
+    `table[v / NR, :, v % NR]`.
+
     Example:
     ```mlir
     %x = attn.embedding %wte[%ids] : tensor<50257x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor2D:$table, Attn_TokenIds:$ids);
+  let arguments = (ins Attn_Tensor:$table, Attn_TokenIds:$ids);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
     $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
@@ -49,7 +55,12 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
     weight read in the layout the `layout` keyword names:
 
     - `out_in`: weight is `[out_features, in_features]` (torch `nn.Linear`);
-    - `in_out`: weight is `[in_features, out_features]` (GPT-2 `Conv1D`).
+    - `in_out`: weight is `[in_features, out_features]` (GPT-2 `Conv1D`);
+    - `packed`: weight is `[ceil(out_features / NR), in_features, NR]`:
+      blocks of `NR` output features stored k-major (`W[n, k]` at
+      `[n / NR, k, n % NR]`), the last block zero-padded. This is the layout
+      the CPU kernels stream; `attn-compile` packs weights into it once, at
+      load time.
 
     Stating the layout keeps checkpoints usable as stored: nothing is
     transposed on load, the lowering reads the weight as it lies.
@@ -60,7 +71,7 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
         : tensor<?x768xf32>, tensor<768x2304xf32>, tensor<2304xf32> -> tensor<?x2304xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor2D:$input, Attn_Tensor2D:$weight,
+  let arguments = (ins Attn_Tensor2D:$input, Attn_Tensor:$weight,
                        Optional<Attn_Tensor1D>:$bias,
                        Attn_WeightLayout:$layout);
   let results = (outs Attn_Tensor2D:$result);
@@ -69,7 +80,7 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
     type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)
   }];
   let extraClassDeclaration = [{
-    /// in_features and out_features as the weight stores them.
+    /// in_features and out_features (the result's, for a packed weight).
     int64_t getInFeatures();
     int64_t getOutFeatures();
   }];
@@ -372,6 +383,112 @@ def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Attn_Tensor:$input);
   let results = (outs Attn_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Code generation ops
+//===----------------------------------------------------------------------===//
+
+def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<DestinationStyleOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "register-tiled product with a packed weight and a fused epilogue";
+  let description = [{
+    A code generation op, produced from `attn.linear` with a packed weight
+    (and, by `attn-fuse-linear-epilogues`, the elementwise ops around it);
+    `attn-lower-gemm` turns it into vector code after bufferization. It is in
+    destination-passing style on tensors or on memrefs.
+
+    For `input` `[M, K]`, `weight` packed `[NB, K, NR]` and `init` `[M, N]`:
+
+    ```
+    acc[m, n] = sum_k input[m, k] * weight[n / NR, k, n % NR]
+    v = acc * row_scale[m] + bias[n]          (each when present)
+    v = epilogue(v)                           (none, gelu_tanh, gelu_erf, silu;
+                                               swiglu: silu(v) * v2, with v2 the
+                                               same from weight2)
+    result[m, n] = v + residual[m, n]         (when present)
+    ```
+
+    Every input element is read once per output tile and every output
+    element written once: the bias, activation, gating and residual add cost
+    no pass over memory of their own.
+
+    Example (the down projection of a LLaMA MLP, added to the residual
+    stream):
+    ```mlir
+    %y = attn.gemm none ins(%h, %w : tensor<?x2048xf32>, tensor<24x2048x32xf32>)
+        residual(%x : tensor<?x768xf32>) outs(%init : tensor<?x768xf32>) -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_TensorOrMemRef:$input,
+                       Attn_TensorOrMemRef:$weight,
+                       Optional<Attn_TensorOrMemRef>:$weight2,
+                       Optional<Attn_TensorOrMemRef>:$bias,
+                       Optional<Attn_TensorOrMemRef>:$row_scale,
+                       Optional<Attn_TensorOrMemRef>:$residual,
+                       Attn_TensorOrMemRef:$init,
+                       Attn_GemmEpilogue:$epilogue);
+  let results = (outs Variadic<RankedTensorOf<[F32]>>:$result);
+  let assemblyFormat = [{
+    $epilogue `ins` `(` $input `,` $weight (`,` $weight2^)? `:` type($input) `,` type($weight) (`,` type($weight2)^)? `)`
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`row_scale` `(` $row_scale^ `:` type($row_scale) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
+    `outs` `(` $init `:` type($init) `)` attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// Output features per weight block (NR).
+    int64_t getBlockSize() {
+      return cast<ShapedType>(getWeight().getType()).getDimSize(2);
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
+    DeclareOpInterfaceMethods<DestinationStyleOpInterface>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "blocked online-softmax attention (codegen op)";
+  let description = [{
+    A code generation op with the semantics of `attn.attention` without a
+    bias operand: `query` `[seq_q, heads * head_dim]`, `key` and `value`
+    `[kv_len, kv_heads * head_dim]` (every row valid; a cache is sliced to
+    its valid prefix first), the result written into `init`. With `causal`,
+    query `i` sees keys `j <= kv_len - seq_q + i`.
+
+    `attn-lower-attention` turns it, after bufferization, into a
+    FlashAttention-2 style kernel: per KV head and block of query rows (the
+    rows of every query head sharing that KV head together, so grouped-query
+    attention reads each key and value once per block), a loop over key
+    blocks up to the causal diagonal with the running max, running sum and
+    output accumulator in registers and stack buffers, vectorized over keys
+    for `Q K^T` (keys transposed per block) and over head_dim for `P V`.
+
+    ```mlir
+    %o = attn.flash_attention heads(12) kv_heads(4) scale(1.250000e-01) causal
+        ins(%q, %k, %v : tensor<?x768xf32>, tensor<?x256xf32>, tensor<?x256xf32>)
+        outs(%init : tensor<?x768xf32>) -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_TensorOrMemRef:$query, Attn_TensorOrMemRef:$key,
+                       Attn_TensorOrMemRef:$value, Attn_TensorOrMemRef:$init,
+                       I64Attr:$heads, I64Attr:$kv_heads, F32Attr:$scale,
+                       UnitAttr:$causal);
+  let results = (outs Variadic<RankedTensorOf<[F32]>>:$result);
+  let assemblyFormat = [{
+    `heads` `(` $heads `)` `kv_heads` `(` $kv_heads `)` `scale` `(` $scale `)`
+    (`causal` $causal^)?
+    `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
+    `outs` `(` $init `:` type($init) `)` attr-dict (`->` type($result)^)?
+  }];
+  let extraClassDeclaration = [{
+    int64_t getHeadDim() {
+      return cast<ShapedType>(getQuery().getType()).getDimSize(1) /
+             static_cast<int64_t>(getHeads());
+    }
+  }];
   let hasVerifier = 1;
 }
 

@@ -1,11 +1,16 @@
 //===- ModelAbi.cpp - the C ABI of a compiled model ------------------------===//
 //
 // The manifest and the exported C functions of runtime/include/attnrt/
-// model_abi.h, added to a module already lowered to the LLVM dialect.
+// model_abi.h, added to a module already lowered to the LLVM dialect: each
+// turns the runtime's raw pointers into the memref descriptors of a lowered
+// function (allocated and aligned pointer, offset, sizes, strides).
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Compiler/ModelBuilder.h"
+
+#include "attn/Compiler/ModelLayout.h"
+#include "attnrt/model_abi.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -17,14 +22,27 @@ using namespace mlir;
 using namespace mlir::attn;
 
 std::string mlir::attn::buildManifestJson(const ModelConfig &config,
-                                          int64_t maxSeq) {
+                                          const ModelBuildOptions &options) {
+  ModelLayout layout = planModelLayout(config, options.blockSize);
   llvm::json::Array weights;
-  for (const WeightSpec &weight : modelWeights(config)) {
+  for (auto [index, weight] : llvm::enumerate(layout.weights)) {
     llvm::json::Array shape;
     for (int64_t dim : weight.shape)
       shape.push_back(dim);
-    weights.push_back(llvm::json::Object{
-        {"name", weight.name}, {"dtype", "F32"}, {"shape", std::move(shape)}});
+    llvm::json::Object entry{
+        {"name", weight.name}, {"dtype", "F32"}, {"shape", std::move(shape)}};
+    if (!layout.usedAtRunTime[index])
+      entry["used_at_run_time"] = false;
+    weights.push_back(std::move(entry));
+  }
+  llvm::json::Array packed;
+  for (const PackedWeight &weight : layout.packed) {
+    llvm::json::Array sources;
+    for (const PackedWeight::Source &source : weight.sources)
+      sources.push_back(source.weight);
+    packed.push_back(llvm::json::Object{{"name", weight.name},
+                                        {"bytes", weight.bytes()},
+                                        {"sources", std::move(sources)}});
   }
   llvm::json::Array prefixes, ignored;
   for (const std::string &prefix : weightNamePrefixes(config))
@@ -32,7 +50,7 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
   for (const std::string &suffix : ignoredTensorSuffixes(config))
     ignored.push_back(suffix);
   llvm::json::Object manifest{
-      {"abi_version", 1},
+      {"abi_version", ATTN_MODEL_ABI_VERSION},
       {"architecture", config.familyName()},
       {"vocab_size", config.vocabSize},
       {"hidden_size", config.hiddenSize},
@@ -41,9 +59,11 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
       {"num_kv_heads", config.numKvHeads},
       {"head_dim", config.headDim},
       {"intermediate_size", config.intermediateSize},
-      {"max_seq", maxSeq},
-      {"kv_cache", llvm::json::Object{{"bytes", kvCacheBytes(config, maxSeq)}}},
+      {"max_seq", options.maxSeq},
+      {"kv_cache",
+       llvm::json::Object{{"bytes", kvCacheBytes(config, options.maxSeq)}}},
       {"weights", std::move(weights)},
+      {"packed", std::move(packed)},
       {"name_prefixes", std::move(prefixes)},
       {"ignored_suffixes", std::move(ignored)},
   };
@@ -55,144 +75,285 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
 
 namespace {
 
-/// Appends the expanded memref descriptor of a row-major buffer at `data`
-/// with `sizes` (a Value each, static or run-time) to `args`: the allocated
-/// and aligned pointers, the offset, the sizes and the strides, which is how
-/// convert-func-to-llvm passes a memref argument.
-void appendDescriptor(OpBuilder &b, Location loc, Value data,
-                      ArrayRef<Value> sizes, ArrayRef<int64_t> staticSizes,
-                      SmallVectorImpl<Value> &args) {
-  Type i64 = b.getI64Type();
-  auto constant = [&](int64_t value) -> Value {
-    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(value));
-  };
-  args.append({data, data, constant(0)});
-  args.append(sizes.begin(), sizes.end());
-  // Strides of a row-major buffer: only the leading size may be dynamic.
-  SmallVector<Value> strides(sizes.size());
-  int64_t stride = 1;
-  for (int64_t dim = static_cast<int64_t>(sizes.size()) - 1; dim >= 0; --dim) {
-    strides[dim] = constant(stride);
-    stride *= staticSizes[dim];
-  }
-  args.append(strides.begin(), strides.end());
-}
+/// Builds the bodies of the exported functions.
+class AbiBuilder {
+public:
+  AbiBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
 
-/// Appends descriptors for `weights[i]`, loaded from the pointer table, and
-/// for each layer's K and V slice of the one KV cache buffer.
-void appendWeightsAndCaches(OpBuilder &b, Location loc,
-                            const ModelConfig &config, int64_t maxSeq,
-                            Value weightTable, Value kvCache,
-                            SmallVectorImpl<Value> &args) {
-  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
-  Type i64 = b.getI64Type();
-  auto constant = [&](int64_t value) -> Value {
-    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(value));
-  };
-  for (auto [index, weight] : llvm::enumerate(modelWeights(config))) {
-    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, weightTable,
-                                     ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(index)});
+  Value i64(int64_t value) {
+    return LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                    b.getI64IntegerAttr(value));
+  }
+
+  /// Appends the expanded descriptor of a row-major buffer at `data`:
+  /// `sizes` as values, `staticSizes` for the strides (only the leading
+  /// size may be dynamic).
+  void descriptor(Value data, ArrayRef<Value> sizes,
+                  ArrayRef<int64_t> staticSizes, SmallVectorImpl<Value> &args) {
+    args.append({data, data, i64(0)});
+    args.append(sizes.begin(), sizes.end());
+    SmallVector<Value> strides(sizes.size());
+    int64_t stride = 1;
+    for (int64_t dim = static_cast<int64_t>(sizes.size()) - 1; dim >= 0; --dim) {
+      strides[dim] = i64(stride);
+      stride *= staticSizes[dim];
+    }
+    args.append(strides.begin(), strides.end());
+  }
+
+  /// The descriptor of table[entry], a static shape.
+  void tableEntry(Value table, int64_t entry, ArrayRef<int64_t> shape,
+                  SmallVectorImpl<Value> &args) {
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, table,
+                                     ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(entry)});
     Value data = LLVM::LoadOp::create(b, loc, ptr, slot);
     SmallVector<Value> sizes;
-    for (int64_t dim : weight.shape)
-      sizes.push_back(constant(dim));
-    appendDescriptor(b, loc, data, sizes, weight.shape, args);
+    for (int64_t dim : shape)
+      sizes.push_back(i64(dim));
+    descriptor(data, sizes, shape, args);
   }
-  int64_t features = config.kvFeatures();
-  for (int64_t cache = 0; cache < 2 * config.numLayers; ++cache) {
-    Value data = LLVM::GEPOp::create(b, loc, ptr, b.getF32Type(), kvCache,
-                                     ValueRange{constant(cache * maxSeq * features)});
-    appendDescriptor(b, loc, data, {constant(maxSeq), constant(features)},
-                     {maxSeq, features}, args);
+
+  /// The table entries the entry points read, then each layer's K and V
+  /// slice of the one KV cache buffer.
+  void weightsAndCaches(const ModelConfig &config, const ModelLayout &layout,
+                        int64_t maxSeq, Value table, Value kvCache,
+                        SmallVectorImpl<Value> &args) {
+    for (int64_t entry = 0; entry < layout.tableSize(); ++entry)
+      if (layout.readAtRunTime(entry))
+        tableEntry(table, entry, layout.shape(entry), args);
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    int64_t features = config.kvFeatures();
+    for (int64_t cache = 0; cache < 2 * config.numLayers; ++cache) {
+      Value data = LLVM::GEPOp::create(b, loc, ptr, b.getF32Type(), kvCache,
+                                       ValueRange{i64(cache * maxSeq * features)});
+      descriptor(data, {i64(maxSeq), i64(features)}, {maxSeq, features}, args);
+    }
   }
-}
+
+  OpBuilder &b;
+  Location loc;
+};
 
 } // namespace
 
 LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
                                        const ModelConfig &config,
-                                       int64_t maxSeq) {
+                                       const ModelBuildOptions &options) {
   MLIRContext *ctx = module.getContext();
   auto prefillImpl = module.lookupSymbol<LLVM::LLVMFuncOp>(kPrefillImpl);
   auto decodeImpl = module.lookupSymbol<LLVM::LLVMFuncOp>(kDecodeImpl);
   if (!prefillImpl || !decodeImpl)
     return module.emitError("the lowered module lacks the model entry points");
+  ModelLayout layout = planModelLayout(config, options.blockSize);
+  std::vector<int64_t> kinds = packKinds(layout);
+  SmallVector<LLVM::LLVMFuncOp> packImpls;
+  for (int64_t kind : kinds) {
+    if (kind < static_cast<int64_t>(packImpls.size()))
+      continue;
+    auto impl = module.lookupSymbol<LLVM::LLVMFuncOp>(
+        (kPackImpl + "_" + llvm::Twine(kind)).str());
+    if (!impl)
+      return module.emitError("the lowered module lacks pack function ")
+             << kind;
+    packImpls.push_back(impl);
+  }
+  int64_t maxSeq = options.maxSeq;
 
   OpBuilder b(ctx);
   Location loc = module.getLoc();
   b.setInsertionPointToEnd(module.getBody());
+  AbiBuilder abi(b, loc);
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Type i64 = b.getI64Type(), i32 = b.getI32Type();
-  auto constant = [&](int64_t value) -> Value {
-    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(value));
+  Type voidType = LLVM::LLVMVoidType::get(ctx);
+  auto exported = [&](StringRef name, Type result, ArrayRef<Type> params) {
+    auto func = LLVM::LLVMFuncOp::create(
+        b, loc, name, LLVM::LLVMFunctionType::get(result, params));
+    b.setInsertionPointToStart(func.addEntryBlock(b));
+    return func;
   };
+  SmallVector<LLVM::LLVMFuncOp> exports;
 
   // const char *attn_model_manifest(void)
-  std::string manifest = buildManifestJson(config, maxSeq);
+  std::string manifest = buildManifestJson(config, options);
   manifest.push_back('\0');
   auto text = LLVM::GlobalOp::create(
       b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), manifest.size()),
       /*isConstant=*/true, LLVM::Linkage::Internal, "attn_manifest_json",
       b.getStringAttr(manifest));
-  auto manifestFn = LLVM::LLVMFuncOp::create(
-      b, loc, "attn_model_manifest", LLVM::LLVMFunctionType::get(ptr, {}));
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(manifestFn.addEntryBlock(b));
-    Value address = LLVM::AddressOfOp::create(b, loc, text);
-    LLVM::ReturnOp::create(b, loc, address);
+    exports.push_back(exported("attn_model_manifest", ptr, {}));
+    LLVM::ReturnOp::create(b, loc, LLVM::AddressOfOp::create(b, loc, text));
+  }
+
+  // int32_t attn_model_pack(float *const *table, int32_t index): fills
+  // packed buffer `index`, so the runtime can release each buffer's sources
+  // as soon as it is packed.
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto pack = exported("attn_model_pack", i32, {ptr, i32});
+    exports.push_back(pack);
+    Value table = pack.getArgument(0);
+    Block *entry = b.getInsertionBlock();
+    Region *body = entry->getParent();
+    Block *bad = b.createBlock(body, body->end());
+    LLVM::ReturnOp::create(
+        b, loc, LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(
+                                                          ATTN_MODEL_ERROR_ARGUMENT)));
+    SmallVector<int32_t> cases;
+    SmallVector<Block *> destinations;
+    for (auto [p, packed] : llvm::enumerate(layout.packed)) {
+      Block *block = b.createBlock(body, body->end());
+      SmallVector<Value> operands;
+      for (const PackedWeight::Source &source : packed.sources)
+        abi.tableEntry(table, source.weight, layout.weights[source.weight].shape,
+                       operands);
+      abi.tableEntry(table, layout.weights.size() + p, packed.shape(), operands);
+      LLVM::CallOp::create(b, loc, packImpls[kinds[p]], operands);
+      LLVM::ReturnOp::create(
+          b, loc, LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0)));
+      cases.push_back(static_cast<int32_t>(p));
+      destinations.push_back(block);
+    }
+    b.setInsertionPointToEnd(entry);
+    SmallVector<ValueRange> noOperands(cases.size(), ValueRange{});
+    LLVM::SwitchOp::create(b, loc, pack.getArgument(1), bad, ValueRange{},
+                           ArrayRef<int32_t>(cases), destinations, noOperands);
   }
 
   // int32_t attn_model_prefill(const int32_t *tokens, int64_t n, int64_t pos,
-  //     const float *const *weights, float *kv_cache, float *logits,
+  //     const float *const *table, float *kv_cache, float *logits,
   //     int32_t all_logits)
-  auto prefill = LLVM::LLVMFuncOp::create(
-      b, loc, "attn_model_prefill",
-      LLVM::LLVMFunctionType::get(i32, {ptr, i64, i64, ptr, ptr, ptr, i32}));
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(prefill.addEntryBlock(b));
+    auto prefill = exported("attn_model_prefill", i32,
+                            {ptr, i64, i64, ptr, ptr, ptr, i32});
+    exports.push_back(prefill);
     auto args = prefill.getArguments();
     Value n = args[1];
-    Value all = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, args[6],
-                                     LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0)));
-    Value rows = LLVM::SelectOp::create(b, loc, all, n, constant(1));
+    Value all = LLVM::ICmpOp::create(
+        b, loc, LLVM::ICmpPredicate::ne, args[6],
+        LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0)));
+    Value rows = LLVM::SelectOp::create(b, loc, all, n, abi.i64(1));
     SmallVector<Value> operands;
-    appendDescriptor(b, loc, args[0], {n}, {ShapedType::kDynamic}, operands);
+    abi.descriptor(args[0], {n}, {ShapedType::kDynamic}, operands);
     operands.push_back(args[2]);
-    appendWeightsAndCaches(b, loc, config, maxSeq, args[3], args[4], operands);
-    appendDescriptor(b, loc, args[5], {rows, constant(config.vocabSize)},
-                     {ShapedType::kDynamic, config.vocabSize}, operands);
+    abi.weightsAndCaches(config, layout, maxSeq, args[3], args[4], operands);
+    abi.descriptor(args[5], {rows, abi.i64(config.vocabSize)},
+                   {ShapedType::kDynamic, config.vocabSize}, operands);
     auto call = LLVM::CallOp::create(b, loc, prefillImpl, operands);
     LLVM::ReturnOp::create(b, loc, call.getResult());
   }
 
   // int32_t attn_model_decode(int32_t token, int64_t pos,
-  //     const float *const *weights, float *kv_cache, float *logits)
-  auto decode = LLVM::LLVMFuncOp::create(
-      b, loc, "attn_model_decode",
-      LLVM::LLVMFunctionType::get(i32, {i32, i64, ptr, ptr, ptr}));
+  //     const float *const *table, float *kv_cache, float *logits)
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(decode.addEntryBlock(b));
+    auto decode = exported("attn_model_decode", i32, {i32, i64, ptr, ptr, ptr});
+    exports.push_back(decode);
     auto args = decode.getArguments();
-    Value tokenSlot = LLVM::AllocaOp::create(b, loc, ptr, i32, constant(1), 4);
+    Value tokenSlot = LLVM::AllocaOp::create(b, loc, ptr, i32, abi.i64(1), 4);
     LLVM::StoreOp::create(b, loc, args[0], tokenSlot);
     SmallVector<Value> operands;
-    appendDescriptor(b, loc, tokenSlot, {constant(1)}, {1}, operands);
+    abi.descriptor(tokenSlot, {abi.i64(1)}, {1}, operands);
     operands.push_back(args[1]);
-    appendWeightsAndCaches(b, loc, config, maxSeq, args[2], args[3], operands);
-    appendDescriptor(b, loc, args[4], {constant(1), constant(config.vocabSize)},
-                     {1, config.vocabSize}, operands);
+    abi.weightsAndCaches(config, layout, maxSeq, args[2], args[3], operands);
+    abi.descriptor(args[4], {abi.i64(1), abi.i64(config.vocabSize)},
+                   {1, config.vocabSize}, operands);
     auto call = LLVM::CallOp::create(b, loc, decodeImpl, operands);
     LLVM::ReturnOp::create(b, loc, call.getResult());
+  }
+
+  // void attn_model_set_num_threads(int32_t n): OpenMP's team size.
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto ompSetNumThreads = module.lookupSymbol<LLVM::LLVMFuncOp>("omp_set_num_threads");
+    if (!ompSetNumThreads)
+      ompSetNumThreads = LLVM::LLVMFuncOp::create(
+          b, loc, "omp_set_num_threads", LLVM::LLVMFunctionType::get(voidType, {i32}));
+    auto setThreads = exported("attn_model_set_num_threads", voidType, {i32});
+    exports.push_back(setThreads);
+    LLVM::CallOp::create(b, loc, ompSetNumThreads, setThreads.getArguments());
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+  }
+
+  // void attn_model_set_allocator(void *(*alloc)(uint64_t), void (*free)(void *))
+  // The lowered code allocates its temporaries with malloc and free. Both
+  // go through hooks the runtime sets (a per-session cache whose pages stay
+  // touched), and to malloc and free while the hooks are unset.
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto libc = [&](StringRef name, Type result, ArrayRef<Type> params) {
+      if (auto func = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+        return func;
+      return LLVM::LLVMFuncOp::create(b, loc, name,
+                                      LLVM::LLVMFunctionType::get(result, params));
+    };
+    LLVM::LLVMFuncOp mallocFn = libc("malloc", ptr, {i64});
+    LLVM::LLVMFuncOp freeFn = libc("free", voidType, {ptr});
+
+    // @name(arg): the hook in @<name>_hook when set, else `fallback`.
+    auto hooked = [&](StringRef name, LLVM::LLVMFuncOp fallback) {
+      auto hook = LLVM::GlobalOp::create(b, loc, ptr, /*isConstant=*/false,
+                                         LLVM::Linkage::Internal,
+                                         (name + "_hook").str(), Attribute());
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(b.createBlock(&hook.getInitializerRegion()));
+        LLVM::ReturnOp::create(b, loc, LLVM::ZeroOp::create(b, loc, ptr).getResult());
+      }
+      LLVM::LLVMFunctionType type = fallback.getFunctionType();
+      auto func = LLVM::LLVMFuncOp::create(b, loc, name, type);
+      OpBuilder::InsertionGuard inner(b);
+      Block *entry = func.addEntryBlock(b);
+      Block *viaHook = b.createBlock(&func.getBody());
+      Block *viaLibc = b.createBlock(&func.getBody());
+      b.setInsertionPointToStart(entry);
+      Value hookFn = LLVM::LoadOp::create(b, loc, ptr,
+                                          LLVM::AddressOfOp::create(b, loc, hook));
+      Value unset = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, hookFn,
+                                         LLVM::ZeroOp::create(b, loc, ptr));
+      LLVM::CondBrOp::create(b, loc, unset, viaLibc, viaHook);
+      Value arg = entry->getArgument(0);
+      for (Block *block : {viaHook, viaLibc}) {
+        b.setInsertionPointToStart(block);
+        LLVM::CallOp call =
+            block == viaHook
+                ? LLVM::CallOp::create(b, loc, type, ValueRange{hookFn, arg})
+                : LLVM::CallOp::create(b, loc, fallback, arg);
+        if (isa<LLVM::LLVMVoidType>(type.getReturnType()))
+          LLVM::ReturnOp::create(b, loc, ValueRange{});
+        else
+          LLVM::ReturnOp::create(b, loc, call.getResult());
+      }
+      return std::make_pair(func, hook);
+    };
+    auto [scratchAlloc, allocHook] = hooked("attn_scratch_alloc", mallocFn);
+    auto [scratchFree, freeHook] = hooked("attn_scratch_free", freeFn);
+    // Every other call of malloc and free now goes through them.
+    for (auto [from, to] : {std::pair{mallocFn, scratchAlloc}, {freeFn, scratchFree}})
+      for (auto func : module.getOps<LLVM::LLVMFuncOp>()) {
+        if (func == scratchAlloc || func == scratchFree)
+          continue;
+        if (failed(SymbolTable::replaceAllSymbolUses(from, to.getSymNameAttr(), func)))
+          return module.emitError("cannot redirect ") << from.getSymName();
+      }
+
+    auto setAllocator = exported("attn_model_set_allocator", voidType, {ptr, ptr});
+    exports.push_back(setAllocator);
+    LLVM::StoreOp::create(b, loc, setAllocator.getArgument(0),
+                          LLVM::AddressOfOp::create(b, loc, allocHook));
+    LLVM::StoreOp::create(b, loc, setAllocator.getArgument(1),
+                          LLVM::AddressOfOp::create(b, loc, freeHook));
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
   }
 
   // Only the C ABI is exported; everything else the pipeline produced
   // (entry points, layer functions, helpers) stays internal.
   for (auto func : module.getOps<LLVM::LLVMFuncOp>()) {
-    if (func.isExternal() || func == manifestFn || func == prefill ||
-        func == decode)
+    if (func.isExternal() || llvm::is_contained(exports, func))
       continue;
     func.setLinkage(LLVM::Linkage::Internal);
   }

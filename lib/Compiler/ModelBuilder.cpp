@@ -2,7 +2,9 @@
 
 #include "attn/Compiler/ModelBuilder.h"
 
+#include "attn/Compiler/ModelLayout.h"
 #include "attn/Dialect/Attn/IR/AttnOps.h"
+#include "attnrt/model_abi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -33,9 +35,6 @@ public:
   }
   RankedTensorType cacheType() const {
     return RankedTensorType::get({maxSeq, config.kvFeatures()}, b.getF32Type());
-  }
-  RankedTensorType weightType(const WeightSpec &weight) const {
-    return RankedTensorType::get(weight.shape, b.getF32Type());
   }
 
   Value index(int64_t value) {
@@ -90,33 +89,34 @@ public:
                                scaleAttr, b.getUnitAttr());
   }
 
-  /// One GPT-2 layer: pre-LayerNorm attention and GELU MLP with Conv1D
-  /// weights and biases. `w` holds the layer's 12 weights in modelWeights
-  /// order.
+  /// One GPT-2 layer: pre-LayerNorm attention and GELU MLP, projections
+  /// packed from Conv1D weights, with biases. `w` holds the layer's table
+  /// entries (ModelLayout::layers).
   SmallVector<Value> gpt2Layer(Value x, ValueRange w, Value kc, Value vc,
                                Value pos) {
     int64_t d = config.hiddenSize, f = config.intermediateSize;
     FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.normEpsilon));
     Value rows = tensor::DimOp::create(b, loc, x, 0);
     Value h = LayerNormOp::create(b, loc, x, w[0], w[1], eps);
-    Value qkv = linear(h, w[2], w[3], WeightLayout::InOut, 3 * d);
+    Value qkv = linear(h, w[2], w[3], WeightLayout::Packed, 3 * d);
     Value q = columns(qkv, rows, 0, d);
     Value k = columns(qkv, rows, d, d);
     Value v = columns(qkv, rows, 2 * d, d);
     auto [kc1, vc1, keys, values] = cacheStep(k, v, kc, vc, pos, rows);
     Value a = attention(q, keys, values, std::nullopt);
-    Value o = linear(a, w[4], w[5], WeightLayout::InOut, d);
+    Value o = linear(a, w[4], w[5], WeightLayout::Packed, d);
     Value x1 = ResidualAddOp::create(b, loc, x, o);
     Value h2 = LayerNormOp::create(b, loc, x1, w[6], w[7], eps);
-    Value up = linear(h2, w[8], w[9], WeightLayout::InOut, f);
+    Value up = linear(h2, w[8], w[9], WeightLayout::Packed, f);
     Value act = GeluOp::create(b, loc, up, config.gelu);
-    Value down = linear(act, w[10], w[11], WeightLayout::InOut, d);
+    Value down = linear(act, w[10], w[11], WeightLayout::Packed, d);
     Value x2 = ResidualAddOp::create(b, loc, x1, down);
     return {x2, kc1, vc1};
   }
 
   /// One LLaMA layer: RMSNorm, RoPE'd grouped-query attention, SwiGLU MLP,
-  /// nn.Linear weights without biases. `w` holds the layer's 9 weights.
+  /// projections packed from nn.Linear weights (q, k and v as one), no
+  /// biases. `w` holds the layer's table entries (ModelLayout::layers).
   SmallVector<Value> llamaLayer(Value x, ValueRange w, Value kc, Value vc,
                                 Value pos) {
     int64_t d = config.hiddenSize, f = config.intermediateSize;
@@ -125,22 +125,23 @@ public:
     FloatAttr theta = b.getF32FloatAttr(static_cast<float>(config.ropeTheta));
     Value rows = tensor::DimOp::create(b, loc, x, 0);
     Value h = RmsNormOp::create(b, loc, x, w[0], eps);
-    Value q = linear(h, w[1], Value(), WeightLayout::OutIn, qf);
-    Value k = linear(h, w[2], Value(), WeightLayout::OutIn, kvf);
-    Value v = linear(h, w[3], Value(), WeightLayout::OutIn, kvf);
+    Value qkv = linear(h, w[1], Value(), WeightLayout::Packed, qf + 2 * kvf);
+    Value q = columns(qkv, rows, 0, qf);
+    Value k = columns(qkv, rows, qf, kvf);
+    Value v = columns(qkv, rows, qf + kvf, kvf);
     IntegerAttr headDim = b.getI64IntegerAttr(config.headDim);
     auto pairing = RopePairingAttr::get(b.getContext(), RopePairing::RotateHalf);
     q = RopeOp::create(b, loc, q, pos, headDim, theta, pairing);
     k = RopeOp::create(b, loc, k, pos, headDim, theta, pairing);
     auto [kc1, vc1, keys, values] = cacheStep(k, v, kc, vc, pos, rows);
     Value a = attention(q, keys, values, std::nullopt);
-    Value o = linear(a, w[4], Value(), WeightLayout::OutIn, d);
+    Value o = linear(a, w[2], Value(), WeightLayout::Packed, d);
     Value x1 = ResidualAddOp::create(b, loc, x, o);
-    Value h2 = RmsNormOp::create(b, loc, x1, w[5], eps);
-    Value gate = linear(h2, w[6], Value(), WeightLayout::OutIn, f);
-    Value up = linear(h2, w[7], Value(), WeightLayout::OutIn, f);
+    Value h2 = RmsNormOp::create(b, loc, x1, w[3], eps);
+    Value gate = linear(h2, w[4], Value(), WeightLayout::Packed, f);
+    Value up = linear(h2, w[5], Value(), WeightLayout::Packed, f);
     Value act = SwigluOp::create(b, loc, gate, up);
-    Value down = linear(act, w[8], Value(), WeightLayout::OutIn, d);
+    Value down = linear(act, w[6], Value(), WeightLayout::Packed, d);
     Value x2 = ResidualAddOp::create(b, loc, x1, down);
     return {x2, kc1, vc1};
   }
@@ -174,8 +175,7 @@ public:
   }
 
   /// Final norm and output projection of the last `rows` positions.
-  Value logits(Value x, ValueRange globals, ArrayRef<Value> weightsByIndex,
-               Value rows) {
+  Value logits(Value x, ValueRange globals, Value rows) {
     FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.normEpsilon));
     Value h;
     if (config.family == ModelFamily::Gpt2)
@@ -191,10 +191,9 @@ public:
     Value last = tensor::ExtractSliceOp::create(
         b, loc, activations(ShapedType::kDynamic, hType.getDimSize(1)), h,
         offsets, sizes, strides);
-    // GPT-2 and tied LLaMA project with the token embedding [vocab, hidden].
-    Value output = config.tieEmbeddings ? weightsByIndex.front()
-                                        : weightsByIndex.back();
-    return linear(last, output, Value(), WeightLayout::OutIn, config.vocabSize);
+    // GPT-2 and tied LLaMA project with the (packed) token embedding.
+    Value output = config.tieEmbeddings ? globals.front() : globals.back();
+    return linear(last, output, Value(), WeightLayout::Packed, config.vocabSize);
   }
 
   OpBuilder &b;
@@ -203,25 +202,16 @@ public:
   int64_t maxSeq;
 };
 
-/// Weights per layer in modelWeights order.
-int64_t weightsPerLayer(const ModelConfig &config) {
-  return config.family == ModelFamily::Gpt2 ? 12 : 9;
-}
-
-/// Weights before the first layer (embeddings).
-int64_t leadingWeights(const ModelConfig &config) {
-  return config.family == ModelFamily::Gpt2 ? 2 : 1;
-}
-
-/// func.func private @name(x, layer weights..., kc, vc, pos) -> (x, kc, vc)
+/// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
 func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
                                 StringRef name, const ModelConfig &config,
-                                ArrayRef<WeightSpec> layerWeights, int64_t seq,
+                                const ModelLayout &layout, int64_t seq,
                                 int64_t maxSeq) {
   ModelIRBuilder ir(b, loc, config, maxSeq);
+  ArrayRef<int64_t> entries = layout.layers.front();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
-  for (const WeightSpec &weight : layerWeights)
-    inputs.push_back(ir.weightType(weight));
+  for (int64_t entry : entries)
+    inputs.push_back(RankedTensorType::get(layout.shape(entry), b.getF32Type()));
   inputs.append({ir.cacheType(), ir.cacheType(), b.getIndexType()});
   SmallVector<Type> results = {ir.activations(seq, config.hiddenSize),
                                ir.cacheType(), ir.cacheType()};
@@ -233,8 +223,8 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
   b.setInsertionPointToStart(entry);
   ValueRange args = entry->getArguments();
   Value x = args.front();
-  ValueRange weights = args.slice(1, layerWeights.size());
-  Value kc = args[1 + layerWeights.size()], vc = args[2 + layerWeights.size()];
+  ValueRange weights = args.slice(1, entries.size());
+  Value kc = args[1 + entries.size()], vc = args[2 + entries.size()];
   Value pos = args.back();
   SmallVector<Value> out = config.family == ModelFamily::Gpt2
                                ? ir.gpt2Layer(x, weights, kc, vc, pos)
@@ -281,19 +271,25 @@ Value tokensInRange(OpBuilder &b, Location loc, Value tokens, Value count,
   return loop.getResult(0);
 }
 
-/// func.func @name(tokens: memref<SEQxi32>, pos: index, weights...,
-///                 caches (k, v per layer)..., logits: memref<?xVxf32>) -> i32
+/// func.func @name(tokens: memref<SEQxi32>, pos: index, <table entries read
+///     at run time>..., caches (k, v per layer)..., logits: memref<?xVxf32>)
+///     -> i32
 void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
                         StringRef name, StringRef blockName,
-                        const ModelConfig &config,
-                        ArrayRef<WeightSpec> weights, int64_t seq,
-                        int64_t maxSeq) {
+                        const ModelConfig &config, const ModelLayout &layout,
+                        int64_t seq, int64_t maxSeq) {
   ModelIRBuilder ir(b, loc, config, maxSeq);
   Type f32 = b.getF32Type();
   SmallVector<Type> inputs = {MemRefType::get({seq}, b.getI32Type()),
                               b.getIndexType()};
-  for (const WeightSpec &weight : weights)
-    inputs.push_back(MemRefType::get(weight.shape, f32));
+  SmallVector<int64_t> argOfEntry(layout.tableSize(), -1);
+  for (int64_t entry = 0; entry < layout.tableSize(); ++entry) {
+    if (!layout.readAtRunTime(entry))
+      continue;
+    argOfEntry[entry] = static_cast<int64_t>(inputs.size()) - 2;
+    inputs.push_back(MemRefType::get(layout.shape(entry), f32));
+  }
+  int64_t numWeightArgs = static_cast<int64_t>(inputs.size()) - 2;
   auto cacheType = MemRefType::get({maxSeq, config.kvFeatures()}, f32);
   for (int64_t i = 0; i < 2 * config.numLayers; ++i)
     inputs.push_back(cacheType);
@@ -307,8 +303,8 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
   b.setInsertionPointToStart(entry);
   ValueRange args = entry->getArguments();
   Value tokens = args[0], pos = args[1];
-  ValueRange weightArgs = args.slice(2, weights.size());
-  ValueRange cacheArgs = args.slice(2 + weights.size(), 2 * config.numLayers);
+  ValueRange weightArgs = args.slice(2, numWeightArgs);
+  ValueRange cacheArgs = args.slice(2 + numWeightArgs, 2 * config.numLayers);
   Value logitsArg = args.back();
 
   // Validate before touching anything: 1 <= n, 0 <= pos, pos + n <= maxSeq,
@@ -327,7 +323,8 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
   {
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(&status.getElseRegion().front());
-    scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 1, 32)});
+    scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(
+                                 b, loc, ATTN_MODEL_ERROR_POSITION, 32)});
 
     b.setInsertionPointToStart(&status.getThenRegion().front());
     Value tokensOk = tokensInRange(b, loc, tokens, n, config.vocabSize);
@@ -336,18 +333,24 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
     scf::YieldOp::create(b, loc, compute.getResults());
 
     b.setInsertionPointToStart(&compute.getElseRegion().front());
-    scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 2, 32)});
+    scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(
+                                 b, loc, ATTN_MODEL_ERROR_TOKEN, 32)});
 
     b.setInsertionPointToStart(&compute.getThenRegion().front());
     SmallVector<Value> weightTensors;
     for (Value weight : weightArgs)
       weightTensors.push_back(asTensor(b, loc, weight, /*writable=*/false));
-    ArrayRef<Value> all(weightTensors);
-    int64_t leading = leadingWeights(config), perLayer = weightsPerLayer(config);
-    Value x = ir.embed(asTensor(b, loc, tokens, false), all, pos, seq);
+    auto tensors = [&](ArrayRef<int64_t> entries) {
+      SmallVector<Value> values;
+      for (int64_t entry : entries)
+        values.push_back(weightTensors[argOfEntry[entry]]);
+      return values;
+    };
+    SmallVector<Value> globals = tensors(layout.globals);
+    Value x = ir.embed(asTensor(b, loc, tokens, false), globals, pos, seq);
     for (int64_t layer = 0; layer < config.numLayers; ++layer) {
       SmallVector<Value> operands = {x};
-      llvm::append_range(operands, all.slice(leading + layer * perLayer, perLayer));
+      llvm::append_range(operands, tensors(layout.layers[layer]));
       Value kc = asTensor(b, loc, cacheArgs[2 * layer], /*writable=*/true);
       Value vc = asTensor(b, loc, cacheArgs[2 * layer + 1], /*writable=*/true);
       operands.append({kc, vc, pos});
@@ -364,16 +367,99 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
           b, loc, TypeRange{}, call.getResult(2), cacheArgs[2 * layer + 1],
           /*restrict=*/true, /*writable=*/true);
     }
-    SmallVector<Value> globals(all.take_front(leading));
-    llvm::append_range(globals, all.drop_front(leading + config.numLayers * perLayer));
     Value rows = memref::DimOp::create(b, loc, logitsArg, 0);
-    Value logits = ir.logits(x, globals, weightTensors, rows);
+    Value logits = ir.logits(x, globals, rows);
     bufferization::MaterializeInDestinationOp::create(
         b, loc, TypeRange{}, logits, logitsArg, /*restrict=*/true,
         /*writable=*/true);
-    scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, 0, 32)});
+    scf::YieldOp::create(
+        b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, ATTN_MODEL_OK, 32)});
   }
   func::ReturnOp::create(b, loc, status.getResults());
+}
+
+
+/// Stores `value` at element `n` (output feature) and `k` of a packed
+/// [blocks, K, NR] buffer.
+void storePacked(OpBuilder &b, Location loc, Value value, Value dst, Value n,
+                 Value k, int64_t blockSize) {
+  Value size = arith::ConstantIndexOp::create(b, loc, blockSize);
+  Value block = arith::DivUIOp::create(b, loc, n, size);
+  Value lane = arith::RemUIOp::create(b, loc, n, size);
+  memref::StoreOp::create(b, loc, value, dst, ValueRange{block, k, lane});
+}
+
+/// func.func @attn_pack_impl_<kind>(<sources>..., %packed): one packed
+/// buffer of each kind filled from its checkpoint weights (zero padding
+/// included), one parallel loop per source in its storage order.
+void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
+                        const ModelLayout &layout) {
+  Type f32 = b.getF32Type();
+  std::vector<int64_t> kinds = packKinds(layout);
+  int64_t built = 0;
+  for (size_t p = 0; p < layout.packed.size(); ++p) {
+    if (kinds[p] < built)
+      continue; // this kind's function exists
+    ++built;
+    const PackedWeight &packed = layout.packed[p];
+    SmallVector<Type> inputs;
+    for (const PackedWeight::Source &source : packed.sources)
+      inputs.push_back(MemRefType::get(layout.weights[source.weight].shape, f32));
+    inputs.push_back(MemRefType::get(packed.shape(), f32));
+
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    auto func = func::FuncOp::create(
+        b, loc, (kPackImpl + "_" + llvm::Twine(kinds[p])).str(),
+        b.getFunctionType(inputs, {}));
+    Block *entry = func.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    auto index = [&](int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, value);
+    };
+    Value zero = index(0), one = index(1);
+    Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value dst = entry->getArguments().back();
+    int64_t offset = 0;
+    for (size_t s = 0; s < packed.sources.size(); ++s) {
+      const PackedWeight::Source &source = packed.sources[s];
+      Value src = entry->getArgument(s);
+      Value rowOffset = index(offset);
+      int64_t outer = source.outIn ? source.rows : packed.inFeatures;
+      int64_t inner = source.outIn ? packed.inFeatures : source.rows;
+      scf::ParallelOp::create(
+          b, loc, ValueRange{zero}, ValueRange{index(outer)}, ValueRange{one},
+          [&](OpBuilder &pb, Location pl, ValueRange ivs) {
+            scf::ForOp::create(
+                pb, pl, zero, index(inner), one, ValueRange{},
+                [&](OpBuilder &fb, Location fl, Value j, ValueRange) {
+                  Value i = ivs[0];
+                  Value value = memref::LoadOp::create(fb, fl, src, ValueRange{i, j});
+                  Value n = source.outIn ? i : j, k = source.outIn ? j : i;
+                  storePacked(fb, fl, value, dst,
+                              arith::AddIOp::create(fb, fl, n, rowOffset), k,
+                              packed.blockSize);
+                  scf::YieldOp::create(fb, fl);
+                });
+          });
+      offset += source.rows;
+    }
+    // The last block's lanes past the output features are zero.
+    int64_t padded = packed.blocks() * packed.blockSize;
+    if (padded > packed.outFeatures)
+      scf::ForOp::create(
+          b, loc, index(packed.outFeatures), index(padded), one, ValueRange{},
+          [&](OpBuilder &nb, Location nl, Value n, ValueRange) {
+            scf::ForOp::create(
+                nb, nl, zero, index(packed.inFeatures), one, ValueRange{},
+                [&](OpBuilder &fb, Location fl, Value k, ValueRange) {
+                  storePacked(fb, fl, zeroF, dst, n, k, packed.blockSize);
+                  scf::YieldOp::create(fb, fl);
+                });
+            scf::YieldOp::create(nb, nl);
+          });
+    func::ReturnOp::create(b, loc);
+  }
 }
 
 } // namespace
@@ -394,17 +480,15 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
   Location loc = FileLineColLoc::get(&context, "attn-compile", 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
 
-  std::vector<WeightSpec> weights = modelWeights(config);
-  int64_t leading = leadingWeights(config);
-  ArrayRef<WeightSpec> firstLayer =
-      ArrayRef<WeightSpec>(weights).slice(leading, weightsPerLayer(config));
-  buildBlockFunction(b, loc, *module, "attn_block_prefill", config, firstLayer,
+  ModelLayout layout = planModelLayout(config, options.blockSize);
+  buildBlockFunction(b, loc, *module, "attn_block_prefill", config, layout,
                      ShapedType::kDynamic, options.maxSeq);
-  buildBlockFunction(b, loc, *module, "attn_block_decode", config, firstLayer,
-                     1, options.maxSeq);
+  buildBlockFunction(b, loc, *module, "attn_block_decode", config, layout, 1,
+                     options.maxSeq);
   buildEntryFunction(b, loc, *module, kPrefillImpl, "attn_block_prefill",
-                     config, weights, ShapedType::kDynamic, options.maxSeq);
+                     config, layout, ShapedType::kDynamic, options.maxSeq);
   buildEntryFunction(b, loc, *module, kDecodeImpl, "attn_block_decode", config,
-                     weights, 1, options.maxSeq);
+                     layout, 1, options.maxSeq);
+  buildPackFunctions(b, loc, *module, layout);
   return module;
 }

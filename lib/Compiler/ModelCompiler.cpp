@@ -3,8 +3,10 @@
 #include "attn/Compiler/ModelCompiler.h"
 
 #include "attn/Compiler/ModelBuilder.h"
+#include "attn/InitAll.h"
 #include "attn/Target/NativeCodegen.h"
 
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -87,6 +89,16 @@ LogicalResult runStage(MLIRContext &context, ModuleOp module,
 
 } // namespace
 
+llvm::Error mlir::attn::compileModel(const ModelConfig &config,
+                                     const ModelCompileOptions &options,
+                                     llvm::raw_ostream &progress) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerNativeCodegenTranslations(registry);
+  MLIRContext context(registry);
+  return compileModel(context, config, options, progress);
+}
+
 llvm::Error mlir::attn::compileModel(MLIRContext &context,
                                      const ModelConfig &config,
                                      const ModelCompileOptions &options,
@@ -95,10 +107,15 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   if (!maxSeq)
     return maxSeq.takeError();
 
+  // A packed weight block is two vectors of the target: the register tile's
+  // width.
+  ModelBuildOptions build;
+  build.maxSeq = *maxSeq;
+  build.blockSize = 2 * options.pipeline.vectorWidth;
   OwningOpRef<ModuleOp> module;
   {
     StageTimer timer(progress, "build attn IR");
-    module = buildModelModule(context, config, ModelBuildOptions{*maxSeq});
+    module = buildModelModule(context, config, build);
     if (failed(verify(*module)))
       return llvm::createStringError("internal error: the generated attn IR "
                                      "does not verify");
@@ -121,11 +138,11 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
     StageTimer timer(progress, "bufferize, lower to LLVM");
     if (failed(runStage(context, *module, options, [&](OpPassManager &pm) {
           buildBufferizePipeline(pm);
-          buildLowerToLoopsPipeline(pm);
-          buildLowerToLLVMPipeline(pm);
+          buildLowerToLoopsPipeline(pm, options.pipeline);
+          buildLowerToLLVMPipeline(pm, options.pipeline);
         })))
       return llvm::createStringError("lowering to the LLVM dialect failed");
-    if (failed(addModelCAbi(*module, config, *maxSeq)))
+    if (failed(addModelCAbi(*module, config, build)))
       return llvm::createStringError("adding the C ABI failed");
   }
 
@@ -161,7 +178,8 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
     return llvm::Error::success();
 
   StageTimer timer(progress, "link");
-  llvm::Error linked = linkSharedLibrary({object}, options.output, {"-lm"});
+  llvm::Error linked =
+      linkSharedLibrary({object}, options.output, modelLinkArgs());
   llvm::sys::fs::remove(object);
   return linked;
 }

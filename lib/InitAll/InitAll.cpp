@@ -4,6 +4,8 @@
 
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Attn/IR/AttnDialect.h"
+#include "attn/Dialect/Attn/Transforms/BufferizableOpInterfaceImpl.h"
+#include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/Pipelines/Pipelines.h"
 #include "attn/Transforms/Passes.h"
 
@@ -14,6 +16,7 @@
 
 void mlir::attn::registerAllDialects(DialectRegistry &registry) {
   registry.insert<AttnDialect>();
+  registerBufferizableOpInterfaceExternalModels(registry);
   // IR at any stage of our pipelines (linalg, vector, scf, omp, llvm, the
   // transform dialect) must parse in attn-opt, and the tiling,
   // bufferization and translation interfaces those dialects promise must be
@@ -28,6 +31,7 @@ void mlir::attn::registerAllPasses() {
   // stage by stage, as with mlir-opt.
   mlir::registerAllPasses();
   registerAttnConversionPasses();
+  registerAttnDialectTransformsPasses();
   registerAttnTransformsPasses();
   registerAttnPipelines();
 }

@@ -3,6 +3,7 @@
 #include "attn/Pipelines/Pipelines.h"
 
 #include "attn/Conversion/Passes.h"
+#include "attn/Dialect/Attn/Transforms/Passes.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -20,9 +21,12 @@ using namespace mlir::attn;
 
 void mlir::attn::buildAttnToLinalgPipeline(OpPassManager &pm,
                                            const AttnPipelineOptions &options) {
+  if (options.fusion)
+    pm.addPass(createFuseLinearEpiloguesPass());
   ConvertAttnToLinalgPassOptions lowering;
   lowering.queryBlock = options.queryBlock;
   lowering.kvBlock = options.kvBlock;
+  lowering.attentionKernel = options.attentionKernel;
   pm.addPass(createConvertAttnToLinalgPass(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -47,22 +51,43 @@ void mlir::attn::buildBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createMemrefCopyToLinalgPass());
 }
 
-void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm) {
+void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
+                                           const AttnPipelineOptions &options) {
+  LowerGemmPassOptions gemm;
+  gemm.vectorWidth = options.vectorWidth;
+  gemm.tileRows = options.tileRows;
+  gemm.kUnroll = options.kUnroll;
+  pm.addPass(createLowerGemmPass(gemm));
+  LowerAttentionPassOptions attention;
+  attention.vectorWidth = options.vectorWidth;
+  attention.blockRows = options.queryBlock;
+  pm.addPass(createLowerAttentionPass(attention));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
 }
 
-void mlir::attn::buildLowerToLLVMPipeline(OpPassManager &pm) {
+void mlir::attn::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                          const AttnPipelineOptions &options) {
+  // Polynomial exp/tanh/erf: vector code instead of one libm call per lane.
+  if (options.fastMath)
+    pm.addPass(createApproximateMathPass());
+  // The kernels' scf.parallel loops run on OpenMP's thread pool.
+  if (options.threads)
+    pm.addPass(createParallelToOpenMPPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  // scf.for first: a memref.alloca_scope in a loop body lowers to several
+  // blocks, which an scf.for cannot hold.
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // Intrinsics where LLVM has them (exp, tanh, sin, cos, pow, sqrt), libm
-  // for the rest (erf).
+  // for the rest (erf, when not approximated).
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
@@ -73,8 +98,8 @@ void mlir::attn::buildAttnToLLVMPipeline(OpPassManager &pm,
                                          const AttnPipelineOptions &options) {
   buildAttnToLinalgPipeline(pm, options);
   buildBufferizePipeline(pm);
-  buildLowerToLoopsPipeline(pm);
-  buildLowerToLLVMPipeline(pm);
+  buildLowerToLoopsPipeline(pm, options);
+  buildLowerToLLVMPipeline(pm, options);
 }
 
 void mlir::attn::registerAttnPipelines() {
@@ -89,10 +114,11 @@ void mlir::attn::registerAttnPipelines() {
       "attn-pipeline-bufferize",
       "Stage 2: tensors to memrefs; results to out-parameters; frees",
       buildBufferizePipeline);
-  PassPipelineRegistration<>("attn-pipeline-loops",
-                             "Stage 3: linalg on memrefs to scf loops",
-                             buildLowerToLoopsPipeline);
-  PassPipelineRegistration<>("attn-pipeline-llvm",
-                             "Stage 4: everything to the LLVM dialect",
-                             buildLowerToLLVMPipeline);
+  PassPipelineRegistration<AttnPipelineOptions>(
+      "attn-pipeline-loops",
+      "Stage 3: attn.gemm and attn.flash_attention to vector kernels, other linalg ops to loops",
+      buildLowerToLoopsPipeline);
+  PassPipelineRegistration<AttnPipelineOptions>(
+      "attn-pipeline-llvm", "Stage 4: everything to the LLVM dialect",
+      buildLowerToLLVMPipeline);
 }

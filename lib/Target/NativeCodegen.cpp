@@ -57,6 +57,11 @@ mlir::attn::createHostTargetMachine() {
   return std::move(machine);
 }
 
+int64_t mlir::attn::hostVectorWidth() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return features.lookup("avx512f") ? 16 : 8;
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 mlir::attn::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
                               llvm::TargetMachine &machine) {
@@ -147,9 +152,13 @@ llvm::Error mlir::attn::linkSharedLibrary(llvm::ArrayRef<std::string> objects,
   return llvm::Error::success();
 }
 
-llvm::Error mlir::attn::compileToSharedLibrary(
-    ModuleOp module, llvm::StringRef output,
-    llvm::ArrayRef<std::string> extraArgs) {
+std::vector<std::string> mlir::attn::modelLinkArgs() {
+  std::string dir = ATTN_LLVM_LIBRARY_DIR;
+  return {"-lm", "-L" + dir, "-lomp", "-Wl,-rpath," + dir};
+}
+
+llvm::Error mlir::attn::compileToSharedLibrary(ModuleOp module,
+                                               llvm::StringRef output) {
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
       createHostTargetMachine();
   if (!machine)
@@ -165,7 +174,7 @@ llvm::Error mlir::attn::compileToSharedLibrary(
   std::string object = (output + ".o").str();
   if (llvm::Error error = writeObjectFile(**llvmModule, **machine, object))
     return error;
-  llvm::Error linked = linkSharedLibrary({object}, output, extraArgs);
+  llvm::Error linked = linkSharedLibrary({object}, output, modelLinkArgs());
   llvm::sys::fs::remove(object);
   return linked;
 }

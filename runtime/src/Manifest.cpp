@@ -68,20 +68,53 @@ private:
 };
 } // namespace
 
-static bool parseWeight(JsonValue entry, size_t index, WeightSpec &weight,
-                        std::string &error) {
-  std::string where = format("weight %zu: ", index);
+/// Entry `index` of a `kind` list ("weight", "packed buffer") must be an
+/// object with a non-empty "name"; `where` becomes "<kind> '<name>': ".
+static bool readEntryName(JsonValue entry, const char *kind, size_t index,
+                          std::string &name, std::string &where,
+                          std::string &error) {
+  where = format("%s %zu: ", kind, index);
   if (!entry.is(JsonKind::Object)) {
     error = where + "not an object";
     return false;
   }
-  JsonValue name = entry.find("name");
-  if (!name.is(JsonKind::String) || name.getString().empty()) {
+  JsonValue value = entry.find("name");
+  if (!value.is(JsonKind::String) || value.getString().empty()) {
     error = where + "\"name\" is missing or not a non-empty string";
     return false;
   }
-  weight.name = std::string(name.getString());
-  where = "weight " + quote(weight.name) + ": ";
+  name = std::string(value.getString());
+  where = std::string(kind) + " " + quote(name) + ": ";
+  return true;
+}
+
+/// Array `field` of `entry`: integers in [0, limit).
+static bool readIndexArray(JsonValue entry, const char *field, int64_t limit,
+                           const char *what, const std::string &where,
+                           std::vector<int64_t> &out, std::string &error) {
+  JsonValue array = entry.find(field);
+  if (!array.is(JsonKind::Array)) {
+    error = where + format("\"%s\" is missing or not an array", field);
+    return false;
+  }
+  for (JsonValue element = array.firstChild(); element.isValid();
+       element = element.nextSibling()) {
+    if (!element.isInteger() || element.getInteger() < 0 ||
+        element.getInteger() >= limit) {
+      error = where + format("\"%s\" holds something other than %s", field,
+                             what);
+      return false;
+    }
+    out.push_back(element.getInteger());
+  }
+  return true;
+}
+
+static bool parseWeight(JsonValue entry, size_t index, WeightSpec &weight,
+                        std::string &error) {
+  std::string where;
+  if (!readEntryName(entry, "weight", index, weight.name, where, error))
+    return false;
   // The ABI passes f32 pointers, so a manifest can only ask for F32.
   JsonValue dtype = entry.find("dtype");
   if (dtype.isValid() &&
@@ -89,26 +122,42 @@ static bool parseWeight(JsonValue entry, size_t index, WeightSpec &weight,
     error = where + "\"dtype\" must be \"F32\" (ABI version 1 passes f32)";
     return false;
   }
-  JsonValue shape = entry.find("shape");
-  if (!shape.is(JsonKind::Array)) {
-    error = where + "\"shape\" is missing or not an array";
+  if (!readIndexArray(entry, "shape", INT64_MAX, "a non-negative integer",
+                      where, weight.shape, error))
     return false;
-  }
-  for (JsonValue dim = shape.firstChild(); dim.isValid();
-       dim = dim.nextSibling()) {
-    if (!dim.isInteger() || dim.getInteger() < 0) {
-      error = where + "\"shape\" holds something other than a non-negative "
-                      "integer";
-      return false;
-    }
-    weight.shape.push_back(dim.getInteger());
-  }
   if (!shapeElements(weight.shape, weight.elements) ||
       weight.elements > INT64_MAX / 4) {
     error =
         where + "shape " + formatShape(weight.shape) + " has too many elements";
     return false;
   }
+  JsonValue used = entry.find("used_at_run_time");
+  if (used.isValid()) {
+    if (!used.is(JsonKind::Bool)) {
+      error = where + "\"used_at_run_time\" must be true or false";
+      return false;
+    }
+    weight.usedAtRunTime = used.getBool();
+  }
+  return true;
+}
+
+static bool parsePacked(JsonValue entry, size_t index, size_t weightCount,
+                        PackedSpec &packed, std::string &error) {
+  std::string where;
+  if (!readEntryName(entry, "packed buffer", index, packed.name, where, error))
+    return false;
+  FieldReader read(entry, error);
+  if (!read.integer("bytes", 1, true, packed.bytes)) {
+    error = where + error;
+    return false;
+  }
+  std::vector<int64_t> sources;
+  std::string what = format("indices of the %zu weights", weightCount);
+  if (!readIndexArray(entry, "sources", static_cast<int64_t>(weightCount),
+                      what.c_str(), where, sources, error))
+    return false;
+  packed.sources.assign(sources.begin(), sources.end());
   return true;
 }
 
@@ -188,6 +237,22 @@ bool parseManifest(std::string_view json, Manifest &manifest,
       return false;
     }
     manifest.weights.push_back(std::move(weight));
+  }
+
+  JsonValue packed = root.find("packed");
+  if (packed.isValid()) {
+    if (!packed.is(JsonKind::Array)) {
+      error = "\"packed\" is not an array";
+      return false;
+    }
+    index = 0;
+    for (JsonValue entry = packed.firstChild(); entry.isValid();
+         entry = entry.nextSibling(), ++index) {
+      PackedSpec spec;
+      if (!parsePacked(entry, index, manifest.weights.size(), spec, error))
+        return false;
+      manifest.packed.push_back(std::move(spec));
+    }
   }
 
   return read.stringList("name_prefixes", manifest.namePrefixes) &&

@@ -19,6 +19,17 @@ struct WeightSpec {
   std::string name;
   std::vector<int64_t> shape;
   int64_t elements = 0;
+  /// False for a weight the entry points never read (only attn_model_pack
+  /// does): its memory is released after packing.
+  bool usedAtRunTime = true;
+};
+
+/// A buffer the runtime allocates and attn_model_pack fills at load time.
+struct PackedSpec {
+  std::string name;
+  int64_t bytes = 0;
+  /// The weights (indices into Manifest::weights) packing reads.
+  std::vector<size_t> sources;
 };
 
 struct Manifest {
@@ -28,6 +39,7 @@ struct Manifest {
           numKvHeads = 0, headDim = 0, intermediateSize = 0, maxSeq = 0;
   int64_t kvCacheBytes = 0;
   std::vector<WeightSpec> weights;
+  std::vector<PackedSpec> packed;
   std::vector<std::string> namePrefixes;
   std::vector<std::string> ignoredSuffixes;
   std::vector<std::string> ignoredNames;

@@ -13,12 +13,14 @@
 #include "Manifest.h"
 #include "Safetensors.h"
 #include "Sampler.h"
+#include "Scratch.h"
 #include "Support.h"
 #include "attnrt/model_abi.h"
 
 #include <algorithm>
 #include <cstring>
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <memory>
 #include <new>
 
@@ -39,6 +41,8 @@ struct attnrt_model {
   attn_model_prefill_fn prefill = nullptr;
   attn_model_decode_fn decode = nullptr;
   attn_model_set_num_threads_fn setNumThreads = nullptr;
+  attn_model_pack_fn pack = nullptr;
+  attn_model_set_allocator_fn setAllocator = nullptr;
 
   std::string manifestJson;
   Manifest manifest;
@@ -46,6 +50,10 @@ struct attnrt_model {
 
   SafetensorsFile weightsFile;
   AlignedBuffer converted;
+  /// The weights in the layouts the kernels read, filled by attn_model_pack.
+  AlignedBuffer packed;
+  /// The table the entry points take: one pointer per manifest weight, then
+  /// one per packed buffer.
   std::vector<const float *> weights;
   std::string warnings;
 };
@@ -56,6 +64,8 @@ struct attnrt_session {
   // The logits row attnrt_generate samples from.
   AlignedBuffer logitsRow;
   int64_t position = 0;
+  /// The compiled code's temporaries, kept between calls.
+  ScratchCache scratch;
 };
 
 //===----------------------------------------------------------------------===//
@@ -86,6 +96,10 @@ static bool loadLibrary(attnrt_model &model, const char *path,
       reinterpret_cast<attn_model_decode_fn>(lookup(ATTN_MODEL_DECODE_SYMBOL));
   model.setNumThreads = reinterpret_cast<attn_model_set_num_threads_fn>(
       lookup(ATTN_MODEL_SET_NUM_THREADS_SYMBOL));
+  model.pack = reinterpret_cast<attn_model_pack_fn>(
+      lookup(ATTN_MODEL_PACK_SYMBOL));
+  model.setAllocator = reinterpret_cast<attn_model_set_allocator_fn>(
+      lookup(ATTN_MODEL_SET_ALLOCATOR_SYMBOL));
   const char *missing = !manifestFn      ? ATTN_MODEL_MANIFEST_SYMBOL
                         : !model.prefill ? ATTN_MODEL_PREFILL_SYMBOL
                         : !model.decode  ? ATTN_MODEL_DECODE_SYMBOL
@@ -104,6 +118,14 @@ static bool loadLibrary(attnrt_model &model, const char *path,
   std::string message;
   if (!parseManifest(model.manifestJson, model.manifest, message)) {
     error = where + "manifest " + message;
+    return false;
+  }
+  // Compiled code takes its temporaries from the calling session's cache.
+  if (model.setAllocator)
+    model.setAllocator(scratchAllocate, scratchRelease);
+  if (!model.manifest.packed.empty() && !model.pack) {
+    error = where + "its manifest lists packed weights but it does not export " +
+            ATTN_MODEL_PACK_SYMBOL;
     return false;
   }
   const Manifest &m = model.manifest;
@@ -192,6 +214,86 @@ static bool isIgnored(const Manifest &manifest, const std::string &name) {
 
 // The pointer handed out for weights with no elements: valid, never read.
 alignas(64) static const float emptyWeight[16] = {};
+
+/// Tells the kernel the pages of [data, data + bytes) will not be read
+/// again: they are dropped (mapped file pages are re-read on a later access;
+/// anonymous ones read as zero). Only whole pages inside the range.
+static void releasePages(const void *data, size_t bytes) {
+  const uintptr_t page = 4096;
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
+  if (end > begin)
+    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
+/// Allocates the packed buffers the manifest lists, lets the library fill
+/// them one by one from the loaded weights (attn_model_pack), appends them to
+/// the weight table, and releases each weight only packing reads as soon as
+/// its last packed buffer is filled. Largest buffers first: resident memory
+/// peaks near one copy of the weights plus the largest buffer's sources,
+/// not two copies.
+static bool packWeights(attnrt_model &model, const std::string &where,
+                        std::string &error) {
+  const Manifest &manifest = model.manifest;
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const PackedSpec &spec : manifest.packed) {
+    offsets.push_back(total);
+    size_t bytes = (static_cast<size_t>(spec.bytes) + 63) / 64 * 64;
+    if (__builtin_add_overflow(total, bytes, &total)) {
+      error = where + "packed weights too large";
+      return false;
+    }
+  }
+  // Not zero-filled: attn_model_pack writes every byte, padding included,
+  // and pages untouched until then are not resident.
+  if (!manifest.packed.empty() && !model.packed.allocate(total, /*zeroFill=*/false)) {
+    error = where + format("cannot allocate %zu bytes for the packed weights",
+                           total);
+    return false;
+  }
+  for (size_t offset : offsets)
+    model.weights.push_back(reinterpret_cast<const float *>(
+        static_cast<uint8_t *>(model.packed.data()) + offset));
+  std::vector<float *> table;
+  for (const float *pointer : model.weights)
+    table.push_back(const_cast<float *>(pointer));
+
+  auto release = [&](size_t weight) {
+    if (!manifest.weights[weight].usedAtRunTime &&
+        model.weights[weight] != emptyWeight)
+      releasePages(model.weights[weight],
+                   static_cast<size_t>(manifest.weights[weight].elements) * 4);
+  };
+  std::vector<size_t> uses(manifest.weights.size(), 0);
+  for (const PackedSpec &spec : manifest.packed)
+    for (size_t source : spec.sources)
+      ++uses[source];
+  std::vector<size_t> order(manifest.packed.size());
+  for (size_t j = 0; j < order.size(); ++j)
+    order[j] = j;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    int64_t bx = manifest.packed[x].bytes, by = manifest.packed[y].bytes;
+    return bx != by ? bx > by : x < y;
+  });
+  for (size_t j : order) {
+    int32_t status = model.pack(table.data(), static_cast<int32_t>(j));
+    if (status != ATTN_MODEL_OK) {
+      error = where + format("attn_model_pack failed on packed buffer %zu "
+                             "(\"%s\") with code %d",
+                             j, manifest.packed[j].name.c_str(), status);
+      return false;
+    }
+    for (size_t source : manifest.packed[j].sources)
+      if (--uses[source] == 0)
+        release(source);
+  }
+  // Weights nothing reads at all.
+  for (size_t i = 0; i < manifest.weights.size(); ++i)
+    if (uses[i] == 0)
+      release(i);
+  return true;
+}
 
 static bool loadWeights(attnrt_model &model, const char *path,
                         std::string &error) {
@@ -298,6 +400,11 @@ static bool loadWeights(attnrt_model &model, const char *path,
       return false;
     }
     model.weights.push_back(data);
+    // A mapped weight only packing reads leaves resident memory now; packing
+    // faults it back in from the page cache, one buffer at a time.
+    if (binding.inPlace && !manifest.weights[i].usedAtRunTime &&
+        data != emptyWeight)
+      releasePages(data, static_cast<size_t>(tensor.elements) * 4);
   }
 
   for (size_t t = 0; t < tensors.size(); ++t)
@@ -305,9 +412,15 @@ static bool loadWeights(attnrt_model &model, const char *path,
       model.warnings += where + "tensor " + quote(tensors[t].name) +
                         " is not used by the model; ignored\n";
 
-  // Every weight was copied: drop the mapping so resident memory holds one
-  // copy of the weights.
-  if (!anyInPlace)
+  if (!packWeights(model, where, error))
+    return false;
+
+  // Every weight the entry points read was copied: drop the mapping so
+  // resident memory holds one copy of the weights.
+  bool readsMapping = false;
+  for (size_t i = 0; i < bindings.size(); ++i)
+    readsMapping |= bindings[i].inPlace && manifest.weights[i].usedAtRunTime;
+  if (!anyInPlace || !readsMapping)
     file.close();
   return true;
 }
@@ -465,6 +578,7 @@ int attnrt_prefill(attnrt_session *session, const int32_t *tokens, int64_t n,
                            tokens[i], static_cast<long long>(i),
                            static_cast<long long>(vocab)),
                     error, error_size);
+    ScratchScope scratch(session->scratch);
     int32_t code = model.prefill(tokens, n, position, model.weights.data(),
                                  static_cast<float *>(session->kvCache.data()),
                                  logits, all_logits ? 1 : 0);
@@ -500,6 +614,7 @@ int attnrt_decode(attnrt_session *session, int32_t token, float *logits,
                   format("token %d is outside the vocabulary [0, %lld)", token,
                          static_cast<long long>(vocab)),
                   error, error_size);
+    ScratchScope scratch(session->scratch);
     int32_t code =
         model.decode(token, position, model.weights.data(),
                      static_cast<float *>(session->kvCache.data()), logits);

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 
 #define MOCK_VOCAB 40
 #define MOCK_HIDDEN 6
@@ -32,7 +33,7 @@ enum { W_WTE, W_MIX, W_MIX_BIAS, W_HEAD_BIAS };
 
 static const char defaultManifest[] =
     "{\n"
-    "  \"abi_version\": 1,\n"
+    "  \"abi_version\": 2,\n"
     "  \"architecture\": \"mock\",\n"
     "  \"vocab_size\": 40, \"hidden_size\": 6, \"num_layers\": 1,\n"
     "  \"num_heads\": 2, \"num_kv_heads\": 1, \"head_dim\": 3,\n"
@@ -73,6 +74,25 @@ MOCK_EXPORT void attn_model_set_num_threads(int32_t n) {
   atomic_store(&numThreads, n);
 }
 
+/* Used only when a test's manifest lists packed buffers: buffer 0 (table[4])
+ * is the transposed mix weight, the way a real model packs projections, and
+ * the entry points then read it instead of the mix weight. There is no
+ * buffer 1. */
+MOCK_EXPORT int32_t attn_model_pack(float *const *table, int32_t index) {
+  if (index != 0)
+    return ATTN_MODEL_ERROR_ARGUMENT;
+  const float *mix = table[W_MIX];
+  float *packed = table[W_HEAD_BIAS + 1];
+  for (int d = 0; d < MOCK_HIDDEN; ++d)
+    for (int e = 0; e < MOCK_HIDDEN; ++e)
+      packed[e * MOCK_HIDDEN + d] = mix[d * MOCK_HIDDEN + e];
+  return ATTN_MODEL_OK;
+}
+
+static int usesPackedMix(void) {
+  return strstr(attn_model_manifest(), "\"packed\"") != NULL;
+}
+
 /* The logits row of position p, from the tokens cached at 0..p. */
 static void computeRow(const float *const *weights, const float *kvCache,
                        int64_t p, float *out) {
@@ -88,10 +108,13 @@ static void computeRow(const float *const *weights, const float *kvCache,
       h[d] += scale * wte[token * MOCK_HIDDEN + d];
   }
   float z[MOCK_HIDDEN];
+  const float *packedMix = usesPackedMix() ? weights[W_HEAD_BIAS + 1] : NULL;
   for (int d = 0; d < MOCK_HIDDEN; ++d) {
     float acc = mixBias[d];
     for (int e = 0; e < MOCK_HIDDEN; ++e)
-      acc += mix[d * MOCK_HIDDEN + e] * h[e];
+      acc += (packedMix ? packedMix[e * MOCK_HIDDEN + d]
+                        : mix[d * MOCK_HIDDEN + e]) *
+             h[e];
     z[d] = tanhf(acc);
   }
   for (int v = 0; v < MOCK_VOCAB; ++v) {

@@ -435,16 +435,16 @@ TEST_F(LibraryTest, MissingSymbol) {
 }
 
 TEST_F(LibraryTest, BadManifests) {
-  EXPECT_EQ(manifestError("{\"abi_version\": 1,"),
+  EXPECT_EQ(manifestError("{\"abi_version\": 2,"),
             where() + "manifest not valid JSON: at byte 18: expected a "
                       "string key");
   EXPECT_EQ(manifestError("[]"), where() + "manifest is an array, not a JSON "
                                            "object");
   EXPECT_EQ(manifestError(
-                mockManifestWith("\"abi_version\": 1", "\"abi_version\": 2")),
-            where() + "manifest abi_version is 2, this runtime supports 1 "
+                mockManifestWith("\"abi_version\": 2", "\"abi_version\": 3")),
+            where() + "manifest abi_version is 3, this runtime supports 2 "
                       "(rebuild the model with a matching attn-compile)");
-  EXPECT_EQ(manifestError(mockManifestWith("\"abi_version\": 1,", "")),
+  EXPECT_EQ(manifestError(mockManifestWith("\"abi_version\": 2,", "")),
             where() + "manifest \"abi_version\" is missing");
   EXPECT_EQ(manifestError(mockManifestWith("\"max_seq\": 24", "\"max\": 24")),
             where() + "manifest \"max_seq\" is missing");
@@ -488,6 +488,51 @@ TEST_F(LibraryTest, BadManifests) {
   EXPECT_EQ(manifestError(mockManifestWith("[\".attn.bias\",", "[1,")),
             where() + "manifest \"ignored_suffixes\" holds a number, not "
                       "only strings");
+}
+
+/// `text` with its first `from` replaced by `to`.
+std::string replaced(std::string text, const std::string &from,
+                     const std::string &to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+TEST_F(LibraryTest, PackedWeights) {
+  // The mix weight is read only by packing; the entry points read buffer 0.
+  std::string json = mockManifestWith("\"shape\": [6, 6]}",
+                                      "\"shape\": [6, 6], \"used_at_run_time\": false}");
+  json = replaced(json, "\"name_prefixes\"",
+                  "\"packed\": [{\"name\": \"h.0.mix\", \"bytes\": 144, "
+                  "\"sources\": [1]}],\n  \"name_prefixes\"");
+  {
+    ManifestOverride manifest(json);
+    // F32 weights are mapped in place; F16 ones are widened into memory the
+    // runtime releases once packed. Both must run from the packed buffer.
+    for (const char *dtype : {"F32", "F16"}) {
+      writeFile(path, safetensorsBytes(std::string(dtype) == "F32"
+                                           ? mockTensors(weights)
+                                           : mockTensorsAs(weights, dtype)));
+      std::string error;
+      ModelPtr model = loadModel(mockLibrary(), path, error);
+      ASSERT_NE(model, nullptr) << dtype << ": " << error;
+      expectNear(run(model.get(), prompt), mockReference(weights, prompt));
+    }
+  }
+  // Bad source indices and a failed pack are load errors naming the buffer.
+  writeFile(path, safetensorsBytes(mockTensors(weights)));
+  EXPECT_EQ(manifestError(replaced(json, "\"sources\": [1]", "\"sources\": [4]")),
+            where() + "manifest packed buffer 'h.0.mix': \"sources\" holds "
+                      "something other than indices of the 4 weights");
+  ManifestOverride manifest(replaced(
+      json, "\"sources\": [1]}]",
+      "\"sources\": [1]}, {\"name\": \"h.0.extra\", \"bytes\": 4, "
+      "\"sources\": []}]"));
+  std::string error;
+  EXPECT_EQ(loadModel(mockLibrary(), path, error), nullptr);
+  EXPECT_EQ(error, "weights file '" + path +
+                       "': attn_model_pack failed on packed buffer 1 "
+                       "(\"h.0.extra\") with code 3");
 }
 
 TEST_F(LibraryTest, NullArguments) {

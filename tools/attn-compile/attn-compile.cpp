@@ -53,6 +53,27 @@ static cl::opt<int64_t> queryBlock("query-block",
                                    cl::init(64), cl::cat(category));
 static cl::opt<int64_t> kvBlock("kv-block", cl::desc("Keys per attention block"),
                                 cl::init(64), cl::cat(category));
+static cl::opt<int64_t> vectorWidth(
+    "vector-width",
+    cl::desc("f32 lanes per vector; 0 = the host's (16 with AVX-512, else 8)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<int64_t> tileRows("tile-rows",
+                                 cl::desc("Rows of a gemm register tile"),
+                                 cl::init(8), cl::cat(category));
+static cl::opt<bool> noFusion(
+    "no-fusion", cl::desc("Do not fuse elementwise ops into projections"),
+    cl::cat(category));
+static cl::opt<bool> noAttentionKernel(
+    "no-attention-kernel",
+    cl::desc("Lower attention through linalg loops instead of the flash kernel"),
+    cl::cat(category));
+static cl::opt<bool> noThreads(
+    "no-threads", cl::desc("Run every kernel on the calling thread only"),
+    cl::cat(category));
+static cl::opt<bool> noFastMath(
+    "no-fast-math",
+    cl::desc("libm exp/tanh/erf instead of polynomial approximations"),
+    cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "attn-compile") << message << "\n";
@@ -84,8 +105,11 @@ int main(int argc, char **argv) {
       return 0;
     return fail("no output file: pass -o <path> (or --summary alone)");
   }
-  if (queryBlock <= 0 || kvBlock <= 0)
-    return fail("--query-block and --kv-block must be positive");
+  if (queryBlock <= 0 || kvBlock <= 0 || tileRows <= 0)
+    return fail("--query-block, --kv-block and --tile-rows must be positive");
+  if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
+      vectorWidth != 16)
+    return fail("--vector-width must be 4, 8 or 16 (or 0 for the host's)");
 
   DialectRegistry registry;
   attn::registerAllDialects(registry);
@@ -98,6 +122,13 @@ int main(int argc, char **argv) {
   options.output = output;
   options.pipeline.queryBlock = queryBlock;
   options.pipeline.kvBlock = kvBlock;
+  options.pipeline.vectorWidth =
+      vectorWidth ? static_cast<int64_t>(vectorWidth) : attn::hostVectorWidth();
+  options.pipeline.tileRows = tileRows;
+  options.pipeline.fusion = !noFusion;
+  options.pipeline.attentionKernel = !noAttentionKernel;
+  options.pipeline.threads = !noThreads;
+  options.pipeline.fastMath = !noFastMath;
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope rootTiming = timing.getRootScope();

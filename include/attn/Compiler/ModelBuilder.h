@@ -8,7 +8,10 @@
 //   func.func @attn_prefill_impl / @attn_decode_impl
 //       the entry points on memrefs: validate positions and token ids,
 //       embed, run every layer, normalize, project to logits, and write the
-//       KV cache in place.
+//       KV cache in place;
+//   func.func @attn_pack_impl
+//       fills the packed projection weights from the checkpoint's (run once
+//       by the runtime at load time; see ModelLayout.h).
 //
 // addModelCAbi then wraps the lowered entry points in the plain C ABI of
 // runtime/include/attnrt/model_abi.h.
@@ -32,10 +35,14 @@ namespace attn {
 /// Names of the generated functions.
 constexpr llvm::StringLiteral kPrefillImpl = "attn_prefill_impl";
 constexpr llvm::StringLiteral kDecodeImpl = "attn_decode_impl";
+/// attn_pack_impl_<kind> fills one packed buffer of that kind (packKinds).
+constexpr llvm::StringLiteral kPackImpl = "attn_pack_impl";
 
 struct ModelBuildOptions {
   /// Positions the KV cache holds; positions 0 .. maxSeq-1 are valid.
   int64_t maxSeq = 0;
+  /// Output features per packed weight block (two vectors of the target).
+  int64_t blockSize = 32;
 };
 
 /// The attn-dialect module of `config` (see the file comment).
@@ -48,14 +55,16 @@ OwningOpRef<ModuleOp> buildModelModule(MLIRContext &context,
 int64_t kvCacheBytes(const ModelConfig &config, int64_t maxSeq);
 
 /// The library manifest (JSON, schema in runtime/include/attnrt/model_abi.h).
-std::string buildManifestJson(const ModelConfig &config, int64_t maxSeq);
+std::string buildManifestJson(const ModelConfig &config,
+                              const ModelBuildOptions &options);
 
 /// Adds to `module` (fully lowered to the LLVM dialect) the exported C
-/// functions attn_model_manifest, attn_model_prefill and attn_model_decode,
-/// which unpack raw pointers into the memref descriptors the lowered entry
-/// points take, and makes the entry points themselves internal.
+/// functions attn_model_manifest, attn_model_pack, attn_model_prefill,
+/// attn_model_decode and attn_model_set_num_threads, which unpack the
+/// weight table into the memref descriptors the lowered functions take, and
+/// makes everything else internal.
 LogicalResult addModelCAbi(ModuleOp module, const ModelConfig &config,
-                           int64_t maxSeq);
+                           const ModelBuildOptions &options);
 
 } // namespace attn
 } // namespace mlir

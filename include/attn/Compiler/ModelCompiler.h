@@ -54,6 +54,12 @@ llvm::Error compileModel(MLIRContext &context, const ModelConfig &config,
                          const ModelCompileOptions &options,
                          llvm::raw_ostream &progress);
 
+/// compileModel in a context of its own, with every dialect and the native
+/// code generation registered (what tests and benchmarks need).
+llvm::Error compileModel(const ModelConfig &config,
+                         const ModelCompileOptions &options,
+                         llvm::raw_ostream &progress);
+
 /// The parameter summary of `config` (--summary): embeddings / attention /
 /// MLP / norms / output with shares, FLOPs per token and KV-cache bytes per
 /// token.

@@ -26,6 +26,11 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg"> {
     The score tile is at most `query-block x kv-block`, whatever the sequence
     length: the `[seq, seq]` matrix is never materialized. Sequence lengths
     stay dynamic; partial blocks at the ends are handled with `min` bounds.
+
+    With `attention-kernel`, attention without a bias instead becomes the
+    destination-style `attn.flash_attention`, which `attn-lower-attention`
+    turns into a vectorized kernel after bufferization (the attn-to-llvm
+    pipeline's default); packed projections always become `attn.gemm`.
   }];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
@@ -40,6 +45,9 @@ def ConvertAttnToLinalgPass : Pass<"convert-attn-to-linalg"> {
            "Query rows per attention block">,
     Option<"kvBlock", "kv-block", "int64_t", /*default=*/"64",
            "Keys per attention block (the online-softmax step)">,
+    Option<"attentionKernel", "attention-kernel", "bool", /*default=*/"false",
+           "Lower attention without a bias to attn.flash_attention (the CPU "
+           "kernel) instead of linalg ops">,
   ];
 }
 

@@ -18,11 +18,38 @@ namespace attn {
 
 struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
   PassOptions::Option<int64_t> queryBlock{
-      *this, "query-block", llvm::cl::desc("Query rows per attention block"),
+      *this, "query-block", llvm::cl::desc("Query rows per attention block (in the kernel: "
+                                "(position, head) rows per KV head)"),
       llvm::cl::init(64)};
   PassOptions::Option<int64_t> kvBlock{
       *this, "kv-block", llvm::cl::desc("Keys per attention block"),
       llvm::cl::init(64)};
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("f32 lanes per vector (16 for AVX-512, 8 for AVX2)"),
+      llvm::cl::init(16)};
+  PassOptions::Option<int64_t> tileRows{
+      *this, "tile-rows", llvm::cl::desc("Rows of a gemm register tile"),
+      llvm::cl::init(8)};
+  PassOptions::Option<int64_t> kUnroll{
+      *this, "k-unroll", llvm::cl::desc("Unrolling of gemm reduction loops"),
+      llvm::cl::init(4)};
+  PassOptions::Option<bool> fusion{
+      *this, "fusion",
+      llvm::cl::desc("Fuse elementwise ops into projection epilogues"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> attentionKernel{
+      *this, "attention-kernel",
+      llvm::cl::desc("Attention through the vectorized flash-attention "
+                     "kernel (otherwise linalg ops)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> threads{
+      *this, "threads",
+      llvm::cl::desc("Run kernel loops on OpenMP threads"), llvm::cl::init(true)};
+  PassOptions::Option<bool> fastMath{
+      *this, "fast-math",
+      llvm::cl::desc("Polynomial approximations of f32 exp, tanh and erf"),
+      llvm::cl::init(true)};
 };
 
 /// attn ops -> linalg/tensor/scf/arith/math on tensors, canonicalized.
@@ -35,11 +62,15 @@ void buildAttnToLinalgPipeline(OpPassManager &pm,
 /// the rest. Temporaries are freed.
 void buildBufferizePipeline(OpPassManager &pm);
 
-/// linalg on memrefs -> scf loops.
-void buildLowerToLoopsPipeline(OpPassManager &pm);
+/// attn.gemm -> register-tiled vector kernels in scf.parallel loops; other
+/// linalg ops on memrefs -> scf loops.
+void buildLowerToLoopsPipeline(OpPassManager &pm,
+                               const AttnPipelineOptions &options);
 
-/// scf/arith/math/memref/func -> the LLVM dialect, ready for translation.
-void buildLowerToLLVMPipeline(OpPassManager &pm);
+/// scf/vector/arith/math/memref/func -> the LLVM dialect (scf.parallel
+/// through OpenMP), ready for translation.
+void buildLowerToLLVMPipeline(OpPassManager &pm,
+                              const AttnPipelineOptions &options);
 
 /// Every stage above, in order.
 void buildAttnToLLVMPipeline(OpPassManager &pm,

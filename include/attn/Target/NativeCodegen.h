@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -35,6 +36,9 @@ void registerNativeCodegenTranslations(DialectRegistry &registry);
 /// CPU reports, position-independent code for a shared library.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine();
 
+/// f32 lanes of the host's widest vector registers: 16 with AVX-512, else 8.
+int64_t hostVectorWidth();
+
 /// Translates `module` (fully in the LLVM dialect) to LLVM IR for `machine`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
@@ -48,6 +52,10 @@ llvm::Error optimizeLLVMIR(llvm::Module &module, llvm::TargetMachine &machine,
 llvm::Error writeObjectFile(llvm::Module &module, llvm::TargetMachine &machine,
                             llvm::StringRef path);
 
+/// The libraries compiled models link against: libm, and LLVM's OpenMP
+/// runtime (libomp, found where LLVM is installed, recorded as the rpath).
+std::vector<std::string> modelLinkArgs();
+
 /// Links `objects` into the shared library `output` with the system's C
 /// compiler driver (clang-22, clang, cc or gcc, the first found), adding
 /// `extraArgs` (e.g. -lm) after the objects.
@@ -55,10 +63,9 @@ llvm::Error linkSharedLibrary(llvm::ArrayRef<std::string> objects,
                               llvm::StringRef output,
                               llvm::ArrayRef<std::string> extraArgs = {});
 
-/// translate + optimize + object + link, with the object in a temporary file
-/// next to `output`.
-llvm::Error compileToSharedLibrary(ModuleOp module, llvm::StringRef output,
-                                   llvm::ArrayRef<std::string> extraArgs = {});
+/// translate + optimize + object + link (with modelLinkArgs()), with the
+/// object in a temporary file next to `output`.
+llvm::Error compileToSharedLibrary(ModuleOp module, llvm::StringRef output);
 
 } // namespace attn
 } // namespace mlir

@@ -34,4 +34,112 @@ def PublicResultsToOutParamsPass
                            "::mlir::memref::MemRefDialect"];
 }
 
+def LowerGemmPass : Pass<"attn-lower-gemm"> {
+  let summary = "Lower attn.gemm on memrefs to register-tiled, threaded vector code";
+  let description = [{
+    Each bufferized `attn.gemm` becomes: a loop over chunks of input rows
+    sized to stay in L2, an `scf.parallel` over blocks of output features
+    (threads, through OpenMP), and per block register tiles of `tile-rows`
+    rows by one weight block: the accumulators live in vector registers
+    across an unrolled k loop of broadcast-FMAs over the contiguous packed
+    weight, and the epilogue (row scale, bias, activation, gate, residual)
+    runs on the accumulators before the only store. Rows left over, and
+    decode's single row, use a one-row tile with independent accumulator
+    chains. A partial last block uses masked loads and stores.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "f32 lanes per vector (16 for AVX-512, 8 for AVX2)">,
+    Option<"tileRows", "tile-rows", "int64_t", /*default=*/"8",
+           "Rows of a register tile">,
+    Option<"kUnroll", "k-unroll", "int64_t", /*default=*/"4",
+           "Unrolling of the reduction loop">,
+    Option<"l2Budget", "l2-budget", "int64_t", /*default=*/"393216",
+           "Bytes of input rows kept in L2 per chunk">,
+  ];
+}
+
+def LowerAttentionPass : Pass<"attn-lower-attention"> {
+  let summary = "Lower attn.flash_attention on memrefs to a threaded "
+                "FlashAttention-2 vector kernel";
+  let description = [{
+    Each bufferized `attn.flash_attention` becomes an `scf.parallel` (OpenMP
+    threads) over (KV head, block of query positions). The rows of a block
+    are all (position, query head) pairs that read its KV head, so grouped
+    query heads share every key and value load. Per key block of two
+    vectors of keys: scores keys-by-rows from register-tiled FMAs, an online
+    softmax down the vector lanes (running max and sum per row, masked by
+    the causal diagonal), and the probability-weighted values accumulated
+    into a block of output rows that stays in L1. Keys past the causal
+    diagonal of a block are never read. A block of fewer rows than a vector
+    (decode) takes dot products along `head_dim` instead; when there are
+    fewer KV heads than `decode-tasks`, each head's keys are split into
+    chunks of at least `split-keys` (flash-decoding), whose partial maxima,
+    sums and outputs a second parallel loop combines. A `head_dim` that
+    is not a multiple of `vector-width` uses the widest power of two lanes
+    that divides it.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "f32 lanes per vector (16 for AVX-512, 8 for AVX2)">,
+    Option<"blockRows", "block-rows", "int64_t", /*default=*/"64",
+           "(position, head) rows per block of queries">,
+    Option<"splitKeys", "split-keys", "int64_t", /*default=*/"256",
+           "Decode: fewest keys per split of the KV sequence">,
+    Option<"decodeTasks", "decode-tasks", "int64_t", /*default=*/"16",
+           "Decode: parallel tasks to aim for; KV heads are split when "
+           "there are fewer">,
+  ];
+}
+
+def ParallelToOpenMPPass : Pass<"attn-parallel-to-openmp", "::mlir::ModuleOp"> {
+  let summary = "Run outermost scf.parallel loops on an OpenMP team, "
+                "iterations shared round-robin";
+  let description = [{
+    Each outermost `scf.parallel` (without reductions) becomes an
+    `omp.parallel` region in which thread `t` of `n` runs the linearized
+    iterations `t, t + n, t + 2n, ...` (`omp_get_thread_num`,
+    `omp_get_num_threads`), its body inside a `memref.alloca_scope`. Unlike
+    `convert-scf-to-openmp`'s worksharing loops this makes no
+    `__kmpc_for_static_init` call, which in Debian's libomp build formats a
+    debug string (a malloc) on every loop; round-robin also balances work
+    that grows along the loop, like causal attention blocks.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::omp::OpenMPDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def ApproximateMathPass : Pass<"attn-approximate-math"> {
+  let summary = "Replace f32 exp, tanh and erf by polynomial approximations";
+  let description = [{
+    MLIR's polynomial approximations (math dialect, `populateMath
+    PolynomialApproximationPatterns`) of `math.exp`, `math.tanh` and
+    `math.erf` on f32 scalars and vectors: plain arithmetic that vectorizes,
+    instead of calls into libm one element at a time. Their error is a few
+    ulp (see docs/lowering.md); f64 math (RoPE angles) is left exact.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD

@@ -299,9 +299,49 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
   AttentionLoweringOptions options;
 };
 
+/// attention without a bias -> attn.flash_attention over the valid keys.
+struct AttentionToKernel : OpConversionPattern<AttentionOp> {
+  AttentionToKernel(MLIRContext *ctx)
+      : OpConversionPattern<AttentionOp>(ctx, /*benefit=*/2) {}
+
+  LogicalResult
+  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (adaptor.getBias())
+      return rewriter.notifyMatchFailure(op, "the kernel takes no bias");
+    Location loc = op.getLoc();
+    Value key = adaptor.getKey(), value = adaptor.getValue();
+    if (Value kvLen = adaptor.getKvLen()) {
+      // Only the valid keys: the kernel's kv_len is the rows it is given.
+      Value rows = tensor::DimOp::create(rewriter, loc, key, 0);
+      Value valid = arith::MinUIOp::create(rewriter, loc, kvLen, rows);
+      OpFoldResult features =
+          rewriter.getIndexAttr(cast<RankedTensorType>(key.getType()).getDimSize(1));
+      key = slice2D(rewriter, loc, key, arith::ConstantIndexOp::create(rewriter, loc, 0),
+                    arith::ConstantIndexOp::create(rewriter, loc, 0), valid, features);
+      value = slice2D(rewriter, loc, value, arith::ConstantIndexOp::create(rewriter, loc, 0),
+                      arith::ConstantIndexOp::create(rewriter, loc, 0), valid, features);
+    }
+    RankedTensorType resultType = op.getResult().getType();
+    Value init = emptyTensor(rewriter, loc,
+                             sizesFrom(rewriter, loc, resultType, adaptor.getQuery()));
+    auto kernel = FlashAttentionOp::create(
+        rewriter, loc, TypeRange{init.getType()}, adaptor.getQuery(), key,
+        value, init, rewriter.getI64IntegerAttr(op.getHeads()),
+        rewriter.getI64IntegerAttr(op.getNumKvHeads()),
+        rewriter.getF32FloatAttr(static_cast<float>(op.getEffectiveScale())),
+        op.getCausal() ? rewriter.getUnitAttr() : UnitAttr());
+    rewriter.replaceOp(op, castIfNeeded(rewriter, loc, kernel.getResult()[0],
+                                        resultType));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::attn::populateAttentionToLinalgPatterns(
     RewritePatternSet &patterns, const AttentionLoweringOptions &options) {
   patterns.add<AttentionLowering>(patterns.getContext(), options);
+  if (options.useKernel)
+    patterns.add<AttentionToKernel>(patterns.getContext());
 }

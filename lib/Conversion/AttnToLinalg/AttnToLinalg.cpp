@@ -51,7 +51,14 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
     SmallVector<OpFoldResult> sizes = sizesFrom(rewriter, loc, resultType, ids);
     sizes[1] = rewriter.getIndexAttr(resultType.getDimSize(1));
     Value init = emptyTensor(rewriter, loc, sizes);
+    auto tableType = cast<RankedTensorType>(table.getType());
+    int64_t packedBlock = tableType.getRank() == 3 ? tableType.getDimSize(2) : 0;
+    // Rows of the table, padding rows of a packed table included (zeros).
     Value lastRow = tensor::DimOp::create(rewriter, loc, table, 0);
+    if (packedBlock)
+      lastRow = arith::MulIOp::create(
+          rewriter, loc, lastRow,
+          arith::ConstantIndexOp::create(rewriter, loc, packedBlock));
     lastRow = arith::SubIOp::create(
         rewriter, loc, lastRow, arith::ConstantIndexOp::create(rewriter, loc, 1));
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -66,7 +73,15 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
           row = arith::MaxSIOp::create(b, l, row, zero);
           row = arith::MinSIOp::create(b, l, row, lastRow);
           Value col = linalg::IndexOp::create(b, l, 1);
-          return tensor::ExtractOp::create(b, l, table, ValueRange{row, col})
+          if (!packedBlock)
+            return tensor::ExtractOp::create(b, l, table, ValueRange{row, col})
+                .getResult();
+          // Row v of a packed [blocks, dim, NR] table is [v / NR, :, v % NR].
+          Value block = arith::ConstantIndexOp::create(b, l, packedBlock);
+          Value blockIndex = arith::DivUIOp::create(b, l, row, block);
+          Value lane = arith::RemUIOp::create(b, l, row, block);
+          return tensor::ExtractOp::create(b, l, table,
+                                           ValueRange{blockIndex, col, lane})
               .getResult();
         });
     rewriter.replaceOp(op, castIfNeeded(rewriter, loc, gathered, resultType));
@@ -86,6 +101,18 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     RankedTensorType resultType = op.getResult().getType();
     SmallVector<OpFoldResult> sizes =
         sizesFrom(rewriter, loc, resultType, adaptor.getInput());
+    if (op.getLayout() == WeightLayout::Packed) {
+      // Packed weights are read by the CPU kernel (attn-lower-gemm).
+      Value init = emptyTensor(rewriter, loc, sizes);
+      auto gemm = GemmOp::create(
+          rewriter, loc, TypeRange{init.getType()}, adaptor.getInput(),
+          adaptor.getWeight(), /*weight2=*/Value(), adaptor.getBias(),
+          /*row_scale=*/Value(), /*residual=*/Value(), init,
+          GemmEpilogue::None);
+      rewriter.replaceOp(op, castIfNeeded(rewriter, loc, gemm.getResult()[0],
+                                          resultType));
+      return success();
+    }
     Value init;
     if (Value bias = adaptor.getBias()) {
       Value empty = emptyTensor(rewriter, loc, sizes);
@@ -578,8 +605,10 @@ struct ConvertAttnToLinalgPass
     AttentionLoweringOptions options;
     options.queryBlock = queryBlock;
     options.kvBlock = kvBlock;
+    options.useKernel = attentionKernel;
     if (options.queryBlock <= 0 || options.kvBlock <= 0) {
-      getOperation()->emitError()
+      // At the op's location, without printing the whole module after it.
+      emitError(getOperation()->getLoc())
           << "convert-attn-to-linalg: block sizes must be positive, got "
              "query-block="
           << options.queryBlock << " kv-block=" << options.kvBlock;
@@ -588,6 +617,8 @@ struct ConvertAttnToLinalgPass
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<AttnDialect>();
+    // Destination-style code generation ops are this level's output.
+    target.addLegalOp<FlashAttentionOp, GemmOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
     populateAttnToLinalgPatterns(patterns, options);

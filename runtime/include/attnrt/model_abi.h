@@ -8,26 +8,47 @@
  *   const char *attn_model_manifest(void);
  *     A NUL-terminated JSON document describing the model (schema below).
  *
+ *   int32_t attn_model_pack(float *const *table, int32_t j);
+ *                                                   (when "packed" is set)
+ *     Called at load time once per manifest packed buffer j. table[i] for
+ *     i < #weights points at the f32 data of manifest weight i (row-major,
+ *     the shape the manifest states); table[#weights + j] points at the
+ *     buffer the caller allocated for packed buffer j ("bytes" long, 64-byte
+ *     aligned), which this call fills from the weights its "sources" list
+ *     (e.g. projections in the blocked layout the kernels stream). Once
+ *     every buffer a weight is a source of is packed, the caller may
+ *     release the weight if its "used_at_run_time" is false. Returns
+ *     ATTN_MODEL_ERROR_ARGUMENT for j out of range.
+ *
  *   int32_t attn_model_prefill(const int32_t *tokens, int64_t n, int64_t pos,
- *                              const float *const *weights, float *kv_cache,
+ *                              const float *const *table, float *kv_cache,
  *                              float *logits, int32_t all_logits);
  *     Runs tokens[0, n) at positions [pos, pos + n): appends their keys and
  *     values to kv_cache and writes logits. With all_logits != 0, logits is
  *     [n, vocab_size] (one row per token); otherwise [1, vocab_size] for the
- *     last token only. weights[i] points at the f32 data of manifest weight i
- *     (row-major, the shape the manifest states).
+ *     last token only. `table` is the table above after packing; only the
+ *     weights used at run time and the packed buffers are read.
  *
  *   int32_t attn_model_decode(int32_t token, int64_t pos,
- *                             const float *const *weights, float *kv_cache,
+ *                             const float *const *table, float *kv_cache,
  *                             float *logits);
  *     One token at position pos; logits is [1, vocab_size].
  *
  *   void attn_model_set_num_threads(int32_t n);            (optional symbol)
  *     The number of threads compiled code may use (default: all cores).
  *
- * Both entry points return ATTN_MODEL_OK, or an error code without touching kv_cache or
- * logits when the arguments are out of range (the runtime checks them first
- * and reports them by name; this is a second line of defence).
+ *   void attn_model_set_allocator(void *(*alloc)(uint64_t bytes),
+ *                                 void (*release)(void *));  (optional symbol)
+ *     Where compiled code gets its temporary buffers (malloc semantics:
+ *     16-byte aligned; release(NULL) is never called). Until set, malloc and
+ *     free. The runtime installs a per-session cache, so that after the
+ *     first call of a shape no page is freshly touched and nothing reaches
+ *     malloc. Either hook may be called from the thread that called
+ *     prefill/decode or from the library's worker threads.
+ *
+ * The entry points return ATTN_MODEL_OK, or an error code without touching
+ * kv_cache or logits when the arguments are out of range (the runtime checks
+ * them first and reports them by name; this is a second line of defence).
  *
  * The KV cache is one f32 buffer of manifest.kv_cache.bytes bytes that the
  * caller allocates and keeps between calls; its layout is private to the
@@ -36,18 +57,23 @@
  * Compiled code is reentrant: calls on different KV caches may run
  * concurrently with the same weights.
  *
- * Manifest schema (abi_version 1):
+ * Manifest schema (abi_version 2):
  * {
- *   "abi_version": 1,
+ *   "abi_version": 2,
  *   "architecture": "gpt2" | "llama",
  *   "vocab_size": V, "hidden_size": D, "num_layers": L, "num_heads": H,
  *   "num_kv_heads": G, "head_dim": HD, "intermediate_size": F,
  *   "max_seq": S,                        // positions 0 .. S-1
  *   "kv_cache": {"bytes": B},
- *   "weights": [                         // in the order of the weights array
- *     {"name": "h.0.attn.c_attn.weight", "dtype": "F32", "shape": [768, 2304]},
+ *   "weights": [                         // table[0 .. #weights)
+ *     {"name": "h.0.ln_1.weight", "dtype": "F32", "shape": [768]},
+ *     {"name": "h.0.attn.c_attn.weight", "dtype": "F32", "shape": [768, 2304],
+ *      "used_at_run_time": false},       // optional, default true
  *     ...
  *   ],
+ *   "packed": [                          // optional: table[#weights ..)
+ *     {"name": "h.0.attn.c_attn", "bytes": 7077888, "sources": [3]}, ...
+ *   ],                                   // sources: indices into weights
  *   "name_prefixes": ["transformer."],   // a weight may also be stored as
  *                                        // prefix + name (checkpoint variants)
  *   "ignored_suffixes": [".attn.bias", ".attn.masked_bias"],
@@ -72,7 +98,7 @@
 extern "C" {
 #endif
 
-#define ATTN_MODEL_ABI_VERSION 1
+#define ATTN_MODEL_ABI_VERSION 2
 
 enum {
   ATTN_MODEL_OK = 0,
@@ -80,23 +106,32 @@ enum {
   ATTN_MODEL_ERROR_POSITION = 1,
   /* A token id outside [0, vocab_size). */
   ATTN_MODEL_ERROR_TOKEN = 2,
+  /* attn_model_pack: no packed buffer has that index. */
+  ATTN_MODEL_ERROR_ARGUMENT = 3,
 };
 
 typedef const char *(*attn_model_manifest_fn)(void);
+typedef int32_t (*attn_model_pack_fn)(float *const *table, int32_t index);
 typedef void (*attn_model_set_num_threads_fn)(int32_t n);
+typedef void *(*attn_model_alloc_fn)(uint64_t bytes);
+typedef void (*attn_model_release_fn)(void *pointer);
+typedef void (*attn_model_set_allocator_fn)(attn_model_alloc_fn alloc,
+                                            attn_model_release_fn release);
 typedef int32_t (*attn_model_prefill_fn)(const int32_t *tokens, int64_t n,
                                          int64_t pos,
-                                         const float *const *weights,
+                                         const float *const *table,
                                          float *kv_cache, float *logits,
                                          int32_t all_logits);
 typedef int32_t (*attn_model_decode_fn)(int32_t token, int64_t pos,
-                                        const float *const *weights,
+                                        const float *const *table,
                                         float *kv_cache, float *logits);
 
 #define ATTN_MODEL_MANIFEST_SYMBOL "attn_model_manifest"
 #define ATTN_MODEL_PREFILL_SYMBOL "attn_model_prefill"
 #define ATTN_MODEL_DECODE_SYMBOL "attn_model_decode"
 #define ATTN_MODEL_SET_NUM_THREADS_SYMBOL "attn_model_set_num_threads"
+#define ATTN_MODEL_PACK_SYMBOL "attn_model_pack"
+#define ATTN_MODEL_SET_ALLOCATOR_SYMBOL "attn_model_set_allocator"
 
 #ifdef __cplusplus
 }

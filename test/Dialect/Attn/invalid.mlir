@@ -10,7 +10,7 @@ func.func @embedding_ids_float(%table: tensor<100x8xf32>, %ids: tensor<3xf32>) -
 // -----
 
 func.func @embedding_f16_table(%table: tensor<100x8xf16>, %ids: tensor<3xi32>) -> tensor<3x8xf16> {
-  // expected-error @+1 {{operand #0 must be 2D tensor of 32-bit float values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float values}}
   %0 = "attn.embedding"(%table, %ids) : (tensor<100x8xf16>, tensor<3xi32>) -> tensor<3x8xf16>
   return %0 : tensor<3x8xf16>
 }

@@ -16,12 +16,9 @@
 #include "ModelWriter.h"
 
 #include "attn/Compiler/ModelCompiler.h"
-#include "attn/InitAll.h"
 #include "attn/Target/NativeCodegen.h"
 #include "attnrt/attnrt.h"
 
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -86,15 +83,11 @@ std::unique_ptr<CompiledModel> prepare(const modelgen::ModelSpec &spec,
     ADD_FAILURE() << llvm::toString(config.takeError());
     return nullptr;
   }
-  mlir::DialectRegistry registry;
-  mlir::attn::registerAllDialects(registry);
-  mlir::attn::registerNativeCodegenTranslations(registry);
-  mlir::MLIRContext context(registry);
   mlir::attn::ModelCompileOptions options;
   options.maxSeq = maxSeq;
   options.output = compiled->dir.path + "/libmodel.so";
-  if (llvm::Error err = mlir::attn::compileModel(context, *config, options,
-                                                 llvm::nulls())) {
+  options.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
+  if (llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls())) {
     ADD_FAILURE() << "compiling: " << llvm::toString(std::move(err));
     return nullptr;
   }

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CompiledModule.h"
+#include "attn/Compiler/CompiledModule.h"
 #include "Reference.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -19,7 +19,7 @@
 
 #include <cmath>
 
-using namespace attn::test;
+using namespace mlir::attn;
 namespace ref = attn::ref;
 
 namespace {

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CompiledModule.h"
+#include "attn/Compiler/CompiledModule.h"
 #include "Reference.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -22,7 +22,7 @@
 
 #include <cmath>
 
-using namespace attn::test;
+using namespace mlir::attn;
 namespace ref = attn::ref;
 
 namespace {
@@ -131,6 +131,131 @@ TEST(Linear, BothLayoutsWithAndWithoutBias) {
     }
   }
 }
+
+/// [N, K] (nn.Linear) packed into [ceil(N/nr), K, nr], zero-padded.
+std::vector<float> packOutIn(const std::vector<float> &w, int64_t n, int64_t k,
+                             int64_t nr) {
+  int64_t blocks = (n + nr - 1) / nr;
+  std::vector<float> packed(blocks * k * nr, 0.0f);
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t col = 0; col < k; ++col)
+      packed[((row / nr) * k + col) * nr + row % nr] = w[row * k + col];
+  return packed;
+}
+
+struct PackedCase {
+  int64_t in, out, blockSize;
+  bool bias;
+  /// What consumes the projection: "residual", "silu", "gelu_tanh",
+  /// "gelu_erf" or "swiglu" (a second projection gates the first).
+  const char *consumer;
+};
+
+const std::vector<PackedCase> kPackedCases = {
+    {64, 80, 32, true, "silu"},       {768, 96, 32, false, "residual"},
+    {37, 2304, 32, true, "residual"}, {128, 48, 16, false, "gelu_tanh"},
+    {64, 100, 32, true, "gelu_erf"},  {96, 172, 32, false, "swiglu"}};
+
+std::string packedFunction(size_t index, const PackedCase &c) {
+  int64_t blocks = (c.out + c.blockSize - 1) / c.blockSize;
+  std::string x = llvm::formatv("tensor<?x{0}xf32>", c.in).str();
+  std::string y = llvm::formatv("tensor<?x{0}xf32>", c.out).str();
+  std::string w =
+      llvm::formatv("tensor<{0}x{1}x{2}xf32>", blocks, c.in, c.blockSize).str();
+  std::string b = llvm::formatv("tensor<{0}xf32>", c.out).str();
+  std::string consumer = c.consumer;
+  std::string args = "%x: " + x + ", %w: " + w;
+  if (c.bias)
+    args += ", %b: " + b;
+  if (consumer == "residual")
+    args += ", %r: " + y;
+  if (consumer == "swiglu")
+    args += ", %w2: " + w;
+  std::string body =
+      "%0 = attn.linear %x, %w" + std::string(c.bias ? ", %b" : "") +
+      " layout(packed) : " + x + ", " + w + (c.bias ? ", " + b : "") + " -> " + y + "\n";
+  if (consumer == "residual")
+    body += "%1 = attn.residual_add %0, %r : " + y;
+  else if (consumer == "silu")
+    body += "%1 = attn.silu %0 : " + y;
+  else if (consumer == "gelu_tanh")
+    body += "%1 = attn.gelu %0 tanh : " + y;
+  else if (consumer == "gelu_erf")
+    body += "%1 = attn.gelu %0 erf : " + y;
+  else
+    body += "%u = attn.linear %x, %w2 layout(packed) : " + x + ", " + w + " -> " + y +
+            "\n%1 = attn.swiglu %0, %u : " + y;
+  return llvm::formatv(R"mlir(
+    func.func @packed{0}({1}) -> {2} {
+      {3}
+      return %1 : {2}
+    })mlir", index, args, y, body).str();
+}
+
+class PackedGemm : public ::testing::TestWithParam<bool> {};
+
+// The CPU kernel (attn.gemm through attn-lower-gemm), with the consumers
+// fused into its epilogue (fusion on) or run as separate ops: full and
+// partial weight blocks, reduction lengths that do and do not divide the
+// unrolling, 8-row register tiles plus leftover rows.
+TEST_P(PackedGemm, MatchesReference) {
+  bool fusion = GetParam();
+  std::string source;
+  for (auto [index, c] : llvm::enumerate(kPackedCases))
+    source += packedFunction(index, c);
+  CompileOptions options;
+  options.configure = [&](AttnPipelineOptions &pipeline) {
+    pipeline.fusion = fusion;
+  };
+  auto module = compileOrDie(source, options);
+  ASSERT_TRUE(module);
+  for (auto [index, c] : llvm::enumerate(kPackedCases)) {
+    int64_t blocks = (c.out + c.blockSize - 1) / c.blockSize;
+    std::string consumer = c.consumer;
+    std::vector<float> w = weights(c.out * c.in, c.in, 700 + index);
+    std::vector<float> w2 = weights(c.out * c.in, c.in, 740 + index);
+    std::vector<float> b = random(c.out, 1.0f, 710 + index);
+    for (int64_t m : {1, 3, 8, 17, 129}) {
+      std::vector<float> x = random(m * c.in, 1.0f, 720 + m);
+      std::vector<float> r = random(m * c.out, 1.0f, 730 + m);
+      Buffer2D xBuf(x, {m, c.in}), rBuf(r, {m, c.out});
+      Buffer3D wBuf(packOutIn(w, c.out, c.in, c.blockSize), {blocks, c.in, c.blockSize});
+      Buffer3D w2Buf(packOutIn(w2, c.out, c.in, c.blockSize), {blocks, c.in, c.blockSize});
+      Buffer1D bBuf(b, {c.out});
+      Buffer2D out(std::vector<float>(m * c.out), {m, c.out});
+      std::string name = "packed" + std::to_string(index);
+      bool called;
+      if (consumer == "swiglu")
+        called = module->call(name, xBuf.memref(), wBuf.memref(), w2Buf.memref(), out.memref());
+      else if (c.bias && consumer == "residual")
+        called = module->call(name, xBuf.memref(), wBuf.memref(), bBuf.memref(), rBuf.memref(), out.memref());
+      else if (c.bias)
+        called = module->call(name, xBuf.memref(), wBuf.memref(), bBuf.memref(), out.memref());
+      else if (consumer == "residual")
+        called = module->call(name, xBuf.memref(), wBuf.memref(), rBuf.memref(), out.memref());
+      else
+        called = module->call(name, xBuf.memref(), wBuf.memref(), out.memref());
+      ASSERT_TRUE(called);
+      std::vector<float> y = ref::linear(x, m, c.in, w, c.out, ref::WeightLayout::OutIn,
+                                         c.bias ? b.data() : nullptr);
+      std::vector<float> expected;
+      if (consumer == "residual")
+        expected = ref::residualAdd(y, r);
+      else if (consumer == "silu")
+        expected = ref::silu(y);
+      else if (consumer == "gelu_tanh")
+        expected = ref::gelu(y, ref::GeluApproximation::Tanh);
+      else if (consumer == "gelu_erf")
+        expected = ref::gelu(y, ref::GeluApproximation::Erf);
+      else
+        expected = ref::swiglu(y, ref::linear(x, m, c.in, w2, c.out, ref::WeightLayout::OutIn));
+      EXPECT_CLOSE(out.values(), expected, kOpTolerance) << name << " (" << consumer << ") m=" << m;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fusion, PackedGemm, ::testing::Bool(),
+                         [](const auto &info) { return info.param ? "fused" : "unfused"; });
 
 //===----------------------------------------------------------------------===//
 // Normalization
@@ -389,13 +514,32 @@ void checkAttention(const CompiledModule &module, size_t index,
       << name << " seqQ=" << seqQ << " seqKv=" << seqKv;
 }
 
-class AttentionBlocks : public ::testing::TestWithParam<CompileOptions> {};
+/// One way of compiling attention: the linalg lowering or the kernel, at a
+/// block size and vector width.
+struct AttentionVariant {
+  std::string name;
+  bool kernel;
+  int64_t queryBlock, kvBlock, vectorWidth;
+
+  CompileOptions options() const {
+    CompileOptions options{queryBlock, kvBlock};
+    options.configure = [*this](AttnPipelineOptions &pipeline) {
+      pipeline.attentionKernel = kernel;
+      pipeline.vectorWidth = vectorWidth;
+    };
+    return options;
+  }
+};
+
+void PrintTo(const AttentionVariant &variant, std::ostream *os) { *os << variant.name; }
+
+class AttentionBlocks : public ::testing::TestWithParam<AttentionVariant> {};
 
 TEST_P(AttentionBlocks, MatchesReferenceOnPrefillShapes) {
   std::string source;
   for (auto [index, c] : llvm::enumerate(kAttentionCases))
     source += attentionFunction(index, c);
-  auto module = compileOrDie(source, GetParam());
+  auto module = compileOrDie(source, GetParam().options());
   ASSERT_TRUE(module);
   for (auto [index, c] : llvm::enumerate(kAttentionCases)) {
     for (int64_t seq : kSeqLengths)
@@ -406,43 +550,67 @@ TEST_P(AttentionBlocks, MatchesReferenceOnPrefillShapes) {
   }
 }
 
-// Default blocks (64x64) and small ones that make every sequence above span
-// several full and partial blocks in both directions.
-INSTANTIATE_TEST_SUITE_P(BlockSizes, AttentionBlocks,
-                         ::testing::Values(CompileOptions{64, 64}, CompileOptions{16, 8},
-                                           CompileOptions{5, 3}),
-                         [](const auto &info) {
-                           return "q" + std::to_string(info.param.queryBlock) + "_kv" +
-                                  std::to_string(info.param.kvBlock);
-                         });
+// The linalg lowering at default blocks (64x64) and at small ones that make
+// every sequence above span several full and partial blocks in both
+// directions; the kernel (bias-free cases) likewise, at both vector widths.
+// With 5 rows per block, grouped heads leave a block of one position padded
+// to a whole vector.
+INSTANTIATE_TEST_SUITE_P(
+    Lowerings, AttentionBlocks,
+    ::testing::Values(AttentionVariant{"linalg_q64_kv64", false, 64, 64, 16},
+                      AttentionVariant{"linalg_q16_kv8", false, 16, 8, 16},
+                      AttentionVariant{"linalg_q5_kv3", false, 5, 3, 16},
+                      AttentionVariant{"kernel_rows64_w16", true, 64, 64, 16},
+                      AttentionVariant{"kernel_rows16_w16", true, 16, 64, 16},
+                      AttentionVariant{"kernel_rows5_w16", true, 5, 64, 16},
+                      AttentionVariant{"kernel_rows64_w8", true, 64, 64, 8},
+                      AttentionVariant{"kernel_rows8_w8", true, 8, 64, 8}),
+    [](const auto &info) { return info.param.name; });
 
 TEST(Attention, DecodeOverAStaticCacheWithKvLen) {
-  // One query per step against a [64, kv] cache of which kv_len rows are valid.
+  // Queries against a [64, kv] cache of which kv_len rows are valid: a
+  // dynamic number of queries (the kernel's many-row path), and one or three
+  // static ones whose rows fit in a vector (its decode path).
   const int64_t heads = 4, kvHeads = 2, headDim = 32, maxSeq = 64;
   const int64_t qf = heads * headDim, kf = kvHeads * headDim;
-  auto module = compileOrDie(llvm::formatv(R"mlir(
-    func.func @decode(%q: tensor<?x{0}xf32>, %k: tensor<{2}x{1}xf32>, %v: tensor<{2}x{1}xf32>, %n: index) -> tensor<?x{0}xf32> {
-      %0 = attn.attention %q, %k, %v heads(4) kv_heads(2) causal kv_len(%n) : tensor<?x{0}xf32>, tensor<{2}x{1}xf32>, tensor<{2}x{1}xf32> -> tensor<?x{0}xf32>
-      return %0 : tensor<?x{0}xf32>
-    })mlir", qf, kf, maxSeq).str(), CompileOptions{16, 16});
-  ASSERT_TRUE(module);
-  std::vector<float> k = random(maxSeq * kf, 1.0f, 400), v = random(maxSeq * kf, 1.0f, 401);
-  // Garbage past kv_len must not leak into the result.
-  for (int64_t kvLen : {1, 2, 16, 17, 40, 64}) {
-    for (int64_t seqQ : {int64_t(1), std::min<int64_t>(3, kvLen)}) {
-      std::vector<float> q = random(seqQ * qf, 1.0f, 402 + kvLen);
-      Buffer2D qBuf(q, {seqQ, qf}), kBuf(k, {maxSeq, kf}), vBuf(v, {maxSeq, kf});
-      Buffer2D out(std::vector<float>(seqQ * qf), {seqQ, qf});
-      ASSERT_TRUE(module->call("decode", qBuf.memref(), kBuf.memref(), vBuf.memref(), kvLen, out.memref()));
-      ref::AttentionParams params;
-      params.heads = heads;
-      params.kvHeads = kvHeads;
-      params.headDim = headDim;
-      params.scale = static_cast<double>(static_cast<float>(ref::defaultScale(headDim)));
-      params.causal = true;
-      params.kvLen = kvLen;
-      EXPECT_CLOSE(out.values(), ref::attention(q, seqQ, k, v, maxSeq, params), kOpTolerance)
-          << "kv_len=" << kvLen << " seqQ=" << seqQ;
+  std::string source;
+  for (auto [name, rows, mask] :
+       {std::tuple{"dynamic", "?", " causal"}, std::tuple{"one", "1", " causal"},
+        std::tuple{"three", "3", " causal"}, std::tuple{"three_full", "3", ""}})
+    source += llvm::formatv(R"mlir(
+    func.func @{3}(%q: tensor<{4}x{0}xf32>, %k: tensor<{2}x{1}xf32>, %v: tensor<{2}x{1}xf32>, %n: index) -> tensor<{4}x{0}xf32> {
+      %0 = attn.attention %q, %k, %v heads(4) kv_heads(2){5} kv_len(%n) : tensor<{4}x{0}xf32>, tensor<{2}x{1}xf32>, tensor<{2}x{1}xf32> -> tensor<{4}x{0}xf32>
+      return %0 : tensor<{4}x{0}xf32>
+    })mlir", qf, kf, maxSeq, name, rows, mask).str();
+  for (bool kernel : {false, true}) {
+    CompileOptions options{16, 16};
+    options.configure = [kernel](AttnPipelineOptions &pipeline) {
+      pipeline.attentionKernel = kernel;
+    };
+    auto module = compileOrDie(source, options);
+    ASSERT_TRUE(module);
+    std::vector<float> k = random(maxSeq * kf, 1.0f, 400), v = random(maxSeq * kf, 1.0f, 401);
+    // Garbage past kv_len must not leak into the result.
+    for (int64_t kvLen : {3, 16, 17, 40, 64}) {
+      for (auto [name, seqQ, causal] :
+           {std::tuple{"dynamic", int64_t(1), true}, std::tuple{"dynamic", int64_t(3), true},
+            std::tuple{"one", int64_t(1), true}, std::tuple{"three", int64_t(3), true},
+            std::tuple{"three_full", int64_t(3), false}}) {
+        std::vector<float> q = random(seqQ * qf, 1.0f, 402 + kvLen);
+        Buffer2D qBuf(q, {seqQ, qf}), kBuf(k, {maxSeq, kf}), vBuf(v, {maxSeq, kf});
+        Buffer2D out(std::vector<float>(seqQ * qf), {seqQ, qf});
+        ASSERT_TRUE(module->call(name, qBuf.memref(), kBuf.memref(), vBuf.memref(), kvLen,
+                                 out.memref()));
+        ref::AttentionParams params;
+        params.heads = heads;
+        params.kvHeads = kvHeads;
+        params.headDim = headDim;
+        params.scale = static_cast<double>(static_cast<float>(ref::defaultScale(headDim)));
+        params.causal = causal;
+        params.kvLen = kvLen;
+        EXPECT_CLOSE(out.values(), ref::attention(q, seqQ, k, v, maxSeq, params), kOpTolerance)
+            << name << " kernel=" << kernel << " kv_len=" << kvLen << " seqQ=" << seqQ;
+      }
     }
   }
 }

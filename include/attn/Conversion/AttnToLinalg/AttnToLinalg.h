@@ -15,6 +15,9 @@ struct AttentionLoweringOptions {
   int64_t queryBlock = 64;
   /// Keys per online-softmax step.
   int64_t kvBlock = 64;
+  /// Attention without a bias becomes attn.flash_attention (lowered by
+  /// attn-lower-attention) instead of linalg ops.
+  bool useKernel = false;
 };
 
 /// Adds one pattern per attn op that rewrites it to linalg/tensor/scf/arith/

@@ -42,10 +42,14 @@ static RankedTensorType tensorType(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
+static ShapedType shapedType(Value value) {
+  return cast<ShapedType>(value.getType());
+}
+
 /// Checks that dimension `dim` of `name` is static: head splits and weight
 /// shapes are verified against it.
 static LogicalResult verifyStaticDim(Operation *op, StringRef name,
-                                     RankedTensorType type, unsigned dim) {
+                                     ShapedType type, unsigned dim) {
   if (!type.isDynamicDim(dim))
     return success();
   return op->emitOpError() << "requires a static size for dimension " << dim
@@ -55,8 +59,8 @@ static LogicalResult verifyStaticDim(Operation *op, StringRef name,
 /// Checks that dimension `lhsDim` of `lhsName` can equal dimension `rhsDim`
 /// of `rhsName`; the message names both sizes.
 static LogicalResult verifyDimsMatch(Operation *op, StringRef lhsName,
-                                     RankedTensorType lhs, unsigned lhsDim,
-                                     StringRef rhsName, RankedTensorType rhs,
+                                     ShapedType lhs, unsigned lhsDim,
+                                     StringRef rhsName, ShapedType rhs,
                                      unsigned rhsDim) {
   int64_t lhsSize = lhs.getDimSize(lhsDim), rhsSize = rhs.getDimSize(rhsDim);
   if (dimsCompatible(lhsSize, rhsSize))
@@ -97,6 +101,10 @@ static LogicalResult verifyNormShapes(Operation *op, Value input, Value param,
 
 LogicalResult EmbeddingOp::verify() {
   RankedTensorType table = getTable().getType(), result = getResult().getType();
+  if (table.getRank() != 2 && table.getRank() != 3)
+    return emitOpError() << "requires a [rows, dim] table or a packed [blocks, "
+                            "dim, NR] table, got "
+                         << table;
   if (failed(verifyStaticDim(*this, "table", table, 1)) ||
       failed(verifyDimsMatch(*this, "result", result, 0, "ids",
                              getIds().getType(), 0)) ||
@@ -110,18 +118,66 @@ LogicalResult EmbeddingOp::verify() {
 //===----------------------------------------------------------------------===//
 
 int64_t LinearOp::getInFeatures() {
-  unsigned dim = getLayout() == WeightLayout::OutIn ? 1 : 0;
+  unsigned dim = getLayout() == WeightLayout::InOut ? 0 : 1;
   return getWeight().getType().getDimSize(dim);
 }
 
 int64_t LinearOp::getOutFeatures() {
-  unsigned dim = getLayout() == WeightLayout::OutIn ? 0 : 1;
-  return getWeight().getType().getDimSize(dim);
+  switch (getLayout()) {
+  case WeightLayout::OutIn:
+    return getWeight().getType().getDimSize(0);
+  case WeightLayout::InOut:
+    return getWeight().getType().getDimSize(1);
+  case WeightLayout::Packed:
+    return getResult().getType().getDimSize(1);
+  }
+  llvm_unreachable("unknown weight layout");
+}
+
+/// Checks a packed [blocks, K, NR] weight against K input features and N
+/// output features.
+static LogicalResult verifyPackedWeight(Operation *op, StringRef name,
+                                        ShapedType weight, int64_t k,
+                                        int64_t n) {
+  if (weight.getRank() != 3 || !weight.hasStaticShape())
+    return op->emitOpError() << "requires a static packed " << name
+                             << " [blocks, in_features, NR], got " << weight;
+  if (!dimsCompatible(k, weight.getDimSize(1)))
+    return op->emitOpError() << "input has " << dimToString(k)
+                             << " features but the packed " << name
+                             << " of shape " << weight << " expects "
+                             << weight.getDimSize(1);
+  int64_t block = weight.getDimSize(2);
+  if (ShapedType::isDynamic(n))
+    return op->emitOpError() << "requires a static number of output features "
+                                "with a packed "
+                             << name;
+  int64_t blocks = (n + block - 1) / block;
+  if (weight.getDimSize(0) != blocks)
+    return op->emitOpError() << n << " output features in blocks of " << block
+                             << " need " << blocks << " blocks, but the packed "
+                             << name << " has " << weight.getDimSize(0);
+  return success();
 }
 
 LogicalResult LinearOp::verify() {
   RankedTensorType input = getInput().getType(), weight = getWeight().getType(),
                    result = getResult().getType();
+  if (failed(verifyDimsMatch(*this, "result", result, 0, "input", input, 0)))
+    return failure();
+  if (getLayout() == WeightLayout::Packed) {
+    if (failed(verifyPackedWeight(*this, "weight", weight, input.getDimSize(1),
+                                  result.getDimSize(1))))
+      return failure();
+    if (Value bias = getBias())
+      return verifyDimsMatch(*this, "bias", tensorType(bias), 0, "result",
+                             result, 1);
+    return success();
+  }
+  if (weight.getRank() != 2)
+    return emitOpError() << "requires a rank-2 weight for layout "
+                         << stringifyWeightLayout(getLayout()) << ", got "
+                         << weight;
   if (!weight.hasStaticShape())
     return emitOpError() << "requires a statically shaped weight, got "
                          << weight;
@@ -134,8 +190,7 @@ LogicalResult LinearOp::verify() {
                          << " weight of shape " << weight
                          << " expects " << weight.getDimSize(inDim)
                          << " (dimension " << inDim << ")";
-  if (failed(verifyDimsMatch(*this, "result", result, 0, "input", input, 0)) ||
-      failed(verifyDimsMatch(*this, "result", result, 1, "weight", weight,
+  if (failed(verifyDimsMatch(*this, "result", result, 1, "weight", weight,
                              outDim)))
     return failure();
   if (Value bias = getBias())
@@ -375,6 +430,151 @@ LogicalResult KvCacheReadOp::verify() {
 LogicalResult SoftmaxOp::verify() {
   if (getInput().getType().getRank() < 1)
     return emitOpError("requires an input of rank 1 or more");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GemmOp
+//===----------------------------------------------------------------------===//
+
+/// Checks the rank of an operand of a code generation op.
+static LogicalResult verifyRank(Operation *op, StringRef name, ShapedType type,
+                                int64_t rank) {
+  if (type.getRank() == rank)
+    return success();
+  return op->emitOpError() << "requires " << name << " of rank " << rank
+                           << ", got " << type;
+}
+
+/// Reads every memref operand, writes the init: the memory effects of a
+/// destination-style codegen op after bufferization (none on tensors).
+static void getDstOpEffects(
+    Operation *op, OpOperand &init,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (!isa<MemRefType>(init.get().getType()))
+    return;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+  }
+  effects.emplace_back(MemoryEffects::Write::get(), &init,
+                       SideEffects::DefaultResource::get());
+}
+
+MutableOperandRange GemmOp::getDpsInitsMutable() { return getInitMutable(); }
+
+LogicalResult GemmOp::verify() {
+  ShapedType input = shapedType(getInput()), weight = shapedType(getWeight()),
+             init = shapedType(getInit());
+  if (failed(verifyRank(*this, "input", input, 2)) ||
+      failed(verifyRank(*this, "init", init, 2)) ||
+      failed(verifyDimsMatch(*this, "init", init, 0, "input", input, 0)) ||
+      failed(verifyPackedWeight(*this, "weight", weight, input.getDimSize(1),
+                                init.getDimSize(1))))
+    return failure();
+  bool onTensors = isa<RankedTensorType>(init);
+  for (Value operand : getOperation()->getOperands()) {
+    if (isa<RankedTensorType>(operand.getType()) != onTensors)
+      return emitOpError("requires all shaped operands to be tensors, or all "
+                         "to be memrefs");
+  }
+  if (onTensors != (getNumResults() == 1))
+    return emitOpError("has one result on tensors and none on memrefs");
+  if (onTensors && getResult()[0].getType() != init)
+    return emitOpError() << "result type " << getResult()[0].getType()
+                         << " differs from the init type " << init;
+
+  bool swiglu = getEpilogue() == GemmEpilogue::Swiglu;
+  if (swiglu != static_cast<bool>(getWeight2()))
+    return emitOpError("takes a second weight if and only if its epilogue is "
+                       "swiglu");
+  if (Value weight2 = getWeight2()) {
+    if (weight2.getType() != weight)
+      return emitOpError() << "requires both weights of one type, got "
+                           << weight << " and " << weight2.getType();
+  }
+  if (Value bias = getBias()) {
+    if (failed(verifyRank(*this, "bias", shapedType(bias), 1)) ||
+        failed(verifyDimsMatch(*this, "bias", shapedType(bias), 0, "init",
+                               init, 1)))
+      return failure();
+  }
+  if (Value scale = getRowScale()) {
+    if (failed(verifyRank(*this, "row_scale", shapedType(scale), 1)) ||
+        failed(verifyDimsMatch(*this, "row_scale", shapedType(scale), 0,
+                               "init", init, 0)))
+      return failure();
+  }
+  if (Value residual = getResidual()) {
+    ShapedType residualType = shapedType(residual);
+    if (failed(verifyRank(*this, "residual", residualType, 2)) ||
+        failed(verifyDimsMatch(*this, "residual", residualType, 0, "init",
+                               init, 0)) ||
+        failed(verifyDimsMatch(*this, "residual", residualType, 1, "init",
+                               init, 1)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FlashAttentionOp
+//===----------------------------------------------------------------------===//
+
+MutableOperandRange FlashAttentionOp::getDpsInitsMutable() {
+  return getInitMutable();
+}
+
+void FlashAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getDstOpEffects(getOperation(), getInitMutable(), effects);
+}
+
+void GemmOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  getDstOpEffects(getOperation(), getInitMutable(), effects);
+}
+
+LogicalResult FlashAttentionOp::verify() {
+  ShapedType query = shapedType(getQuery()), key = shapedType(getKey()),
+             value = shapedType(getValue()), init = shapedType(getInit());
+  for (auto [name, type] : {std::pair<StringRef, ShapedType>{"query", query},
+                            {"key", key},
+                            {"value", value},
+                            {"init", init}})
+    if (failed(verifyRank(*this, name, type, 2)) ||
+        failed(verifyStaticDim(*this, name, type, 1)))
+      return failure();
+  auto heads = static_cast<int64_t>(getHeads()),
+       kvHeads = static_cast<int64_t>(getKvHeads());
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+    return emitOpError() << "requires kv_heads (" << kvHeads
+                         << ") to divide heads (" << heads << ")";
+  int64_t features = query.getDimSize(1);
+  if (features % heads != 0)
+    return emitOpError() << "heads " << heads
+                         << " does not divide the query features " << features;
+  int64_t headDim = features / heads;
+  if (key.getDimSize(1) != kvHeads * headDim ||
+      value.getDimSize(1) != kvHeads * headDim)
+    return emitOpError() << "requires key and value of kv_heads * head_dim = "
+                         << kvHeads * headDim << " features";
+  if (failed(verifyDimsMatch(*this, "value", value, 0, "key", key, 0)) ||
+      failed(verifyDimsMatch(*this, "init", init, 0, "query", query, 0)) ||
+      failed(verifyDimsMatch(*this, "init", init, 1, "query", query, 1)))
+    return failure();
+  bool onTensors = isa<RankedTensorType>(init);
+  for (Value operand : getOperation()->getOperands())
+    if (isa<RankedTensorType>(operand.getType()) != onTensors)
+      return emitOpError("requires all operands to be tensors, or all to be "
+                         "memrefs");
+  if (onTensors != (getNumResults() == 1))
+    return emitOpError("has one result on tensors and none on memrefs");
   return success();
 }
 

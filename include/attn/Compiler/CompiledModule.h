@@ -1,31 +1,35 @@
 //===- CompiledModule.h - compile attn IR in-process and call it -*- C++ -*-===//
 //
-// The end-to-end tests' execution path: parse attn IR, run the attn-to-llvm
-// pipeline, emit a shared library for the host CPU (the same back end as
-// attn-compile), dlopen it and call its functions through their C interface
-// (`_mlir_ciface_<name>`, memrefs passed as descriptor pointers).
+// The execution path of the end-to-end tests and the benchmarks: parse attn
+// IR, run the attn-to-llvm pipeline, emit a shared library for the host CPU
+// (the back end of attn-compile), dlopen it and call its functions through
+// their C interface (`_mlir_ciface_<name>`, memrefs passed as descriptor
+// pointers).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_TEST_E2E_OPS_COMPILEDMODULE_H
-#define ATTN_TEST_E2E_OPS_COMPILEDMODULE_H
+#ifndef ATTN_COMPILER_COMPILEDMODULE_H
+#define ATTN_COMPILER_COMPILEDMODULE_H
 
 #include "attn/Pipelines/Pipelines.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
-namespace attn::test {
+namespace mlir::attn {
 
 /// Block sizes and other knobs of one compilation.
 struct CompileOptions {
   int64_t queryBlock = 64;
   int64_t kvBlock = 64;
+  /// Adjusts the remaining pipeline options (vector width, fusion, ...).
+  std::function<void(AttnPipelineOptions &)> configure;
 };
 
 /// How gtest prints a CompileOptions parameter.
@@ -89,6 +93,6 @@ using Buffer1D = Buffer<float, 1>;
 using Buffer2D = Buffer<float, 2>;
 using Buffer3D = Buffer<float, 3>;
 
-} // namespace attn::test
+} // namespace mlir::attn
 
-#endif // ATTN_TEST_E2E_OPS_COMPILEDMODULE_H
+#endif // ATTN_COMPILER_COMPILEDMODULE_H

@@ -1,6 +1,6 @@
 //===- CompiledModule.cpp - compile attn IR in-process and call it --------===//
 
-#include "CompiledModule.h"
+#include "attn/Compiler/CompiledModule.h"
 
 #include "attn/InitAll.h"
 #include "attn/Target/NativeCodegen.h"
@@ -20,14 +20,14 @@
 
 using namespace mlir;
 
-namespace attn::test {
+namespace mlir::attn {
 
 std::unique_ptr<CompiledModule>
 CompiledModule::compile(const std::string &source,
                         const CompileOptions &options, std::string &error) {
   DialectRegistry registry;
-  mlir::attn::registerAllDialects(registry);
-  mlir::attn::registerNativeCodegenTranslations(registry);
+  registerAllDialects(registry);
+  registerNativeCodegenTranslations(registry);
   MLIRContext context(registry);
   context.disableMultithreading();
 
@@ -43,10 +43,12 @@ CompiledModule::compile(const std::string &source,
       func->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
 
   PassManager pm(&context);
-  mlir::attn::AttnPipelineOptions pipelineOptions;
+  AttnPipelineOptions pipelineOptions;
   pipelineOptions.queryBlock = options.queryBlock;
   pipelineOptions.kvBlock = options.kvBlock;
-  mlir::attn::buildAttnToLLVMPipeline(pm, pipelineOptions);
+  if (options.configure)
+    options.configure(pipelineOptions);
+  buildAttnToLLVMPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return nullptr;
 
@@ -60,7 +62,7 @@ CompiledModule::compile(const std::string &source,
   compiled->directory = directory.str().str();
   std::string library = compiled->directory + "/module.so";
   if (llvm::Error err =
-          mlir::attn::compileToSharedLibrary(*module, library, {"-lm"})) {
+          compileToSharedLibrary(*module, library)) {
     error = llvm::toString(std::move(err));
     return nullptr;
   }
@@ -83,4 +85,4 @@ void *CompiledModule::lookup(const std::string &name) const {
   return dlsym(handle, ("_mlir_ciface_" + name).c_str());
 }
 
-} // namespace attn::test
+} // namespace mlir::attn

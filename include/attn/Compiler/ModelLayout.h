@@ -1,0 +1,93 @@
+//===- ModelLayout.h - the weight table a compiled model reads --*- C++ -*-===//
+//
+// Which tensors the compiled entry points read, in which layout. The table
+// (see runtime/include/attnrt/model_abi.h) holds the checkpoint's weights
+// (entries 0..W-1, in modelWeights order) and then the packed buffers the
+// runtime allocates and attn_model_pack fills at load time: every
+// projection, in the [blocks, in_features, NR] layout the gemm kernels
+// stream, with LLaMA's q/k/v projections concatenated into one. A weight
+// only packing reads is not used at run time, and the runtime drops it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_COMPILER_MODELLAYOUT_H
+#define ATTN_COMPILER_MODELLAYOUT_H
+
+#include "attn/Compiler/ModelConfig.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace attn {
+
+/// A projection in the packed layout: output features of one or more
+/// checkpoint weights, concatenated, in blocks of blockSize.
+struct PackedWeight {
+  /// A checkpoint weight that contributes `rows` output features.
+  struct Source {
+    int64_t weight;
+    /// [out, in] (nn.Linear); otherwise [in, out] (Conv1D).
+    bool outIn;
+    int64_t rows;
+  };
+  std::string name;
+  int64_t inFeatures = 0;
+  int64_t outFeatures = 0;
+  int64_t blockSize = 0;
+  llvm::SmallVector<Source, 3> sources;
+
+  int64_t blocks() const { return (outFeatures + blockSize - 1) / blockSize; }
+  llvm::SmallVector<int64_t, 3> shape() const {
+    return {blocks(), inFeatures, blockSize};
+  }
+  int64_t bytes() const { return blocks() * inFeatures * blockSize * 4; }
+};
+
+struct ModelLayout {
+  std::vector<WeightSpec> weights;
+  std::vector<bool> usedAtRunTime;
+  std::vector<PackedWeight> packed;
+  /// Table entries of each layer, in the order the layer function takes
+  /// them. GPT-2: ln_1 (gain, bias), c_attn (packed, bias), c_proj (packed,
+  /// bias), ln_2 (gain, bias), c_fc (packed, bias), mlp.c_proj (packed,
+  /// bias). LLaMA: input_layernorm, qkv (packed), o_proj (packed),
+  /// post_attention_layernorm, gate (packed), up (packed), down (packed).
+  std::vector<llvm::SmallVector<int64_t, 12>> layers;
+  /// Entries outside the layers. GPT-2: wte (packed; the embedding table
+  /// and the output projection), wpe, ln_f (gain, bias). LLaMA: the token
+  /// embedding (the packed output projection when tied), model.norm, and
+  /// lm_head (packed) when not tied.
+  llvm::SmallVector<int64_t, 4> globals;
+
+  int64_t tableSize() const {
+    return static_cast<int64_t>(weights.size() + packed.size());
+  }
+  bool isPacked(int64_t entry) const {
+    return entry >= static_cast<int64_t>(weights.size());
+  }
+  const PackedWeight &packedAt(int64_t entry) const {
+    return packed[entry - weights.size()];
+  }
+  /// The shape compiled code sees for a table entry.
+  llvm::SmallVector<int64_t, 3> shape(int64_t entry) const;
+  /// Whether the entry points read the entry (packed buffers always).
+  bool readAtRunTime(int64_t entry) const {
+    return isPacked(entry) || usedAtRunTime[entry];
+  }
+};
+
+/// The table of `config` with projections packed in blocks of `blockSize`.
+ModelLayout planModelLayout(const ModelConfig &config, int64_t blockSize);
+
+/// Packed buffers that are filled the same way (same shapes, same kinds of
+/// sources; every layer's q/k/v, say) share one compiled pack function:
+/// element p is buffer p's kind, kinds numbered 0.. in order of first use.
+std::vector<int64_t> packKinds(const ModelLayout &layout);
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_COMPILER_MODELLAYOUT_H

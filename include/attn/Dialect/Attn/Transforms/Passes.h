@@ -1,0 +1,24 @@
+//===- Passes.h - attn dialect-level transformations ------------*- C++ -*-===//
+
+#ifndef ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H
+#define ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+namespace attn {
+
+#define GEN_PASS_DECL
+#include "attn/Dialect/Attn/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "attn/Dialect/Attn/Transforms/Passes.h.inc"
+
+/// The rewrites of attn-fuse-linear-epilogues.
+void populateFuseLinearEpiloguesPatterns(RewritePatternSet &patterns);
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_H

@@ -1,0 +1,648 @@
+//===- LowerAttention.cpp - attn.flash_attention to vector kernels --------===//
+//
+// FlashAttention-2 on the CPU. Work is split, through scf.parallel (OpenMP),
+// over (KV head, block of query positions); the rows of a block are every
+// (position, query head) pair that reads that KV head, so grouped-query
+// heads share each key and value load. Per block:
+//
+//   Qt[d][r] = scale * q[row r]                         (transposed once)
+//   for each key block of BK keys up to the causal diagonal:
+//     St[j][r] = sum_d K[kb + j][d] * Qt[d][r]          (8 keys x 2 row vectors
+//                                                        of FMAs in registers)
+//     per row vector: masked max, m' = max(m, ...),
+//       P = exp(S - m'), l = l * exp(m - m') + sum P    (vertical: no shuffles)
+//     O[r][:] = exp(m - m') O[r][:] + sum_j P[j][r] V[kb + j][:]
+//   out[row r] = O[r] / l[r]
+//
+// Scores are computed keys-by-rows (St) so the softmax runs down vector
+// lanes, and K is read in its stored row-major layout. A block with fewer
+// rows than a vector (decode: one position, its query heads) instead takes
+// dot products along head_dim, one row at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Transforms/Passes.h"
+
+#include "attn/Dialect/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_LOWERATTENTIONPASS
+#include "attn/Transforms/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Builder helpers for one kernel.
+struct KernelBuilder {
+  OpBuilder &b;
+  Location loc;
+  int64_t width;
+  VectorType vectorType, maskType, positionType;
+
+  KernelBuilder(OpBuilder &b, Location loc, int64_t width)
+      : b(b), loc(loc), width(width) {
+    vectorType = VectorType::get({width}, b.getF32Type());
+    maskType = VectorType::get({width}, b.getI1Type());
+    positionType = VectorType::get({width}, b.getI32Type());
+  }
+
+  Value index(int64_t value) { return arith::ConstantIndexOp::create(b, loc, value); }
+  Value f32(float value) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+  }
+  Value splat(float value) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vectorType, b.getF32FloatAttr(value)));
+  }
+  Value negInf() { return splat(-std::numeric_limits<float>::infinity()); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value minIndex(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value maxIndex(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value scratch(ArrayRef<int64_t> shape) {
+    return memref::AllocaOp::create(b, loc, MemRefType::get(shape, b.getF32Type()));
+  }
+  Value load(Value memref, ValueRange indices) {
+    return vector::LoadOp::create(b, loc, vectorType, memref, indices);
+  }
+  void store(Value value, Value memref, ValueRange indices) {
+    vector::StoreOp::create(b, loc, value, memref, indices);
+  }
+  Value broadcast(Value scalar) {
+    return vector::BroadcastOp::create(b, loc, vectorType, scalar);
+  }
+  Value fma(Value x, Value y, Value acc) {
+    return vector::FMAOp::create(b, loc, vectorType, x, y, acc);
+  }
+  /// exp(x - m) where masked, else 0: masked scores are -inf, and the
+  /// polynomial exp is not asked to return exactly 0 for them.
+  Value maskedExp(Value x, Value m, Value visible) {
+    Value e = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, m));
+    return arith::SelectOp::create(b, loc, visible, e, splat(0.0f));
+  }
+  /// m, or 0 where m is -inf (a row that has seen no key yet).
+  Value safeMax(Value m) {
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m,
+                                        m.getType() == vectorType ? negInf()
+                                                                  : f32(-INFINITY));
+    Value zero = m.getType() == vectorType ? splat(0.0f) : f32(0.0f);
+    return arith::SelectOp::create(b, loc, empty, zero, m);
+  }
+  /// exp(mOld - safe(mNew)), and 0 where mOld is -inf.
+  Value rescale(Value mOld, Value mNew) {
+    bool isVector = mOld.getType() == vectorType;
+    Value e = math::ExpOp::create(
+        b, loc, arith::SubFOp::create(b, loc, mOld, safeMax(mNew)));
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, mOld,
+                                        isVector ? negInf() : f32(-INFINITY));
+    return arith::SelectOp::create(b, loc, empty, isVector ? splat(0.0f) : f32(0.0f), e);
+  }
+  void forLoop(Value lb, Value ub, Value step,
+               function_ref<void(Value)> body) {
+    scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
+                       [&](OpBuilder &nb, Location, Value iv, ValueRange) {
+                         OpBuilder::InsertionGuard guard(b);
+                         b.setInsertionPoint(scf::YieldOp::create(nb, loc));
+                         body(iv);
+                       });
+  }
+};
+
+/// Shapes and operands of one attention op.
+struct Attention {
+  Value query, key, value, output;
+  int64_t heads, kvHeads, group, headDim;
+  float scale;
+  bool causal;
+};
+
+/// Rows of the output (position, query head) for block row r, as values.
+struct RowCoordinates {
+  Value position, column;
+};
+
+RowCoordinates rowCoordinates(KernelBuilder &k, const Attention &a, Value kvHead,
+                              Value firstPosition, Value row) {
+  Value group = k.index(a.group);
+  Value position = k.add(firstPosition, arith::DivUIOp::create(k.b, k.loc, row, group));
+  Value head = k.add(k.mul(kvHead, group), arith::RemUIOp::create(k.b, k.loc, row, group));
+  return {position, k.mul(head, k.index(a.headDim))};
+}
+
+/// out[row] = O[r] / l[r] (0 where l = 0), rows [0, validRows).
+void storeOutput(KernelBuilder &k, const Attention &a, Value kvHead,
+                 Value firstPosition, Value validRows, Value outAcc,
+                 Value sums) {
+  k.forLoop(k.index(0), validRows, k.index(1), [&](Value r) {
+    RowCoordinates row = rowCoordinates(k, a, kvHead, firstPosition, r);
+    Value l = memref::LoadOp::create(k.b, k.loc, sums, ValueRange{r});
+    Value zero = arith::CmpFOp::create(k.b, k.loc, arith::CmpFPredicate::OEQ, l,
+                                       k.f32(0.0f));
+    Value inverse = arith::SelectOp::create(
+        k.b, k.loc, zero, k.f32(0.0f),
+        arith::DivFOp::create(k.b, k.loc, k.f32(1.0f), l));
+    Value scale = k.broadcast(inverse);
+    for (int64_t c = 0; c < a.headDim / k.width; ++c) {
+      Value v = k.load(outAcc, ValueRange{r, k.index(c * k.width)});
+      k.store(arith::MulFOp::create(k.b, k.loc, v, scale), a.output,
+              ValueRange{row.position, k.add(row.column, k.index(c * k.width))});
+    }
+  });
+}
+
+/// O[r][:] = alpha[r] O[r][:] + sum_{j < keys} P(j, r) V[kb + j][kvCol + :]
+/// for rows [0, rows), in register tiles of tileRows x head_dim. `prob(j, r)`
+/// loads P.
+void accumulatePV(KernelBuilder &k, const Attention &a, int64_t rows,
+                  Value outAcc, Value alpha, Value kb, Value keys, Value kvCol,
+                  function_ref<Value(Value, Value)> prob) {
+  int64_t vectors = a.headDim / k.width;
+  int64_t tileRows = 1;
+  while (tileRows * 2 * vectors <= 16 && rows % (tileRows * 2) == 0)
+    tileRows *= 2;
+  k.forLoop(k.index(0), k.index(rows), k.index(tileRows), [&](Value r0) {
+    SmallVector<Value> rowIndex, acc;
+    for (int64_t t = 0; t < tileRows; ++t) {
+      Value r = k.add(r0, k.index(t));
+      rowIndex.push_back(r);
+      Value scale = k.broadcast(memref::LoadOp::create(k.b, k.loc, alpha, ValueRange{r}));
+      for (int64_t c = 0; c < vectors; ++c)
+        acc.push_back(arith::MulFOp::create(
+            k.b, k.loc, k.load(outAcc, ValueRange{r, k.index(c * k.width)}), scale));
+    }
+    auto loop = scf::ForOp::create(
+        k.b, k.loc, k.index(0), keys, k.index(1), acc,
+        [&](OpBuilder &nb, Location, Value j, ValueRange carried) {
+          OpBuilder::InsertionGuard guard(k.b);
+          k.b.setInsertionPointToEnd(nb.getInsertionBlock());
+          SmallVector<Value> next(carried);
+          Value keyRow = k.add(kb, j);
+          SmallVector<Value> v;
+          for (int64_t c = 0; c < vectors; ++c)
+            v.push_back(k.load(a.value, ValueRange{keyRow, k.add(kvCol, k.index(c * k.width))}));
+          for (int64_t t = 0; t < tileRows; ++t) {
+            Value p = k.broadcast(prob(j, rowIndex[t]));
+            for (int64_t c = 0; c < vectors; ++c)
+              next[t * vectors + c] = k.fma(p, v[c], next[t * vectors + c]);
+          }
+          scf::YieldOp::create(k.b, k.loc, next);
+        });
+    for (int64_t t = 0; t < tileRows; ++t)
+      for (int64_t c = 0; c < vectors; ++c)
+        k.store(loop.getResult(t * vectors + c), outAcc,
+                ValueRange{rowIndex[t], k.index(c * k.width)});
+  });
+}
+
+/// Many rows per block (prefill): scores keys-by-rows, softmax down lanes.
+void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
+                       Value block, int64_t positionsPerBlock, Value seqQ,
+                       Value kvLen) {
+  const int64_t w = k.width, d = a.headDim;
+  const int64_t rows = positionsPerBlock * a.group;
+  const int64_t paddedRows = (rows + w - 1) / w * w;
+  const int64_t keyBlock = 2 * w;
+  Value firstPosition = k.mul(block, k.index(positionsPerBlock));
+  Value positions = k.minIndex(k.index(positionsPerBlock),
+                               arith::SubIOp::create(k.b, k.loc, seqQ, firstPosition));
+  Value validRows = k.mul(positions, k.index(a.group));
+  Value diagonal = arith::SubIOp::create(k.b, k.loc, kvLen, seqQ);
+  Value kvCol = k.mul(kvHead, k.index(d));
+
+  Value qt = k.scratch({d, paddedRows});
+  Value outAcc = k.scratch({paddedRows, d});
+  Value maxima = k.scratch({paddedRows}), sums = k.scratch({paddedRows}),
+        alpha = k.scratch({paddedRows});
+  Value scores = k.scratch({keyBlock, paddedRows});
+  auto positionMemref = MemRefType::get({paddedRows}, k.b.getI32Type());
+  Value rowPosition = memref::AllocaOp::create(k.b, k.loc, positionMemref);
+
+  // Row state, the transposed scaled queries, and each row's last visible key.
+  Value scale = k.f32(a.scale);
+  k.forLoop(k.index(0), k.index(paddedRows), k.index(1), [&](Value r) {
+    memref::StoreOp::create(k.b, k.loc, k.f32(-INFINITY), maxima, ValueRange{r});
+    memref::StoreOp::create(k.b, k.loc, k.f32(0.0f), sums, ValueRange{r});
+    for (int64_t c = 0; c < d / w; ++c)
+      k.store(k.splat(0.0f), outAcc, ValueRange{r, k.index(c * w)});
+    RowCoordinates row = rowCoordinates(k, a, kvHead, firstPosition, r);
+    Value last = k.add(row.position, diagonal);
+    memref::StoreOp::create(
+        k.b, k.loc, arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), last),
+        rowPosition, ValueRange{r});
+    // Rows past the block's last position read position 0's query and are
+    // never stored.
+    Value valid = arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::slt, r, validRows);
+    Value source = arith::SelectOp::create(k.b, k.loc, valid, row.position, k.index(0));
+    k.forLoop(k.index(0), k.index(d), k.index(1), [&](Value dd) {
+      Value q = memref::LoadOp::create(k.b, k.loc, a.query,
+                                       ValueRange{source, k.add(row.column, dd)});
+      memref::StoreOp::create(k.b, k.loc, arith::MulFOp::create(k.b, k.loc, q, scale),
+                              qt, ValueRange{dd, r});
+    });
+  });
+
+  // Keys past the diagonal of the block's last position are never visited.
+  Value kvEnd = kvLen;
+  if (a.causal)
+    kvEnd = k.minIndex(kvLen, k.maxIndex(k.add(k.add(firstPosition, positions), diagonal),
+                                         k.index(0)));
+  Value lastKey = arith::SubIOp::create(k.b, k.loc, kvLen, k.index(1));
+  k.forLoop(k.index(0), kvEnd, k.index(keyBlock), [&](Value kb) {
+    Value keys = k.minIndex(k.index(keyBlock), arith::SubIOp::create(k.b, k.loc, kvEnd, kb));
+    // St[j][r] = K[kb + j] . Qt[:, r], 8 keys x 2 row vectors at a time.
+    const int64_t tileKeys = 8, tileVectors = paddedRows % (2 * w) == 0 ? 2 : 1;
+    for (int64_t j0 = 0; j0 < keyBlock; j0 += tileKeys) {
+      SmallVector<Value> keyRows;
+      for (int64_t t = 0; t < tileKeys; ++t)
+        keyRows.push_back(k.minIndex(k.add(kb, k.index(j0 + t)), lastKey));
+      k.forLoop(k.index(0), k.index(paddedRows), k.index(tileVectors * w), [&](Value r0) {
+        SmallVector<Value> zeros(tileKeys * tileVectors, k.splat(0.0f));
+        auto loop = scf::ForOp::create(
+            k.b, k.loc, k.index(0), k.index(d), k.index(1), zeros,
+            [&](OpBuilder &nb, Location, Value dd, ValueRange carried) {
+              OpBuilder::InsertionGuard guard(k.b);
+              k.b.setInsertionPointToEnd(nb.getInsertionBlock());
+              SmallVector<Value> next(carried);
+              SmallVector<Value> q;
+              for (int64_t c = 0; c < tileVectors; ++c)
+                q.push_back(k.load(qt, ValueRange{dd, k.add(r0, k.index(c * w))}));
+              Value col = k.add(kvCol, dd);
+              for (int64_t t = 0; t < tileKeys; ++t) {
+                Value kv = k.broadcast(memref::LoadOp::create(
+                    k.b, k.loc, a.key, ValueRange{keyRows[t], col}));
+                for (int64_t c = 0; c < tileVectors; ++c)
+                  next[t * tileVectors + c] = k.fma(kv, q[c], next[t * tileVectors + c]);
+              }
+              scf::YieldOp::create(k.b, k.loc, next);
+            });
+        for (int64_t t = 0; t < tileKeys; ++t)
+          for (int64_t c = 0; c < tileVectors; ++c)
+            k.store(loop.getResult(t * tileVectors + c), scores,
+                    ValueRange{k.index(j0 + t), k.add(r0, k.index(c * w))});
+      });
+    }
+
+    // Online softmax down the lanes, one vector of rows at a time.
+    Value keysI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), keys);
+    Value kbI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), kb);
+    k.forLoop(k.index(0), k.index(paddedRows), k.index(w), [&](Value r0) {
+      Value last = vector::LoadOp::create(k.b, k.loc, k.positionType, rowPosition,
+                                          ValueRange{r0});
+      Value mOld = k.load(maxima, ValueRange{r0});
+      SmallVector<Value> visible(keyBlock);
+      Value blockMax = k.negInf();
+      for (int64_t j = 0; j < keyBlock; ++j) {
+        // Key kb + j exists in this block (j < keys) and, when causal, lies
+        // at or before the row's position.
+        Value inBlock = arith::CmpIOp::create(
+            k.b, k.loc, arith::CmpIPredicate::slt,
+            arith::ConstantIntOp::create(k.b, k.loc, j, 32), keysI32);
+        visible[j] = vector::BroadcastOp::create(k.b, k.loc, k.maskType, inBlock);
+        if (a.causal) {
+          Value key = vector::BroadcastOp::create(
+              k.b, k.loc, k.positionType,
+              arith::AddIOp::create(k.b, k.loc, kbI32,
+                                    arith::ConstantIntOp::create(k.b, k.loc, j, 32)));
+          Value beforeRow = arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::sle,
+                                                  key, last);
+          visible[j] = arith::AndIOp::create(k.b, k.loc, visible[j], beforeRow);
+        }
+        Value s = k.load(scores, ValueRange{k.index(j), r0});
+        blockMax = arith::MaximumFOp::create(
+            k.b, k.loc, blockMax, arith::SelectOp::create(k.b, k.loc, visible[j], s, k.negInf()));
+      }
+      Value mNew = arith::MaximumFOp::create(k.b, k.loc, mOld, blockMax);
+      Value safe = k.safeMax(mNew);
+      Value sum = k.splat(0.0f);
+      for (int64_t j = 0; j < keyBlock; ++j) {
+        Value s = k.load(scores, ValueRange{k.index(j), r0});
+        Value p = k.maskedExp(s, safe, visible[j]);
+        k.store(p, scores, ValueRange{k.index(j), r0});
+        sum = arith::AddFOp::create(k.b, k.loc, sum, p);
+      }
+      Value rescale = k.rescale(mOld, mNew);
+      Value lOld = k.load(sums, ValueRange{r0});
+      k.store(k.fma(lOld, rescale, sum), sums, ValueRange{r0});
+      k.store(mNew, maxima, ValueRange{r0});
+      k.store(rescale, alpha, ValueRange{r0});
+    });
+
+    accumulatePV(k, a, paddedRows, outAcc, alpha, kb, keys, kvCol,
+                 [&](Value j, Value r) {
+                   return memref::LoadOp::create(k.b, k.loc, scores, ValueRange{j, r});
+                 });
+  });
+  storeOutput(k, a, kvHead, firstPosition, validRows, outAcc, sums);
+}
+
+/// Where a decode block's state goes when it has seen its keys: the output
+/// (normalized), or a split's slot in the partial buffers (flash-decoding).
+struct PartialSink {
+  /// [kv_heads, splits, rows, head_dim] unnormalized outputs, and
+  /// [kv_heads, splits, rows] running maxima and sums; null for no split.
+  Value outputs, maxima, sums;
+  Value split;
+};
+
+/// Few rows (decode): dot products along head_dim, softmax across lanes,
+/// over keys [keyBegin, keyEnd).
+void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
+                     int64_t seqQ, Value kvLen, Value keyBegin, Value keyEnd,
+                     const PartialSink &sink) {
+  const int64_t w = k.width, d = a.headDim, vectors = d / w;
+  const int64_t rows = seqQ * a.group;
+  const int64_t keyBlock = 2 * w;
+  Value diagonal = arith::SubIOp::create(k.b, k.loc, kvLen, k.index(seqQ));
+  Value kvCol = k.mul(kvHead, k.index(d));
+  Value qs = k.scratch({rows, d}), outAcc = k.scratch({rows, d});
+  Value maxima = k.scratch({rows}), sums = k.scratch({rows}), alpha = k.scratch({rows});
+  Value probs = k.scratch({rows, keyBlock});
+  Value scale = k.splat(a.scale);
+  SmallVector<Value> lastKeyOfRow;
+  for (int64_t r = 0; r < rows; ++r) {
+    RowCoordinates row = rowCoordinates(k, a, kvHead, k.index(0), k.index(r));
+    for (int64_t c = 0; c < vectors; ++c) {
+      Value q = k.load(a.query, ValueRange{row.position, k.add(row.column, k.index(c * w))});
+      k.store(arith::MulFOp::create(k.b, k.loc, q, scale), qs, ValueRange{k.index(r), k.index(c * w)});
+      k.store(k.splat(0.0f), outAcc, ValueRange{k.index(r), k.index(c * w)});
+    }
+    memref::StoreOp::create(k.b, k.loc, k.f32(-INFINITY), maxima, ValueRange{k.index(r)});
+    memref::StoreOp::create(k.b, k.loc, k.f32(0.0f), sums, ValueRange{k.index(r)});
+    Value last = a.causal ? k.add(row.position, diagonal)
+                          : arith::SubIOp::create(k.b, k.loc, kvLen, k.index(1));
+    lastKeyOfRow.push_back(arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), last));
+  }
+  Value lastKey = arith::SubIOp::create(k.b, k.loc, kvLen, k.index(1));
+  auto lane = VectorType::get({w}, k.b.getI32Type());
+  k.forLoop(keyBegin, keyEnd, k.index(keyBlock), [&](Value kb) {
+    Value keys = k.minIndex(k.index(keyBlock), arith::SubIOp::create(k.b, k.loc, keyEnd, kb));
+    Value kbI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), kb);
+    Value keysI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), keys);
+    Value step = vector::StepOp::create(k.b, k.loc, VectorType::get({w}, k.b.getIndexType()));
+    Value laneIndex = arith::IndexCastOp::create(k.b, k.loc, lane, step);
+    for (int64_t r = 0; r < rows; ++r) {
+      Value rr = k.index(r);
+      // s[j] = q . K[kb + j] for the block's keys (clamped rows are masked).
+      for (int64_t j = 0; j < keyBlock; ++j) {
+        Value keyRow = k.minIndex(k.add(kb, k.index(j)), lastKey);
+        Value acc = k.splat(0.0f);
+        for (int64_t c = 0; c < vectors; ++c)
+          acc = k.fma(k.load(qs, ValueRange{rr, k.index(c * w)}),
+                      k.load(a.key, ValueRange{keyRow, k.add(kvCol, k.index(c * w))}), acc);
+        Value dot = vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::ADD, acc);
+        memref::StoreOp::create(k.b, k.loc, dot, probs, ValueRange{rr, k.index(j)});
+      }
+      Value mOld = memref::LoadOp::create(k.b, k.loc, maxima, ValueRange{rr});
+      SmallVector<Value> s, visible;
+      Value blockMax = k.f32(-INFINITY);
+      for (int64_t v = 0; v < keyBlock / w; ++v) {
+        Value offset = vector::BroadcastOp::create(
+            k.b, k.loc, lane,
+            arith::AddIOp::create(k.b, k.loc, kbI32,
+                                  arith::ConstantIntOp::create(k.b, k.loc, v * w, 32)));
+        Value key = arith::AddIOp::create(k.b, k.loc, laneIndex, offset);
+        Value inBlock = arith::CmpIOp::create(
+            k.b, k.loc, arith::CmpIPredicate::slt,
+            arith::SubIOp::create(k.b, k.loc, key,
+                                  vector::BroadcastOp::create(k.b, k.loc, lane, kbI32)),
+            vector::BroadcastOp::create(k.b, k.loc, lane, keysI32));
+        Value beforeRow = arith::CmpIOp::create(
+            k.b, k.loc, arith::CmpIPredicate::sle, key,
+            vector::BroadcastOp::create(k.b, k.loc, lane, lastKeyOfRow[r]));
+        visible.push_back(arith::AndIOp::create(k.b, k.loc, inBlock, beforeRow));
+        s.push_back(k.load(probs, ValueRange{rr, k.index(v * w)}));
+        Value masked = arith::SelectOp::create(k.b, k.loc, visible.back(), s.back(), k.negInf());
+        blockMax = arith::MaximumFOp::create(
+            k.b, k.loc, blockMax,
+            vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::MAXIMUMF, masked));
+      }
+      Value mNew = arith::MaximumFOp::create(k.b, k.loc, mOld, blockMax);
+      Value safe = k.broadcast(k.safeMax(mNew));
+      Value sum = k.f32(0.0f);
+      for (int64_t v = 0; v < keyBlock / w; ++v) {
+        Value p = k.maskedExp(s[v], safe, visible[v]);
+        k.store(p, probs, ValueRange{rr, k.index(v * w)});
+        sum = arith::AddFOp::create(
+            k.b, k.loc, sum, vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::ADD, p));
+      }
+      Value rescale = k.rescale(mOld, mNew);
+      Value lOld = memref::LoadOp::create(k.b, k.loc, sums, ValueRange{rr});
+      memref::StoreOp::create(k.b, k.loc,
+                              arith::AddFOp::create(k.b, k.loc,
+                                                    arith::MulFOp::create(k.b, k.loc, lOld, rescale), sum),
+                              sums, ValueRange{rr});
+      memref::StoreOp::create(k.b, k.loc, mNew, maxima, ValueRange{rr});
+      memref::StoreOp::create(k.b, k.loc, rescale, alpha, ValueRange{rr});
+    }
+    accumulatePV(k, a, rows, outAcc, alpha, kb, keys, kvCol, [&](Value j, Value r) {
+      return memref::LoadOp::create(k.b, k.loc, probs, ValueRange{r, j});
+    });
+  });
+  if (!sink.outputs) {
+    storeOutput(k, a, kvHead, k.index(0), k.index(rows), outAcc, sums);
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    Value rr = k.index(r);
+    for (int64_t c = 0; c < vectors; ++c)
+      k.store(k.load(outAcc, ValueRange{rr, k.index(c * w)}), sink.outputs,
+              ValueRange{kvHead, sink.split, rr, k.index(c * w)});
+    for (auto [from, to] : {std::pair{maxima, sink.maxima}, {sums, sink.sums}})
+      memref::StoreOp::create(k.b, k.loc,
+                              memref::LoadOp::create(k.b, k.loc, from, ValueRange{rr}),
+                              to, ValueRange{kvHead, sink.split, rr});
+  }
+}
+
+/// Combines the splits of one KV head: with M the largest running max,
+/// out = sum_s exp(m_s - M) O_s / sum_s exp(m_s - M) l_s (0 for a row that
+/// saw no key; a split whose row saw none has m_s = -inf and weight 0).
+void combineSplits(KernelBuilder &k, const Attention &a, Value kvHead,
+                   int64_t rows, Value splits, const PartialSink &sink) {
+  const int64_t w = k.width, vectors = a.headDim / w;
+  Value zero = k.index(0), one = k.index(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    Value rr = k.index(r);
+    auto maxLoop = scf::ForOp::create(
+        k.b, k.loc, zero, splits, one, ValueRange{k.f32(-INFINITY)},
+        [&](OpBuilder &nb, Location l, Value s, ValueRange carried) {
+          Value m = memref::LoadOp::create(nb, l, sink.maxima, ValueRange{kvHead, s, rr});
+          scf::YieldOp::create(nb, l, ValueRange{arith::MaximumFOp::create(nb, l, carried[0], m)});
+        });
+    Value largest = maxLoop.getResult(0);
+    SmallVector<Value> init(vectors, k.splat(0.0f));
+    init.push_back(k.f32(0.0f));
+    auto sumLoop = scf::ForOp::create(
+        k.b, k.loc, zero, splits, one, init,
+        [&](OpBuilder &nb, Location, Value s, ValueRange carried) {
+          OpBuilder::InsertionGuard guard(k.b);
+          k.b.setInsertionPointToEnd(nb.getInsertionBlock());
+          Value m = memref::LoadOp::create(k.b, k.loc, sink.maxima, ValueRange{kvHead, s, rr});
+          Value weight = k.rescale(m, largest);
+          SmallVector<Value> next;
+          Value scale = k.broadcast(weight);
+          for (int64_t c = 0; c < vectors; ++c)
+            next.push_back(k.fma(k.load(sink.outputs, ValueRange{kvHead, s, rr, k.index(c * w)}),
+                                 scale, carried[c]));
+          Value l = memref::LoadOp::create(k.b, k.loc, sink.sums, ValueRange{kvHead, s, rr});
+          next.push_back(math::FmaOp::create(k.b, k.loc, l, weight, carried[vectors]));
+          scf::YieldOp::create(k.b, k.loc, next);
+        });
+    Value total = sumLoop.getResult(vectors);
+    Value empty = arith::CmpFOp::create(k.b, k.loc, arith::CmpFPredicate::OEQ, total,
+                                        k.f32(0.0f));
+    Value inverse = k.broadcast(arith::SelectOp::create(
+        k.b, k.loc, empty, k.f32(0.0f),
+        arith::DivFOp::create(k.b, k.loc, k.f32(1.0f), total)));
+    RowCoordinates row = rowCoordinates(k, a, kvHead, zero, rr);
+    for (int64_t c = 0; c < vectors; ++c)
+      k.store(arith::MulFOp::create(k.b, k.loc, sumLoop.getResult(c), inverse), a.output,
+              ValueRange{row.position, k.add(row.column, k.index(c * w))});
+  }
+}
+
+/// Tiling of the kernels.
+struct AttentionTiling {
+  int64_t width, blockRows, splitKeys, decodeTasks;
+};
+
+LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
+                             const AttentionTiling &tiling) {
+  int64_t width = tiling.width, blockRows = tiling.blockRows;
+  if (!isa<MemRefType>(op.getInit().getType()))
+    return op.emitOpError("must be bufferized before attn-lower-attention");
+  Attention a;
+  a.query = op.getQuery();
+  a.key = op.getKey();
+  a.value = op.getValue();
+  a.output = op.getInit();
+  a.heads = static_cast<int64_t>(op.getHeads());
+  a.kvHeads = static_cast<int64_t>(op.getKvHeads());
+  a.group = a.heads / a.kvHeads;
+  a.headDim = op.getHeadDim();
+  a.scale = op.getScale().convertToFloat();
+  a.causal = op.getCausal();
+  // Rows are whole vectors of head_dim: narrow the vectors for an odd
+  // head_dim (every real model's is a multiple of 16).
+  while (a.headDim % width != 0)
+    width /= 2;
+
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  KernelBuilder k(rewriter, loc, width);
+  Value seqQ = memref::DimOp::create(rewriter, loc, a.query, 0);
+  Value kvLen = memref::DimOp::create(rewriter, loc, a.key, 0);
+  int64_t staticSeqQ = cast<MemRefType>(a.query.getType()).getDimSize(0);
+  Value zero = k.index(0), one = k.index(1);
+
+  // Few rows (decode): a block per KV head, and per split of the keys when
+  // there are too few KV heads to keep the threads busy (flash-decoding).
+  if (!ShapedType::isDynamic(staticSeqQ) && staticSeqQ * a.group < width) {
+    int64_t rows = staticSeqQ * a.group;
+    int64_t maxSplits = std::max<int64_t>(
+        1, (tiling.decodeTasks + a.kvHeads - 1) / a.kvHeads);
+    if (maxSplits == 1) {
+      scf::ParallelOp::create(
+          rewriter, loc, ValueRange{zero}, ValueRange{k.index(a.kvHeads)}, ValueRange{one},
+          [&](OpBuilder &b, Location l, ValueRange ivs) {
+            KernelBuilder inner(b, l, width);
+            emitFewRowBlock(inner, a, ivs[0], staticSeqQ, kvLen, inner.index(0),
+                            kvLen, PartialSink{});
+          });
+      rewriter.eraseOp(op);
+      return success();
+    }
+    // splits = clamp(ceil(kv_len / split-keys), 1, maxSplits), each a whole
+    // number of key blocks.
+    int64_t keyBlock = 2 * width;
+    Value wanted = arith::CeilDivUIOp::create(rewriter, loc, kvLen,
+                                              k.index(tiling.splitKeys));
+    Value splits = k.maxIndex(k.minIndex(wanted, k.index(maxSplits)), one);
+    Value perSplit = arith::CeilDivUIOp::create(rewriter, loc, kvLen, splits);
+    Value chunk = k.mul(arith::CeilDivUIOp::create(rewriter, loc, perSplit,
+                                                   k.index(keyBlock)),
+                        k.index(keyBlock));
+    Type f32 = rewriter.getF32Type();
+    PartialSink sink;
+    sink.outputs = memref::AllocOp::create(
+        rewriter, loc, MemRefType::get({a.kvHeads, maxSplits, rows, a.headDim}, f32));
+    sink.maxima = memref::AllocOp::create(
+        rewriter, loc, MemRefType::get({a.kvHeads, maxSplits, rows}, f32));
+    sink.sums = memref::AllocOp::create(
+        rewriter, loc, MemRefType::get({a.kvHeads, maxSplits, rows}, f32));
+    scf::ParallelOp::create(
+        rewriter, loc, ValueRange{zero, zero}, ValueRange{k.index(a.kvHeads), splits},
+        ValueRange{one, one}, [&](OpBuilder &b, Location l, ValueRange ivs) {
+          KernelBuilder inner(b, l, width);
+          Value begin = inner.minIndex(inner.mul(ivs[1], chunk), kvLen);
+          Value end = inner.minIndex(inner.add(begin, chunk), kvLen);
+          PartialSink split = sink;
+          split.split = ivs[1];
+          emitFewRowBlock(inner, a, ivs[0], staticSeqQ, kvLen, begin, end, split);
+        });
+    scf::ParallelOp::create(
+        rewriter, loc, ValueRange{zero}, ValueRange{k.index(a.kvHeads)}, ValueRange{one},
+        [&](OpBuilder &b, Location l, ValueRange ivs) {
+          KernelBuilder inner(b, l, width);
+          combineSplits(inner, a, ivs[0], rows, splits, sink);
+        });
+    for (Value buffer : {sink.outputs, sink.maxima, sink.sums})
+      memref::DeallocOp::create(rewriter, loc, buffer);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  // Positions per block: about blockRows rows, a whole number of vectors.
+  int64_t positions = std::max<int64_t>(1, blockRows / a.group);
+  while (positions > 1 && (positions * a.group) % width != 0)
+    --positions;
+  Value blocks = arith::CeilDivUIOp::create(rewriter, loc, seqQ, k.index(positions));
+  scf::ParallelOp::create(
+      rewriter, loc, ValueRange{zero, zero}, ValueRange{k.index(a.kvHeads), blocks},
+      ValueRange{one, one}, [&](OpBuilder &b, Location l, ValueRange ivs) {
+        KernelBuilder inner(b, l, width);
+        emitMultiRowBlock(inner, a, ivs[0], ivs[1], positions, seqQ, kvLen);
+      });
+  rewriter.eraseOp(op);
+  return success();
+}
+
+struct LowerAttentionPass
+    : mlir::attn::impl::LowerAttentionPassBase<LowerAttentionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (vectorWidth <= 0 || blockRows <= 0 || splitKeys <= 0 ||
+        decodeTasks <= 0) {
+      emitError(getOperation()->getLoc())
+          << "attn-lower-attention: vector-width, block-rows, split-keys and "
+             "decode-tasks must be positive, got "
+          << vectorWidth.getValue() << ", " << blockRows.getValue() << ", "
+          << splitKeys.getValue() << ", " << decodeTasks.getValue();
+      return signalPassFailure();
+    }
+    AttentionTiling tiling{vectorWidth, blockRows, splitKeys, decodeTasks};
+    SmallVector<FlashAttentionOp> ops;
+    getOperation()->walk([&](FlashAttentionOp op) { ops.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (FlashAttentionOp op : ops)
+      if (failed(lowerAttention(rewriter, op, tiling)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,365 @@
+//===- LowerGemm.cpp - attn.gemm to register-tiled vector code ------------===//
+//
+// attn.gemm on memrefs becomes a BLAS-style kernel:
+//
+//   for each chunk of input rows that fits the L2 budget:      (sequential)
+//     scf.parallel over blocks of NR output features:            (threads)
+//       for each tile of MR rows (then the remaining rows, 1 at a time):
+//         acc[MR][NR/W] = 0                                      (registers)
+//         for k (unrolled):
+//           b[j] = load weight[block, k, j*W : (j+1)*W]          (contiguous)
+//           acc[r][j] += broadcast(input[m + r, k]) * b[j]       (FMAs)
+//         epilogue on the accumulators, one store per output vector
+//
+// The packed weight block is read contiguously; every FMA's operands come
+// from registers or a broadcast load. A one-row tile (decode, or the rows
+// left over) keeps several independent accumulator chains so FMA latency
+// does not bound it: it runs at the speed the weights stream from memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Transforms/Passes.h"
+
+#include "attn/Dialect/Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <algorithm>
+
+#include <cmath>
+
+namespace mlir {
+namespace attn {
+#define GEN_PASS_DEF_LOWERGEMMPASS
+#include "attn/Transforms/Passes.h.inc"
+} // namespace attn
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Shapes and operands of one gemm, shared by the tiles.
+struct GemmKernel {
+  GemmOp op;
+  Value input, weight, weight2, bias, rowScale, residual, output;
+  int64_t k, n, blocks, blockSize;
+  /// Lanes per vector and vectors per block row (blockSize / width).
+  int64_t width, vectorsPerBlock;
+  int64_t kUnroll;
+  GemmEpilogue epilogue;
+  VectorType vectorType;
+};
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+Value splat(OpBuilder &b, Location loc, VectorType type, double value) {
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+}
+
+/// silu(v) = v / (1 + exp(-v)).
+Value silu(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<VectorType>(v.getType());
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, v));
+  Value denominator = arith::AddFOp::create(b, loc, splat(b, loc, type, 1.0), e);
+  return arith::DivFOp::create(b, loc, v, denominator);
+}
+
+Value gelu(OpBuilder &b, Location loc, Value v, bool tanhForm) {
+  auto type = cast<VectorType>(v.getType());
+  Value inner;
+  if (tanhForm) {
+    // tanh(sqrt(2/pi) (v + 0.044715 v^3))
+    Value v3 = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, v, v), v);
+    Value poly = math::FmaOp::create(b, loc, splat(b, loc, type, 0.044715), v3, v);
+    inner = math::TanhOp::create(
+        b, loc, arith::MulFOp::create(b, loc, splat(b, loc, type, std::sqrt(2.0 / M_PI)), poly));
+  } else {
+    inner = math::ErfOp::create(
+        b, loc, arith::MulFOp::create(b, loc, splat(b, loc, type, M_SQRT1_2), v));
+  }
+  Value halfV = arith::MulFOp::create(b, loc, splat(b, loc, type, 0.5), v);
+  return arith::MulFOp::create(
+      b, loc, halfV, arith::AddFOp::create(b, loc, splat(b, loc, type, 1.0), inner));
+}
+
+/// Loads `lanes` valid elements at `indices` of a row-major memref (all of
+/// them when lanes == width); the rest read as zero.
+Value loadVector(OpBuilder &b, Location loc, const GemmKernel &g, Value base,
+                 ValueRange indices, int64_t lanes) {
+  if (lanes == g.width)
+    return vector::LoadOp::create(b, loc, g.vectorType, base, indices);
+  auto maskType = VectorType::get({g.width}, b.getI1Type());
+  Value mask = vector::ConstantMaskOp::create(b, loc, maskType,
+                                              ArrayRef<int64_t>{lanes});
+  return vector::MaskedLoadOp::create(b, loc, g.vectorType, base, indices, mask,
+                                      splat(b, loc, g.vectorType, 0.0));
+}
+
+void storeVector(OpBuilder &b, Location loc, const GemmKernel &g, Value value,
+                 Value base, ValueRange indices, int64_t lanes) {
+  if (lanes == g.width) {
+    vector::StoreOp::create(b, loc, value, base, indices);
+    return;
+  }
+  auto maskType = VectorType::get({g.width}, b.getI1Type());
+  Value mask = vector::ConstantMaskOp::create(b, loc, maskType,
+                                              ArrayRef<int64_t>{lanes});
+  vector::MaskedStoreOp::create(b, loc, base, indices, mask, value);
+}
+
+/// One tile: `rows` rows from `row0` of output block `block`. `validLanes[j]`
+/// is how many lanes of the block's vector j lie below N (a partial last
+/// block has fewer).
+void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
+              Value block, int64_t rows, ArrayRef<int64_t> validLanes) {
+  const int64_t vectors = g.vectorsPerBlock;
+  const bool gated = g.epilogue == GemmEpilogue::Swiglu;
+  // One row has too few independent FMAs to hide their latency: keep one
+  // accumulator chain per unrolled k step and add them up at the end.
+  const int64_t chains = rows == 1 ? g.kUnroll : 1;
+  const int64_t weights = gated ? 2 : 1;
+  auto accIndex = [&](int64_t chain, int64_t weight, int64_t row, int64_t j) {
+    return ((chain * weights + weight) * rows + row) * vectors + j;
+  };
+  int64_t numAcc = chains * weights * rows * vectors;
+  SmallVector<Value> zeros(numAcc, splat(b, loc, g.vectorType, 0.0));
+
+  SmallVector<Value> rowIndex;
+  for (int64_t r = 0; r < rows; ++r)
+    rowIndex.push_back(r == 0 ? row0
+                              : arith::AddIOp::create(b, loc, row0,
+                                                      indexConstant(b, loc, r)));
+  SmallVector<Value> lane;
+  for (int64_t j = 0; j < vectors; ++j)
+    lane.push_back(indexConstant(b, loc, j * g.width));
+
+  auto kLoop = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, g.k),
+      indexConstant(b, loc, g.kUnroll), zeros,
+      [&](OpBuilder &nb, Location l, Value k, ValueRange carried) {
+        SmallVector<Value> acc(carried);
+        for (int64_t u = 0; u < g.kUnroll; ++u) {
+          Value kk = u == 0 ? k
+                            : arith::AddIOp::create(nb, l, k,
+                                                    indexConstant(nb, l, u));
+          int64_t chain = chains == 1 ? 0 : u;
+          SmallVector<Value> bVec[2];
+          for (int64_t w = 0; w < weights; ++w) {
+            Value weight = w == 0 ? g.weight : g.weight2;
+            for (int64_t j = 0; j < vectors; ++j)
+              bVec[w].push_back(vector::LoadOp::create(
+                  nb, l, g.vectorType, weight, ValueRange{block, kk, lane[j]}));
+          }
+          for (int64_t r = 0; r < rows; ++r) {
+            Value a = memref::LoadOp::create(nb, l, g.input,
+                                             ValueRange{rowIndex[r], kk});
+            Value aVec = vector::BroadcastOp::create(nb, l, g.vectorType, a);
+            for (int64_t w = 0; w < weights; ++w)
+              for (int64_t j = 0; j < vectors; ++j) {
+                Value &slot = acc[accIndex(chain, w, r, j)];
+                slot = vector::FMAOp::create(nb, l, g.vectorType, aVec,
+                                             bVec[w][j], slot);
+              }
+          }
+        }
+        scf::YieldOp::create(nb, l, acc);
+      });
+
+  // Sum the chains, then the epilogue, one store per output vector.
+  SmallVector<Value> acc(kLoop.getResults());
+  auto total = [&](int64_t w, int64_t r, int64_t j) {
+    Value sum = acc[accIndex(0, w, r, j)];
+    for (int64_t c = 1; c < chains; ++c)
+      sum = arith::AddFOp::create(b, loc, sum, acc[accIndex(c, w, r, j)]);
+    return sum;
+  };
+  Value blockStart =
+      arith::MulIOp::create(b, loc, block, indexConstant(b, loc, g.blockSize));
+  for (int64_t r = 0; r < rows; ++r) {
+    Value scale;
+    if (g.rowScale) {
+      Value s = memref::LoadOp::create(b, loc, g.rowScale, ValueRange{rowIndex[r]});
+      scale = vector::BroadcastOp::create(b, loc, g.vectorType, s);
+    }
+    for (int64_t j = 0; j < vectors; ++j) {
+      int64_t lanes = validLanes[j];
+      if (lanes <= 0)
+        continue;
+      Value column = arith::AddIOp::create(b, loc, blockStart, lane[j]);
+      Value v = total(0, r, j);
+      if (scale)
+        v = arith::MulFOp::create(b, loc, v, scale);
+      if (g.bias)
+        v = arith::AddFOp::create(
+            b, loc, v, loadVector(b, loc, g, g.bias, ValueRange{column}, lanes));
+      switch (g.epilogue) {
+      case GemmEpilogue::None:
+        break;
+      case GemmEpilogue::GeluTanh:
+        v = gelu(b, loc, v, /*tanhForm=*/true);
+        break;
+      case GemmEpilogue::GeluErf:
+        v = gelu(b, loc, v, /*tanhForm=*/false);
+        break;
+      case GemmEpilogue::Silu:
+        v = silu(b, loc, v);
+        break;
+      case GemmEpilogue::Swiglu: {
+        Value up = total(1, r, j);
+        if (scale)
+          up = arith::MulFOp::create(b, loc, up, scale);
+        v = arith::MulFOp::create(b, loc, silu(b, loc, v), up);
+        break;
+      }
+      }
+      if (g.residual)
+        v = arith::AddFOp::create(
+            b, loc, v,
+            loadVector(b, loc, g, g.residual, ValueRange{rowIndex[r], column}, lanes));
+      storeVector(b, loc, g, v, g.output, ValueRange{rowIndex[r], column}, lanes);
+    }
+  }
+}
+
+/// Every tile of rows [rowBegin, rowEnd) for output block `block`.
+void emitBlock(OpBuilder &b, Location loc, const GemmKernel &g, int64_t tileRows,
+               Value rowBegin, Value rowEnd, Value block,
+               ArrayRef<int64_t> validLanes) {
+  // Full tiles of tileRows, then the rows left over one at a time.
+  Value count = arith::SubIOp::create(b, loc, rowEnd, rowBegin);
+  Value left = arith::RemUIOp::create(b, loc, count, indexConstant(b, loc, tileRows));
+  Value fullEnd = arith::SubIOp::create(b, loc, rowEnd, left);
+  scf::ForOp::create(b, loc, rowBegin, fullEnd, indexConstant(b, loc, tileRows),
+                     ValueRange{},
+                     [&](OpBuilder &nb, Location l, Value row, ValueRange) {
+                       emitTile(nb, l, g, row, block, tileRows, validLanes);
+                       scf::YieldOp::create(nb, l);
+                     });
+  scf::ForOp::create(b, loc, fullEnd, rowEnd, indexConstant(b, loc, 1),
+                     ValueRange{},
+                     [&](OpBuilder &nb, Location l, Value row, ValueRange) {
+                       emitTile(nb, l, g, row, block, 1, validLanes);
+                       scf::YieldOp::create(nb, l);
+                     });
+}
+
+/// Tile shape and cache budget of the generated kernels.
+struct GemmOptions {
+  int64_t width, tileRows, kUnroll, l2Budget;
+};
+
+LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
+                        const GemmOptions &options) {
+  int64_t width = options.width, tileRows = options.tileRows,
+          kUnroll = options.kUnroll, l2Budget = options.l2Budget;
+  if (!isa<MemRefType>(op.getInit().getType()))
+    return op.emitOpError("must be bufferized before attn-lower-gemm");
+  auto weightType = cast<MemRefType>(op.getWeight().getType());
+  GemmKernel g{op};
+  g.input = op.getInput();
+  g.weight = op.getWeight();
+  g.weight2 = op.getWeight2();
+  g.bias = op.getBias();
+  g.rowScale = op.getRowScale();
+  g.residual = op.getResidual();
+  g.output = op.getInit();
+  g.blocks = weightType.getDimSize(0);
+  g.k = weightType.getDimSize(1);
+  g.blockSize = weightType.getDimSize(2);
+  g.n = cast<MemRefType>(g.output.getType()).getDimSize(1);
+  g.epilogue = op.getEpilogue();
+  // A block is whole vectors: narrow them for a block of fewer lanes
+  // (attn-compile packs blocks of two full vectors).
+  while (g.blockSize % width != 0)
+    width /= 2;
+  g.width = width;
+  g.vectorsPerBlock = g.blockSize / width;
+  g.kUnroll = g.k % kUnroll == 0 ? kUnroll : 1;
+  g.vectorType = VectorType::get({width}, rewriter.getF32Type());
+
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  Value zero = indexConstant(rewriter, loc, 0);
+  Value one = indexConstant(rewriter, loc, 1);
+  Value rows = memref::DimOp::create(rewriter, loc, g.output, 0);
+
+  // Lanes below N in each vector of a full block and of the last block.
+  SmallVector<int64_t> full(g.vectorsPerBlock, width), last;
+  int64_t lastStart = (g.blocks - 1) * g.blockSize;
+  for (int64_t j = 0; j < g.vectorsPerBlock; ++j)
+    last.push_back(std::clamp<int64_t>(g.n - lastStart - j * width, 0, width));
+  bool partialLast = last != full;
+
+  // Rows per chunk: the chunk of the input (and the weight block) stay in
+  // L2 while every block of outputs is computed from them.
+  int64_t chunkRows =
+      std::max<int64_t>(tileRows, l2Budget / (g.k * 4) / tileRows * tileRows);
+  scf::ForOp::create(
+      rewriter, loc, zero, rows, indexConstant(rewriter, loc, chunkRows),
+      ValueRange{}, [&](OpBuilder &b, Location l, Value chunk, ValueRange) {
+        Value chunkEnd = arith::MinUIOp::create(
+            b, l, rows,
+            arith::AddIOp::create(b, l, chunk, indexConstant(b, l, chunkRows)));
+        scf::ParallelOp::create(
+            b, l, ValueRange{zero}, ValueRange{indexConstant(b, l, g.blocks)},
+            ValueRange{one},
+            [&](OpBuilder &pb, Location pl, ValueRange ivs) {
+              Value block = ivs[0];
+              if (!partialLast) {
+                emitBlock(pb, pl, g, tileRows, chunk, chunkEnd, block, full);
+                return;
+              }
+              Value isLast = arith::CmpIOp::create(
+                  pb, pl, arith::CmpIPredicate::eq, block,
+                  indexConstant(pb, pl, g.blocks - 1));
+              scf::IfOp::create(
+                  pb, pl, isLast,
+                  [&](OpBuilder &tb, Location tl) {
+                    emitBlock(tb, tl, g, tileRows, chunk, chunkEnd, block, last);
+                    scf::YieldOp::create(tb, tl);
+                  },
+                  [&](OpBuilder &eb, Location el) {
+                    emitBlock(eb, el, g, tileRows, chunk, chunkEnd, block, full);
+                    scf::YieldOp::create(eb, el);
+                  });
+            });
+        scf::YieldOp::create(b, l);
+      });
+  rewriter.eraseOp(op);
+  return success();
+}
+
+struct LowerGemmPass
+    : mlir::attn::impl::LowerGemmPassBase<LowerGemmPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (vectorWidth <= 0 || tileRows <= 0 || kUnroll <= 0) {
+      emitError(getOperation()->getLoc())
+          << "attn-lower-gemm: vector-width, tile-rows and k-unroll must be "
+             "positive, got "
+          << vectorWidth.getValue() << ", " << tileRows.getValue() << ", "
+          << kUnroll.getValue();
+      return signalPassFailure();
+    }
+    GemmOptions options{vectorWidth, tileRows, kUnroll, l2Budget};
+    SmallVector<GemmOp> gemms;
+    getOperation()->walk([&](GemmOp op) { gemms.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (GemmOp op : gemms)
+      if (failed(lowerGemm(rewriter, op, options)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,75 @@
+// RUN: attn-opt %s -split-input-file --attn-fuse-linear-epilogues | FileCheck %s
+
+// LLaMA's MLP: gate and up read the same input; the SwiGLU and the residual
+// become the epilogues of two gemms, and no intermediate is left.
+// CHECK-LABEL: func.func @llama_mlp
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[WG:.*]]: tensor<6x64x32xf32>, %[[WU:.*]]: tensor<6x64x32xf32>, %[[WD:.*]]: tensor<2x172x32xf32>, %[[R:.*]]: tensor<?x64xf32>)
+// CHECK: %[[H:.*]] = attn.gemm swiglu ins(%[[X]], %[[WG]], %[[WU]] : tensor<?x64xf32>, tensor<6x64x32xf32>, tensor<6x64x32xf32>) outs(%{{.*}} : tensor<?x172xf32>)
+// CHECK: %[[OUT:.*]] = attn.gemm none ins(%[[H]], %[[WD]] : tensor<?x172xf32>, tensor<2x172x32xf32>) residual(%[[R]] : tensor<?x64xf32>)
+// CHECK-NOT: attn.linear
+// CHECK-NOT: attn.swiglu
+// CHECK-NOT: attn.residual_add
+// CHECK: return %[[OUT]]
+func.func @llama_mlp(%x: tensor<?x64xf32>, %wg: tensor<6x64x32xf32>, %wu: tensor<6x64x32xf32>,
+                     %wd: tensor<2x172x32xf32>, %r: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %g = attn.linear %x, %wg layout(packed) : tensor<?x64xf32>, tensor<6x64x32xf32> -> tensor<?x172xf32>
+  %u = attn.linear %x, %wu layout(packed) : tensor<?x64xf32>, tensor<6x64x32xf32> -> tensor<?x172xf32>
+  %h = attn.swiglu %g, %u : tensor<?x172xf32>
+  %d = attn.linear %h, %wd layout(packed) : tensor<?x172xf32>, tensor<2x172x32xf32> -> tensor<?x64xf32>
+  %out = attn.residual_add %r, %d : tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
+// -----
+
+// GPT-2's MLP: GELU (tanh) after a biased projection; the residual joins the
+// activation's gemm when it is the projection being added.
+// CHECK-LABEL: func.func @gpt2_mlp
+// CHECK: %[[H:.*]] = attn.gemm gelu_tanh ins({{.*}}) bias(%{{.*}} : tensor<256xf32>) outs
+// CHECK: attn.gemm none ins(%[[H]], {{.*}}) bias(%{{.*}} : tensor<64xf32>) residual(%{{.*}} : tensor<?x64xf32>) outs
+// CHECK-NEXT: return
+func.func @gpt2_mlp(%x: tensor<?x64xf32>, %w1: tensor<8x64x32xf32>, %b1: tensor<256xf32>,
+                    %w2: tensor<2x256x32xf32>, %b2: tensor<64xf32>) -> tensor<?x64xf32> {
+  %a = attn.linear %x, %w1, %b1 layout(packed) : tensor<?x64xf32>, tensor<8x64x32xf32>, tensor<256xf32> -> tensor<?x256xf32>
+  %h = attn.gelu %a tanh : tensor<?x256xf32>
+  %p = attn.linear %h, %w2, %b2 layout(packed) : tensor<?x256xf32>, tensor<2x256x32xf32>, tensor<64xf32> -> tensor<?x64xf32>
+  %out = attn.residual_add %p, %x : tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
+// -----
+
+// An activation's gemm takes the residual as well; erf GELU and SiLU map to
+// their own epilogues.
+// CHECK-LABEL: func.func @activations
+// CHECK: attn.gemm gelu_erf ins({{.*}}) residual(%{{.*}} : tensor<4x64xf32>) outs
+// CHECK: attn.gemm silu ins
+func.func @activations(%x: tensor<4x64xf32>, %w: tensor<2x64x32xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) {
+  %a = attn.linear %x, %w layout(packed) : tensor<4x64xf32>, tensor<2x64x32xf32> -> tensor<4x64xf32>
+  %g = attn.gelu %a erf : tensor<4x64xf32>
+  %r = attn.residual_add %x, %g : tensor<4x64xf32>
+  %b = attn.linear %x, %w layout(packed) : tensor<4x64xf32>, tensor<2x64x32xf32> -> tensor<4x64xf32>
+  %s = attn.silu %b : tensor<4x64xf32>
+  return %r, %s : tensor<4x64xf32>, tensor<4x64xf32>
+}
+
+// -----
+
+// Left alone: a projection whose value has a second use (it must be stored
+// anyway), an unpacked weight, and gate/up projections of different inputs.
+// CHECK-LABEL: func.func @not_fused
+// CHECK-NOT: attn.gemm
+// CHECK: attn.gelu
+// CHECK: attn.silu
+// CHECK: attn.swiglu
+func.func @not_fused(%x: tensor<4x64xf32>, %y: tensor<4x64xf32>, %w: tensor<2x64x32xf32>,
+                     %plain: tensor<64x64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>) {
+  %a = attn.linear %x, %w layout(packed) : tensor<4x64xf32>, tensor<2x64x32xf32> -> tensor<4x64xf32>
+  %g = attn.gelu %a tanh : tensor<4x64xf32>
+  %b = attn.linear %x, %plain layout(out_in) : tensor<4x64xf32>, tensor<64x64xf32> -> tensor<4x64xf32>
+  %s = attn.silu %b : tensor<4x64xf32>
+  %c = attn.linear %x, %w layout(packed) : tensor<4x64xf32>, tensor<2x64x32xf32> -> tensor<4x64xf32>
+  %d = attn.linear %y, %w layout(packed) : tensor<4x64xf32>, tensor<2x64x32xf32> -> tensor<4x64xf32>
+  %h = attn.swiglu %c, %d : tensor<4x64xf32>
+  return %a, %g, %s, %h : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>
+}

@@ -1,0 +1,127 @@
+// RUN: attn-opt %s -split-input-file -verify-diagnostics
+
+func.func @gemm_block_count(%x: tensor<4x64xf32>, %w: tensor<2x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{80 output features in blocks of 32 need 3 blocks, but the packed weight has 2}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<2x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_in_features(%x: tensor<4x48xf32>, %w: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{input has 48 features but the packed weight of shape 'tensor<3x64x32xf32>' expects 64}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x48xf32>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_unpacked_weight(%x: tensor<4x64xf32>, %w: tensor<80x64xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{requires a static packed weight [blocks, in_features, NR], got 'tensor<80x64xf32>'}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<80x64xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_rows(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<5x80xf32>) -> tensor<5x80xf32> {
+  // expected-error @+1 {{dimension 0 of init (5) does not match dimension 0 of input (4)}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) outs(%init : tensor<5x80xf32>) -> tensor<5x80xf32>
+  return %0 : tensor<5x80xf32>
+}
+
+// -----
+
+func.func @gemm_swiglu_without_up(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{takes a second weight if and only if its epilogue is swiglu}}
+  %0 = attn.gemm swiglu ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_second_weight_shape(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %w2: tensor<6x64x16xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{requires both weights of one type, got 'tensor<3x64x32xf32>' and 'tensor<6x64x16xf32>'}}
+  %0 = attn.gemm swiglu ins(%x, %w, %w2 : tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<6x64x16xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_bias(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %b: tensor<96xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{dimension 0 of bias (96) does not match dimension 1 of init (80)}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) bias(%b : tensor<96xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_residual(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %r: tensor<4x64xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{dimension 1 of residual (64) does not match dimension 1 of init (80)}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) residual(%r : tensor<4x64xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_mixed(%x: memref<4x64xf32>, %w: tensor<3x64x32xf32>, %init: memref<4x80xf32>) {
+  // expected-error @+1 {{requires all shaped operands to be tensors, or all to be memrefs}}
+  attn.gemm none ins(%x, %w : memref<4x64xf32>, tensor<3x64x32xf32>) outs(%init : memref<4x80xf32>)
+  return
+}
+
+// -----
+
+func.func @gemm_tensor_without_result(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) {
+  // expected-error @+1 {{has one result on tensors and none on memrefs}}
+  attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>)
+  return
+}
+
+// -----
+
+func.func @flash_group(%q: tensor<?x512xf32>, %k: tensor<?x192xf32>, %init: tensor<?x512xf32>) -> tensor<?x512xf32> {
+  // expected-error @+1 {{requires kv_heads (3) to divide heads (8)}}
+  %0 = attn.flash_attention heads(8) kv_heads(3) scale(0.125) ins(%q, %k, %k : tensor<?x512xf32>, tensor<?x192xf32>, tensor<?x192xf32>) outs(%init : tensor<?x512xf32>) -> tensor<?x512xf32>
+  return %0 : tensor<?x512xf32>
+}
+
+// -----
+
+func.func @flash_kv_features(%q: tensor<?x512xf32>, %k: tensor<?x256xf32>, %init: tensor<?x512xf32>) -> tensor<?x512xf32> {
+  // expected-error @+1 {{requires key and value of kv_heads * head_dim = 128 features}}
+  %0 = attn.flash_attention heads(8) kv_heads(2) scale(0.125) ins(%q, %k, %k : tensor<?x512xf32>, tensor<?x256xf32>, tensor<?x256xf32>) outs(%init : tensor<?x512xf32>) -> tensor<?x512xf32>
+  return %0 : tensor<?x512xf32>
+}
+
+// -----
+
+func.func @flash_heads(%q: tensor<?x100xf32>, %k: tensor<?x100xf32>, %init: tensor<?x100xf32>) -> tensor<?x100xf32> {
+  // expected-error @+1 {{heads 8 does not divide the query features 100}}
+  %0 = attn.flash_attention heads(8) kv_heads(8) scale(0.125) ins(%q, %k, %k : tensor<?x100xf32>, tensor<?x100xf32>, tensor<?x100xf32>) outs(%init : tensor<?x100xf32>) -> tensor<?x100xf32>
+  return %0 : tensor<?x100xf32>
+}
+
+// -----
+
+func.func @flash_key_value_rows(%q: tensor<?x64xf32>, %k: tensor<8x64xf32>, %v: tensor<9x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{dimension 0 of value (9) does not match dimension 0 of key (8)}}
+  %0 = attn.flash_attention heads(1) kv_heads(1) scale(0.125) ins(%q, %k, %v : tensor<?x64xf32>, tensor<8x64xf32>, tensor<9x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @flash_dynamic_features(%q: tensor<?x?xf32>, %k: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{requires a static size for dimension 1 of query, got 'tensor<?x?xf32>'}}
+  %0 = attn.flash_attention heads(1) kv_heads(1) scale(0.125) ins(%q, %k, %k : tensor<?x?xf32>, tensor<?x64xf32>, tensor<?x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @packed_linear_blocks(%x: tensor<?x64xf32>, %w: tensor<2x64x32xf32>) -> tensor<?x80xf32> {
+  // expected-error @+1 {{80 output features in blocks of 32 need 3 blocks, but the packed weight has 2}}
+  %0 = attn.linear %x, %w layout(packed) : tensor<?x64xf32>, tensor<2x64x32xf32> -> tensor<?x80xf32>
+  return %0 : tensor<?x80xf32>
+}

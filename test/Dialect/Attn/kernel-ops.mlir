@@ -1,0 +1,50 @@
+// RUN: attn-opt %s | attn-opt | FileCheck %s
+// RUN: attn-opt %s --mlir-print-op-generic | attn-opt | FileCheck %s
+
+// The CPU kernel ops round-trip on tensors and on memrefs, with every
+// optional operand and epilogue.
+
+// CHECK-LABEL: func.func @gemm_tensors
+// CHECK: attn.gemm none ins(%{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<3x64x32xf32>) outs(%{{.*}} : tensor<?x80xf32>) -> tensor<?x80xf32>
+// CHECK: attn.gemm gelu_tanh ins({{.*}}) bias(%{{.*}} : tensor<80xf32>) outs({{.*}}) -> tensor<?x80xf32>
+// CHECK: attn.gemm swiglu ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32>) row_scale(%{{.*}} : tensor<?xf32>) residual(%{{.*}} : tensor<?x80xf32>) outs
+func.func @gemm_tensors(%x: tensor<?x64xf32>, %w: tensor<3x64x32xf32>, %w2: tensor<3x64x32xf32>,
+                        %b: tensor<80xf32>, %s: tensor<?xf32>, %r: tensor<?x80xf32>,
+                        %init: tensor<?x80xf32>) -> (tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>) {
+  %0 = attn.gemm none ins(%x, %w : tensor<?x64xf32>, tensor<3x64x32xf32>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  %1 = attn.gemm gelu_tanh ins(%x, %w : tensor<?x64xf32>, tensor<3x64x32xf32>) bias(%b : tensor<80xf32>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  %2 = attn.gemm swiglu ins(%x, %w, %w2 : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32>) row_scale(%s : tensor<?xf32>) residual(%r : tensor<?x80xf32>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  return %0, %1, %2 : tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
+}
+
+// CHECK-LABEL: func.func @gemm_memrefs
+// CHECK: attn.gemm silu ins(%{{.*}}, %{{.*}} : memref<1x64xf32>, memref<3x64x32xf32>) outs(%{{.*}} : memref<1x80xf32>)
+// CHECK-NOT: ->
+// CHECK: attn.gemm gelu_erf
+func.func @gemm_memrefs(%x: memref<1x64xf32>, %w: memref<3x64x32xf32>, %out: memref<1x80xf32>) {
+  attn.gemm silu ins(%x, %w : memref<1x64xf32>, memref<3x64x32xf32>) outs(%out : memref<1x80xf32>)
+  attn.gemm gelu_erf ins(%x, %w : memref<1x64xf32>, memref<3x64x32xf32>) outs(%out : memref<1x80xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @flash_attention
+// CHECK: attn.flash_attention heads(8) kv_heads(2) scale(1.250000e-01) causal ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x512xf32>, tensor<?x128xf32>, tensor<?x128xf32>) outs(%{{.*}} : tensor<?x512xf32>) -> tensor<?x512xf32>
+// CHECK: attn.flash_attention heads(8) kv_heads(8) scale(5.000000e-01) ins({{.*}}) outs(%{{.*}} : memref<1x512xf32>)
+func.func @flash_attention(%q: tensor<?x512xf32>, %k: tensor<?x128xf32>, %v: tensor<?x128xf32>, %init: tensor<?x512xf32>,
+                           %mq: memref<1x512xf32>, %mk: memref<?x512xf32>, %mv: memref<?x512xf32>, %mo: memref<1x512xf32>) -> tensor<?x512xf32> {
+  %0 = attn.flash_attention heads(8) kv_heads(2) scale(0.125) causal ins(%q, %k, %v : tensor<?x512xf32>, tensor<?x128xf32>, tensor<?x128xf32>) outs(%init : tensor<?x512xf32>) -> tensor<?x512xf32>
+  attn.flash_attention heads(8) kv_heads(8) scale(0.5) ins(%mq, %mk, %mv : memref<1x512xf32>, memref<?x512xf32>, memref<?x512xf32>) outs(%mo : memref<1x512xf32>)
+  return %0 : tensor<?x512xf32>
+}
+
+// Packed weights in the model-level ops: a projection reads [ceil(N/NR), K, NR]
+// blocks; an embedding looks rows up in a packed table (tied output layer).
+// CHECK-LABEL: func.func @packed
+// CHECK: attn.linear %{{.*}}, %{{.*}}, %{{.*}} layout(packed) : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<80xf32> -> tensor<?x80xf32>
+// CHECK: attn.embedding %{{.*}}[%{{.*}}] : tensor<4x64x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+func.func @packed(%x: tensor<?x64xf32>, %w: tensor<3x64x32xf32>, %b: tensor<80xf32>,
+                  %table: tensor<4x64x32xf32>, %ids: tensor<?xi32>) -> (tensor<?x80xf32>, tensor<?x64xf32>) {
+  %0 = attn.linear %x, %w, %b layout(packed) : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<80xf32> -> tensor<?x80xf32>
+  %1 = attn.embedding %table[%ids] : tensor<4x64x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return %0, %1 : tensor<?x80xf32>, tensor<?x64xf32>
+}

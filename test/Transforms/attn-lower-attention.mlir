@@ -1,0 +1,90 @@
+// RUN: attn-opt %s -split-input-file --attn-lower-attention --canonicalize --cse | FileCheck %s
+// RUN: attn-opt %s -split-input-file --attn-lower-attention="vector-width=8 block-rows=16" --canonicalize --cse | FileCheck %s --check-prefix=SMALL
+// Numbers: test/Pipelines/attention-kernel-run.mlir and the e2e attention
+// tests (kernel_* variants).
+
+// Prefill, 4 query heads on 2 KV heads, head_dim 32: threads take (KV head,
+// block of 32 positions x 2 heads = 64 rows). Per block, scratch in L1: the
+// scaled queries transposed [d, rows], the output accumulators, running max
+// and sum, one key block of scores [keys, rows], each row's last visible key.
+// CHECK-LABEL: func.func @prefill
+// CHECK: scf.parallel (%[[KVH:.*]], %[[BLOCK:.*]]) = (%c0, %c0) to (%c2, %{{.*}}) step (%c1, %c1)
+// CHECK-DAG: memref.alloca() : memref<32x64xf32>
+// CHECK-DAG: memref.alloca() : memref<64x32xf32>
+// CHECK-DAG: memref.alloca() : memref<64xi32>
+// Causal: key blocks stop at the diagonal of the block's last position.
+// CHECK: %[[END:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %c0 to %[[END]] step %c32
+// Scores: 8 keys x 2 row vectors of accumulators over head_dim.
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(
+// CHECK-COUNT-16: vector.fma
+// Online softmax down the lanes: the causal mask compares key positions
+// with each row's last visible one.
+// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK: arith.maximumf %{{.*}} : vector<16xf32>
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+// P V into the output accumulators, then out = O / l.
+// CHECK: vector.fma
+// CHECK: arith.divf
+// CHECK: vector.store %{{.*}}, %arg3[
+// CHECK-NOT: attn.flash_attention
+// SMALL-LABEL: func.func @prefill
+// SMALL: scf.parallel
+// SMALL-DAG: memref.alloca() : memref<32x16xf32>
+// SMALL-DAG: memref.alloca() : memref<16x32xf32>
+// SMALL: vector<8xf32>
+func.func @prefill(%q: memref<?x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf32>, %out: memref<?x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.176776692) causal ins(%q, %k, %v : memref<?x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<?x128xf32>)
+  return
+}
+
+// -----
+
+// Decode: one position's 2 rows per KV head are fewer than a vector; dot
+// products run along head_dim and the softmax across lanes. 2 KV heads are
+// fewer than 16 tasks: each head's keys are split (up to 8 ways, at least
+// 256 keys each, whole key blocks) and a second loop combines the splits'
+// partial maxima, sums and outputs.
+// CHECK-LABEL: func.func @decode
+// CHECK: %[[WANTED:.*]] = arith.ceildivui %[[KV:.*]], %c256
+// CHECK: %[[CAP:.*]] = arith.minsi %[[WANTED]], %c8
+// CHECK: %[[SPLITS:.*]] = arith.maxsi %[[CAP]], %c1
+// CHECK: %[[OUTS:.*]] = memref.alloc() : memref<2x8x2x32xf32>
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c2, %[[SPLITS]]) step (%c1, %c1)
+// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <maximumf>
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: vector.store %{{.*}}, %[[OUTS]]
+// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c2) step (%c1)
+// CHECK: scf.for %{{.*}} = %c0 to %[[SPLITS]] step %c1
+// CHECK: arith.maximumf
+// CHECK: vector.store %{{.*}}, %arg3[
+// CHECK: memref.dealloc %[[OUTS]]
+// CHECK-NOT: attn.flash_attention
+func.func @decode(%q: memref<1x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf32>, %out: memref<1x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.176776692) causal ins(%q, %k, %v : memref<1x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<1x128xf32>)
+  return
+}
+
+// -----
+
+// A head_dim of 20 takes vectors of 4 lanes.
+// CHECK-LABEL: func.func @odd_head_dim
+// CHECK: vector<4xf32>
+// CHECK-NOT: vector<16xf32>
+func.func @odd_head_dim(%q: memref<?x40xf32>, %k: memref<?x40xf32>, %v: memref<?x40xf32>, %out: memref<?x40xf32>) {
+  attn.flash_attention heads(2) kv_heads(2) scale(0.22) ins(%q, %k, %v : memref<?x40xf32>, memref<?x40xf32>, memref<?x40xf32>) outs(%out : memref<?x40xf32>)
+  return
+}
+
+// -----
+
+// Enough KV heads for the threads: no split, one block per head.
+// CHECK-LABEL: func.func @decode_many_heads
+// CHECK-NOT: memref.alloc()
+// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c16) step (%c1)
+// CHECK-NOT: scf.parallel
+func.func @decode_many_heads(%q: memref<1x1024xf32>, %k: memref<?x1024xf32>, %v: memref<?x1024xf32>, %out: memref<1x1024xf32>) {
+  attn.flash_attention heads(16) kv_heads(16) scale(0.125) causal ins(%q, %k, %v : memref<1x1024xf32>, memref<?x1024xf32>, memref<?x1024xf32>) outs(%out : memref<1x1024xf32>)
+  return
+}

@@ -1,0 +1,51 @@
+// RUN: attn-opt %s -split-input-file --attn-lower-gemm --canonicalize --cse | FileCheck %s
+// RUN: attn-opt %s -split-input-file --attn-lower-gemm="vector-width=8 tile-rows=4 k-unroll=2" --canonicalize --cse | FileCheck %s --check-prefix=AVX2
+// Numbers: test/Pipelines/gemm-kernel-run.mlir and the PackedGemm e2e tests.
+
+// 72 outputs in blocks of 32: two full blocks and one with 8 live lanes.
+// Rows go in chunks that stay in L2 (393216 B / (64 * 4 B) = 1536 rows), the
+// blocks in parallel, each as 8-row register tiles (8 rows x 2 vectors = 16
+// accumulators carried through a k loop unrolled by 4) and single rows.
+// CHECK-LABEL: func.func @gelu_bias
+// CHECK: scf.for %[[CHUNK:.*]] = %c0 to %{{.*}} step %c1536
+// CHECK: scf.parallel (%[[BLOCK:.*]]) = (%c0) to (%c3) step (%c1)
+// The last block: masked epilogue loads and stores of its 8 live lanes.
+// CHECK: scf.if
+// CHECK: scf.for %{{.*}} = %[[CHUNK]] to %{{.*}} step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c4 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK-COUNT-4: vector.load %{{.*}}[%[[BLOCK]], %{{.*}}, %c0] : memref<3x64x32xf32>, vector<16xf32>
+// CHECK: vector.constant_mask [8] : vector<16xi1>
+// CHECK: vector.maskedload %{{.*}} : memref<72xf32>
+// CHECK: math.tanh
+// CHECK: vector.maskedstore %{{.*}} : memref<?x72xf32>, vector<16xi1>, vector<16xf32>
+// Single rows: 2 vectors x 4 independent chains.
+// CHECK: scf.for %{{.*}} step %c4 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// Full blocks: plain stores.
+// CHECK: } else {
+// CHECK-NOT: vector.maskedstore
+// CHECK: vector.store %{{.*}} : memref<?x72xf32>, vector<16xf32>
+// CHECK-NOT: attn.gemm
+// AVX2-LABEL: func.func @gelu_bias
+// AVX2: scf.for %{{.*}} step %c4
+// AVX2: scf.for %{{.*}} step %c2 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+func.func @gelu_bias(%x: memref<?x64xf32>, %w: memref<3x64x32xf32>, %b: memref<72xf32>, %out: memref<?x72xf32>) {
+  attn.gemm gelu_tanh ins(%x, %w : memref<?x64xf32>, memref<3x64x32xf32>) bias(%b : memref<72xf32>) outs(%out : memref<?x72xf32>)
+  return
+}
+
+// -----
+
+// SwiGLU reads both weights in one k loop (two accumulator sets) and stores
+// silu(gate) * up + residual. Blocks of 8 lanes narrow the vectors to 8.
+// CHECK-LABEL: func.func @swiglu_residual
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c4 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK-DAG: vector.load %[[G:.*]][%{{.*}}, %{{.*}}, %c0] : memref<2x16x8xf32>, vector<8xf32>
+// CHECK-DAG: vector.load %[[U:.*]][%{{.*}}, %{{.*}}, %c0] : memref<2x16x8xf32>, vector<8xf32>
+// CHECK: math.exp
+// CHECK: vector.load %{{.*}} : memref<?x16xf32>, vector<8xf32>
+// CHECK: arith.addf
+// CHECK: vector.store
+func.func @swiglu_residual(%x: memref<?x16xf32>, %g: memref<2x16x8xf32>, %u: memref<2x16x8xf32>, %r: memref<?x16xf32>, %out: memref<?x16xf32>) {
+  attn.gemm swiglu ins(%x, %g, %u : memref<?x16xf32>, memref<2x16x8xf32>, memref<2x16x8xf32>) residual(%r : memref<?x16xf32>) outs(%out : memref<?x16xf32>)
+  return
+}
