@@ -1,0 +1,159 @@
+//===- MachineLimits.cpp - the FMA peak and read bandwidth of this host ---===//
+//
+// Measured in the same run as everything else so that ratios compare like
+// with like on a shared, noisy machine.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MachineLimits.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace attn::bench {
+namespace {
+
+double seconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// FLOPs of `iterations` rounds of 16 independent 16-lane FMA chains: enough
+/// chains to cover FMA latency on two pipes.
+__attribute__((target("avx512f"))) double fmaKernelAvx512(int64_t iterations) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i)
+    acc[i] = _mm512_set1_ps(1.0f + i * 1e-3f);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < 16; ++i)
+      acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  float sink = 0;
+  for (int i = 0; i < 16; ++i)
+    sink += _mm512_reduce_add_ps(acc[i]);
+  volatile float keep = sink;
+  (void)keep;
+  return 2.0 * 16 * 16 * static_cast<double>(iterations);
+}
+
+__attribute__((target("avx2,fma"))) double fmaKernelAvx2(int64_t iterations) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i)
+    acc[i] = _mm256_set1_ps(1.0f + i * 1e-3f);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < 12; ++i)
+      acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  float lanes[8], sink = 0;
+  for (int i = 0; i < 12; ++i) {
+    _mm256_storeu_ps(lanes, acc[i]);
+    for (float lane : lanes)
+      sink += lane;
+  }
+  volatile float keep = sink;
+  (void)keep;
+  return 2.0 * 12 * 8 * static_cast<double>(iterations);
+}
+
+/// Sums `count` floats (a multiple of 64) with four independent vector
+/// accumulators: bound by memory, not by add latency.
+__attribute__((target("avx512f"))) float sumAvx512(const float *data,
+                                                   size_t count) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (size_t i = 0; i < count; i += 64)
+    for (int j = 0; j < 4; ++j)
+      acc[j] = _mm512_add_ps(acc[j], _mm512_load_ps(data + i + 16 * j));
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                                            _mm512_add_ps(acc[2], acc[3])));
+}
+
+__attribute__((target("avx2"))) float sumAvx2(const float *data, size_t count) {
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (size_t i = 0; i < count; i += 32)
+    for (int j = 0; j < 4; ++j)
+      acc[j] = _mm256_add_ps(acc[j], _mm256_load_ps(data + i + 8 * j));
+  float lanes[8], total = 0;
+  _mm256_storeu_ps(lanes, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]),
+                                        _mm256_add_ps(acc[2], acc[3])));
+  for (float lane : lanes)
+    total += lane;
+  return total;
+}
+
+float sumRange(const float *data, size_t count) {
+  return __builtin_cpu_supports("avx512f") ? sumAvx512(data, count)
+                                           : sumAvx2(data, count);
+}
+
+/// Runs `work` on `threads` threads at once; returns total units / seconds.
+template <typename Fn> double parallelRate(int threads, Fn work) {
+  std::vector<double> units(threads);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> pool;
+  double start = 0, end = 0;
+  std::atomic<bool> go{false};
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load())
+        ;
+      units[t] = work(t);
+    });
+  while (ready.load() != threads)
+    ;
+  start = seconds();
+  go.store(true);
+  for (std::thread &thread : pool)
+    thread.join();
+  end = seconds();
+  double total = 0;
+  for (double u : units)
+    total += u;
+  return total / (end - start);
+}
+
+} // namespace
+
+bool hostHasAvx512() { return __builtin_cpu_supports("avx512f"); }
+
+double measureFmaPeak(int threads) {
+  bool avx512 = hostHasAvx512();
+  const int64_t iterations = 40'000'000;
+  auto run = [&](int) {
+    return avx512 ? fmaKernelAvx512(iterations) : fmaKernelAvx2(iterations);
+  };
+  run(0); // warm up the frequency
+  return parallelRate(threads, run);
+}
+
+double measureReadBandwidth(int threads, size_t bytes) {
+  size_t count = bytes / sizeof(float);
+  float *data = static_cast<float *>(std::aligned_alloc(64, count * sizeof(float)));
+  for (size_t i = 0; i < count; ++i)
+    data[i] = 1.0f;
+  auto sum = [&](int t) {
+    size_t begin = count * t / threads / 64 * 64,
+           end = count * (t + 1) / threads / 64 * 64;
+    volatile float keep = sumRange(data + begin, end - begin);
+    (void)keep;
+    return static_cast<double>((end - begin) * sizeof(float));
+  };
+  parallelRate(threads, sum); // first touch done above; warm the TLB
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep)
+    best = std::max(best, parallelRate(threads, sum));
+  std::free(data);
+  return best;
+}
+
+} // namespace attn::bench

@@ -1,0 +1,22 @@
+//===- MachineLimits.h - the FMA peak and read bandwidth of this host -*- C++ -*-===//
+
+#ifndef ATTN_BENCH_MACHINELIMITS_H
+#define ATTN_BENCH_MACHINELIMITS_H
+
+#include <cstddef>
+
+namespace attn::bench {
+
+bool hostHasAvx512();
+
+/// fp32 FLOP/s of independent FMA chains on `threads` threads (AVX-512 when
+/// the host has it, AVX2 otherwise).
+double measureFmaPeak(int threads);
+
+/// Bytes/s of summing a `bytes`-sized array split across `threads`
+/// threads; use >= 1 GiB so that it measures DRAM, not the caches.
+double measureReadBandwidth(int threads, size_t bytes);
+
+} // namespace attn::bench
+
+#endif // ATTN_BENCH_MACHINELIMITS_H

@@ -1,0 +1,211 @@
+//===- ModelSuite.cpp - whole models: compile, prefill, decode -------------===//
+//
+// LLaMA-110M and GPT-2 small (random weights in their real formats, written
+// once under --model-dir) compiled in-process as attn-compile would, then
+// run through the runtime: prefill of a 128-token prompt and 128 decode
+// steps after it, in tokens/s. Prefill is compute-bound: its FLOPs are set
+// beside the FMA peak. Decode streams every projection weight once per
+// token, plus the KV cache: those bytes are set beside the read bandwidth.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Suites.h"
+
+#include "ModelWriter.h"
+#include "attn/Compiler/ModelCompiler.h"
+#include "attn/Compiler/ModelConfig.h"
+#include "attn/Target/NativeCodegen.h"
+#include "attnrt/attnrt.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+using namespace attn::bench;
+
+namespace {
+
+constexpr int64_t kPrompt = 128, kGenerated = 128, kMaxSeq = 256;
+
+/// Work per token of `config`, from its weights.
+struct ModelCosts {
+  /// Elements of the attention and MLP projections (every token).
+  double layerWeights = 0;
+  /// Elements of the output projection (the last prompt token, every
+  /// decode step).
+  double outputWeights = 0;
+  /// FLOPs per (query, cached key) pair over all layers and heads.
+  double attentionPerKey = 0;
+  /// Bytes of K and V per cached position.
+  double kvBytesPerPosition = 0;
+};
+
+ModelCosts modelCosts(const mlir::attn::ModelConfig &config) {
+  ModelCosts costs;
+  bool sawTokenEmbedding = false;
+  for (const mlir::attn::WeightSpec &weight : mlir::attn::modelWeights(config)) {
+    double elements = static_cast<double>(weight.numElements());
+    switch (weight.role) {
+    case mlir::attn::WeightRole::Attention:
+    case mlir::attn::WeightRole::Mlp:
+      costs.layerWeights += elements;
+      break;
+    case mlir::attn::WeightRole::Output:
+      costs.outputWeights = elements;
+      break;
+    case mlir::attn::WeightRole::Embedding:
+      if (!sawTokenEmbedding && config.tieEmbeddings)
+        costs.outputWeights = elements;
+      sawTokenEmbedding = true;
+      break;
+    case mlir::attn::WeightRole::Norm:
+      break;
+    }
+  }
+  costs.attentionPerKey = 4.0 * config.numLayers * config.numHeads * config.headDim;
+  costs.kvBytesPerPosition = 2.0 * config.numLayers * config.kvFeatures() * 4;
+  return costs;
+}
+
+/// Writes the preset's model under `dir` unless it is there already.
+bool ensureModel(const std::string &preset, const std::string &dir) {
+  if (llvm::sys::fs::exists(dir + "/model.safetensors") &&
+      llvm::sys::fs::exists(dir + "/config.json"))
+    return true;
+  attn::modelgen::ModelSpec spec;
+  std::string error;
+  if (!attn::modelgen::presetSpec(preset, spec) ||
+      !attn::modelgen::writeModel(spec, dir, error)) {
+    std::printf("model suite: cannot write %s to %s: %s\n", preset.c_str(),
+                dir.c_str(), error.c_str());
+    return false;
+  }
+  return true;
+}
+
+struct ModelRun {
+  double compileSeconds = 0;
+  std::map<int, double> prefillSeconds, decodeSeconds;
+};
+
+} // namespace
+
+void attn::bench::runModelSuite(const MachineFigures &machine,
+                                const BenchOptions &options) {
+  std::printf("\n## Models: prefill of %lld tokens, then %lld decode steps "
+              "(tokens/s; prefill %% of the FMA peak, decode %% of the read "
+              "bandwidth)\n",
+              (long long)kPrompt, (long long)kGenerated);
+  std::printf("| model | compile (s) | threads | prefill tok/s | %% peak | "
+              "decode tok/s | %% bandwidth |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const char *preset : {"llama-110m", "gpt2-small"}) {
+    std::string dir = options.modelDir + "/" + preset;
+    if (!ensureModel(preset, dir))
+      continue;
+    llvm::Expected<mlir::attn::ModelConfig> config =
+        mlir::attn::loadModelConfig(dir);
+    if (!config) {
+      std::printf("model suite: %s\n", llvm::toString(config.takeError()).c_str());
+      continue;
+    }
+
+    // Compile as attn-compile does, for this host.
+    mlir::attn::ModelCompileOptions compileOptions;
+    compileOptions.maxSeq = kMaxSeq;
+    compileOptions.output = dir + "/libmodel.so";
+    compileOptions.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
+    auto start = std::chrono::steady_clock::now();
+    if (llvm::Error error =
+            mlir::attn::compileModel(*config, compileOptions, llvm::nulls())) {
+      std::printf("model suite: %s: %s\n", preset,
+                  llvm::toString(std::move(error)).c_str());
+      continue;
+    }
+    double compileSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    char error[512];
+    attnrt_model *model = attnrt_model_load(compileOptions.output.c_str(),
+                                            (dir + "/model.safetensors").c_str(),
+                                            error, sizeof error);
+    if (!model) {
+      std::printf("model suite: %s\n", error);
+      continue;
+    }
+    attnrt_session *session = attnrt_session_create(model, error, sizeof error);
+    if (!session) {
+      std::printf("model suite: %s\n", error);
+      attnrt_model_free(model);
+      continue;
+    }
+    int64_t vocab = attnrt_model_vocab_size(model);
+    std::vector<int32_t> prompt(kPrompt);
+    std::mt19937 rng(7);
+    for (int32_t &token : prompt)
+      token = static_cast<int32_t>(rng() % vocab);
+    std::vector<float> logits(vocab);
+    bool failed = false;
+    auto check = [&](int status) {
+      if (status != ATTNRT_OK && !failed) {
+        std::printf("model suite: %s: %s\n", preset, error);
+        failed = true;
+      }
+    };
+
+    ModelCosts costs = modelCosts(*config);
+    // Prefill: every prompt token through the layers, attention over the
+    // causal prefix, and the output projection of the last token.
+    double prefillFlops =
+        2.0 * costs.layerWeights * kPrompt + 2.0 * costs.outputWeights +
+        costs.attentionPerKey * (kPrompt * (kPrompt + 1) / 2.0);
+    // Decode: each step reads every projection weight and the cache so far.
+    double decodeBytes =
+        4.0 * (costs.layerWeights + costs.outputWeights) * kGenerated +
+        costs.kvBytesPerPosition *
+            (kGenerated * kPrompt + kGenerated * (kGenerated + 1) / 2.0);
+
+    for (int threads : options.threads) {
+      if (!attnrt_model_set_num_threads(model, threads))
+        setThreads(threads);
+      double prefill = medianSeconds(options.repeats, [&] {
+        attnrt_session_reset(session);
+        check(attnrt_prefill(session, prompt.data(), kPrompt, logits.data(), 0,
+                             error, sizeof error));
+      });
+      // Time the decode steps alone: each sample starts from a fresh prefill.
+      std::vector<double> samples;
+      for (int r = 0; r <= options.repeats; ++r) {
+        attnrt_session_reset(session);
+        check(attnrt_prefill(session, prompt.data(), kPrompt, logits.data(), 0,
+                             error, sizeof error));
+        int32_t token = prompt.back();
+        auto begin = std::chrono::steady_clock::now();
+        for (int64_t step = 0; step < kGenerated; ++step) {
+          check(attnrt_decode(session, token, logits.data(), error, sizeof error));
+          token = static_cast<int32_t>(
+              std::max_element(logits.begin(), logits.end()) - logits.begin());
+        }
+        if (r > 0) // the first pass warms up
+          samples.push_back(std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - begin)
+                                .count());
+      }
+      std::sort(samples.begin(), samples.end());
+      double decode = samples[samples.size() / 2];
+      if (failed)
+        break;
+      std::printf("| %s | %.1f | %d | %.0f | %.0f%% | %.1f | %.0f%% |\n", preset,
+                  compileSeconds, threads, kPrompt / prefill,
+                  100 * prefillFlops / prefill / machine.fmaPeak.at(threads),
+                  kGenerated / decode,
+                  100 * decodeBytes / decode / machine.bandwidth.at(threads));
+    }
+    attnrt_session_free(session);
+    attnrt_model_free(model);
+  }
+}

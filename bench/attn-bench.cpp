@@ -1,0 +1,101 @@
+//===- attn-bench.cpp - Attn's kernels and models beside the machine's limits ===//
+//
+//   attn-bench [--only machine,matmul,attention,models] [--repeats N]
+//              [--threads 1,2] [--model-dir DIR]
+//
+// Every figure is the median of --repeats runs after a warm-up, measured in
+// one run beside the machine's own FMA peak and read bandwidth, so that the
+// ratios hold on a shared, noisy machine. OpenBLAS (libopenblas, loaded with
+// dlopen after clearing OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which would
+// otherwise pin it to 256-bit kernels) runs the same matrix shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MachineLimits.h"
+#include "Suites.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace attn::bench;
+
+namespace {
+
+std::vector<std::string> split(const std::string &text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ','))
+    if (!part.empty())
+      parts.push_back(part);
+  return parts;
+}
+
+[[noreturn]] void usage(const char *message) {
+  std::fprintf(stderr,
+               "attn-bench: error: %s\n"
+               "usage: attn-bench [--only machine,matmul,attention,models] "
+               "[--repeats N] [--threads 1,2] [--model-dir DIR]\n",
+               message);
+  std::exit(1);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // OpenBLAS reads these when it is loaded; clear them before dlopen.
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv("OPENBLAS_L2_SIZE");
+
+  BenchOptions options;
+  std::vector<std::string> only = {"machine", "matmul", "attention", "models"};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usage((arg + " expects a value").c_str());
+      return argv[++i];
+    };
+    if (arg == "--only")
+      only = split(value());
+    else if (arg == "--repeats")
+      options.repeats = std::max(1, std::atoi(value().c_str()));
+    else if (arg == "--threads") {
+      options.threads.clear();
+      for (const std::string &t : split(value()))
+        options.threads.push_back(std::max(1, std::atoi(t.c_str())));
+    } else if (arg == "--model-dir")
+      options.modelDir = value();
+    else if (arg == "--help")
+      usage("help requested");
+    else
+      usage(("unknown argument '" + arg + "'").c_str());
+  }
+  auto wants = [&](const char *suite) {
+    for (const std::string &name : only)
+      if (name == suite)
+        return true;
+    return false;
+  };
+
+  std::printf("attn-bench: %s, repeats %d (median after warm-up)\n",
+              hostHasAvx512() ? "AVX-512" : "AVX2", options.repeats);
+  MachineFigures machine;
+  for (int threads : options.threads) {
+    machine.fmaPeak[threads] = measureFmaPeak(threads);
+    machine.bandwidth[threads] = measureReadBandwidth(threads, size_t(1) << 30);
+  }
+  if (wants("machine"))
+    printMachine(machine, options);
+  if (wants("matmul"))
+    runMatmulSuite(machine, options);
+  if (wants("attention"))
+    runAttentionSuite(machine, options);
+  if (wants("models"))
+    runModelSuite(machine, options);
+  return 0;
+}
