@@ -12,3 +12,16 @@ cmake --build "$build" --target check-attn
 
 echo "== unit tests"
 ctest --test-dir "$build" --output-on-failure -E '^lit$'
+
+# ----------------------------------------------------------------------------
+# Reliability (docs/reliability.md): the sanitizer builds and the fuzz smoke
+# runs, each in its own build directory (build-sanitize, build-tsan).
+# ATTN_SKIP_RELIABILITY=1 skips this block; ATTN_FUZZ_SMOKE_SECONDS sets the
+# time per fuzz target (default 20).
+# ----------------------------------------------------------------------------
+if [[ "${ATTN_SKIP_RELIABILITY:-0}" != 1 ]]; then
+  echo "== sanitizers: ASan+UBSan+LSan, then TSan (scripts/sanitize.sh)"
+  "$root/scripts/sanitize.sh"
+  echo "== fuzz smoke runs (scripts/fuzz.sh)"
+  "$root/scripts/fuzz.sh" "${ATTN_FUZZ_SMOKE_SECONDS:-20}"
+fi

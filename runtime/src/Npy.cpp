@@ -224,15 +224,17 @@ int attnrt_npy_read_f32(const char *path, float **data, int64_t *shape,
       ok = dict.string(key) && dict.consume(':');
       if (!ok)
         break;
+      // Each key once: a repeated 'shape' once made the dimensions of both
+      // add up (found by the .npy fuzzer), and Python would keep the last.
       if (key == "descr") {
-        ok = dict.string(descr);
+        ok = !haveDescr && dict.string(descr);
         haveDescr = true;
       } else if (key == "fortran_order") {
         fortran = dict.word("True");
-        ok = fortran || dict.word("False");
+        ok = !haveOrder && (fortran || dict.word("False"));
         haveOrder = true;
       } else if (key == "shape") {
-        ok = dict.consume('(');
+        ok = !haveShape && dict.consume('(');
         while (ok && !dict.consume(')')) {
           int64_t dim;
           ok = dict.integer(dim);

@@ -251,18 +251,34 @@ int32_t attnrt_sample(attnrt_sampler *sampler, const float *logits,
 
   Candidate *c = sampler->candidates.data();
   if (best == inf) {
-    // Infinite logits outweigh everything: draw uniformly among them.
+    // Infinite logits outweigh everything: draw uniformly among them. They
+    // tie, so they rank by id: top-k keeps the first k of them, and top-p
+    // the first ones whose equal shares reach top_p.
     int64_t n = 0;
     for (i = 0; i < vocab; ++i)
       if (logits[i] == inf)
         c[n++].id = static_cast<int32_t>(i);
+    if (params.top_k > 0 && params.top_k < n)
+      n = params.top_k;
+    if (params.top_p < 1.0f) {
+      int64_t keep = 1;
+      while (keep < n && static_cast<double>(keep) / static_cast<double>(n) <
+                             static_cast<double>(params.top_p))
+        ++keep;
+      n = keep;
+    }
     auto pick = static_cast<int64_t>(sampler->rng.nextDouble() *
                                      static_cast<double>(n));
     return c[std::min(pick, n - 1)].id;
   }
 
   // Weights relative to the best logit: the best weighs 1, none overflows.
-  float invTemperature = 1.0f / params.temperature;
+  // A temperature below ~3e-39 has no finite inverse, and inf * 0 would make
+  // the best token's weight NaN (then clamped like every other: a uniform
+  // draw). FLT_MAX keeps it at exp(0) = 1 and the others at about exp(-87):
+  // greedy, which is the limit as the temperature goes to 0.
+  float invTemperature =
+      std::min(1.0f / params.temperature, std::numeric_limits<float>::max());
   if (params.top_k > 0 && params.top_k < vocab) {
     int64_t n = selectTopK(logits, vocab, params.top_k, c);
     double total = 0;

@@ -833,6 +833,47 @@ TEST(ModelWriter, PrefixOmitAndExtraTensors) {
   EXPECT_EQ(tensors.at("unexpected.thing").shape, std::vector<int64_t>{8});
 }
 
+TEST(ModelWriter, PoisonSetsOneElement) {
+  // --poison: one element overwritten (NaN, Inf, a number), every other one
+  // as without it; names with or without the prefix; bad targets are errors.
+  TempDir dir;
+  ModelSpec spec = preset("tiny-gpt2");
+  spec.prefix = "transformer.";
+  std::string clean = writeOrDie(spec, dir.sub("clean"));
+  spec.poison = {{"h.0.ln_1.weight", 3, std::numeric_limits<float>::quiet_NaN()},
+                 {"transformer.wpe.weight", 0,
+                  -std::numeric_limits<float>::infinity()},
+                 {"h.0.ln_1.weight", 5, 2.5f}};
+  std::string poisoned = writeOrDie(spec, dir.sub("poisoned"));
+  std::map<std::string, ref::StoredTensor> a, b;
+  std::string error;
+  ASSERT_TRUE(ref::readSafetensors(clean + "/model.safetensors", a, error));
+  ASSERT_TRUE(ref::readSafetensors(poisoned + "/model.safetensors", b, error));
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto &[name, tensor] : a) {
+    const std::vector<float> &x = tensor.data, &y = b.at(name).data;
+    ASSERT_EQ(x.size(), y.size()) << name;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (name == "transformer.h.0.ln_1.weight" && i == 3)
+        EXPECT_TRUE(std::isnan(y[i]));
+      else if (name == "transformer.h.0.ln_1.weight" && i == 5)
+        EXPECT_EQ(y[i], 2.5f);
+      else if (name == "transformer.wpe.weight" && i == 0)
+        EXPECT_EQ(y[i], -std::numeric_limits<float>::infinity());
+      else
+        ASSERT_EQ(x[i], y[i]) << name << "[" << i << "]";
+    }
+  }
+  ModelSpec bad = preset("tiny-gpt2");
+  bad.poison = {{"nope", 0, 0.0f}};
+  EXPECT_FALSE(modelgen::writeModel(bad, dir.sub("bad"), error));
+  EXPECT_EQ(error, "cannot poison 'nope': the model has no such tensor");
+  bad.poison = {{"ln_f.bias", 64, 0.0f}};
+  EXPECT_FALSE(modelgen::writeModel(bad, dir.sub("bad"), error));
+  EXPECT_EQ(error, "cannot poison element 64 of 'ln_f.bias': it has 64 "
+                   "elements");
+}
+
 //===----------------------------------------------------------------------===//
 // The reference model
 //===----------------------------------------------------------------------===//
@@ -1190,6 +1231,47 @@ TEST(ModelReference, LoadErrorsNameTheProblem) {
 //===----------------------------------------------------------------------===//
 // .npy and the command lines
 //===----------------------------------------------------------------------===//
+
+TEST(ReferenceNpy, CorruptHeadersFailWithoutHugeAllocations) {
+  // A shape that promises terabytes (found by the .npy fuzzer: the reader
+  // once allocated before comparing with the file size), one whose product
+  // overflows, and data that does not match the shape either way.
+  TempDir dir;
+  auto npy = [&](const std::string &shape, size_t dataBytes) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " +
+                         shape + ", }";
+    header.append(64 - (10 + header.size() + 1) % 64, ' ');
+    header += '\n';
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes += static_cast<char>(header.size() & 0xFF);
+    bytes += static_cast<char>(header.size() >> 8);
+    std::string path = dir.sub("c.npy");
+    std::ofstream(path, std::ios::binary)
+        << bytes << header << std::string(dataBytes, '\0');
+    return path;
+  };
+  std::vector<float> data;
+  std::vector<int64_t> shape;
+  std::string error;
+  EXPECT_FALSE(ref::readNpy(npy("(1, 22222222223)", 8), data, shape, error));
+  EXPECT_NE(error.find("truncated data: expected 22222222223 float32 values"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(
+      ref::readNpy(npy("(1099511627776, 1099511627776)", 8), data, shape, error));
+  EXPECT_NE(error.find("shape too large"), std::string::npos) << error;
+  EXPECT_FALSE(ref::readNpy(npy("(2, 3)", 28), data, shape, error));
+  EXPECT_NE(error.find("trailing bytes after 6 values"), std::string::npos)
+      << error;
+  EXPECT_FALSE(ref::readNpy(npy("(2, 3)", 20), data, shape, error));
+  EXPECT_NE(error.find("truncated data"), std::string::npos) << error;
+  ASSERT_TRUE(ref::readNpy(npy("(2, 3)", 24), data, shape, error)) << error;
+  EXPECT_EQ(shape, (std::vector<int64_t>{2, 3}));
+  // A key twice: rejected, not resolved one way or the other.
+  EXPECT_FALSE(
+      ref::readNpy(npy("(0, 5), 'shape': (4,)", 16), data, shape, error));
+  EXPECT_NE(error.find("duplicate key 'shape'"), std::string::npos) << error;
+}
 
 TEST(ReferenceNpy, RoundTripAndAlignment) {
   TempDir dir;

@@ -176,6 +176,21 @@ bool readNpy(const std::string &path, std::vector<float> &data,
     error = path + ": truncated header";
     return false;
   }
+  // Each key once: numpy never writes one twice, and which copy would win
+  // is not worth guessing.
+  for (const char *key : {"descr", "fortran_order", "shape"}) {
+    size_t count = 0;
+    for (const char *quote : {"'", "\""}) {
+      std::string pattern = std::string(quote) + key + quote;
+      for (size_t at = header.find(pattern); at != std::string::npos;
+           at = header.find(pattern, at + 1))
+        ++count;
+    }
+    if (count > 1) {
+      error = path + ": duplicate key '" + key + "' in the header";
+      return false;
+    }
+  }
   std::string descr = dictValue(header, "descr");
   if (descr != "<f4") {
     error = path + ": dtype '" + descr + "' is not little-endian float32 '<f4'";
@@ -205,23 +220,42 @@ bool readNpy(const std::string &path, std::vector<float> &data,
       return false;
     }
     parsed.push_back(v);
-    count *= v;
-    if (count > (int64_t(1) << 40)) {
+    // Checked before multiplying: count and v are each at most 2^40.
+    if (v != 0 && count > (int64_t(1) << 40) / v) {
       error = path + ": shape too large " + dims;
       return false;
     }
+    count *= v;
     pos = stop;
+  }
+  // The data must be exactly `count` floats: compare with the bytes the file
+  // holds before allocating, so a corrupt shape cannot ask for terabytes.
+  long dataStart = std::ftell(f.get());
+  if (dataStart < 0 || std::fseek(f.get(), 0, SEEK_END) != 0) {
+    error = path + ": cannot seek";
+    return false;
+  }
+  long fileEnd = std::ftell(f.get());
+  if (fileEnd < 0 || std::fseek(f.get(), dataStart, SEEK_SET) != 0) {
+    error = path + ": cannot seek";
+    return false;
+  }
+  int64_t available = static_cast<int64_t>(fileEnd) - dataStart;
+  if (available < count * static_cast<int64_t>(sizeof(float))) {
+    error = path + ": truncated data: expected " + std::to_string(count) +
+            " float32 values for shape " + dims;
+    return false;
+  }
+  if (available > count * static_cast<int64_t>(sizeof(float))) {
+    error = path + ": trailing bytes after " + std::to_string(count) +
+            " values of shape " + dims;
+    return false;
   }
   std::vector<float> values(static_cast<size_t>(count));
   if (std::fread(values.data(), sizeof(float), values.size(), f.get()) !=
       values.size()) {
     error = path + ": truncated data: expected " + std::to_string(count) +
             " float32 values for shape " + dims;
-    return false;
-  }
-  if (std::fgetc(f.get()) != EOF) {
-    error = path + ": trailing bytes after " + std::to_string(count) +
-            " values of shape " + dims;
     return false;
   }
   if (!hostIsLittleEndian())

@@ -157,6 +157,15 @@ TEST(Npy, RejectsWhatItCannotRead) {
       {npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }\n",
                four),
        "malformed header"},
+      // A key twice (found by the .npy fuzzer: the shapes added up).
+      {npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), "
+               "'shape': (4,), }\n",
+               four),
+       "malformed header"},
+      {npyFile("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, "
+               "'shape': (4,), }\n",
+               four),
+       "malformed header"},
       {npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': "
                "(99999999999999999999,), }\n",
                four),

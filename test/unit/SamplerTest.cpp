@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -141,6 +142,47 @@ TEST(Sampler, InfiniteLogitsWinUniformly) {
   EXPECT_EQ(counts[0] + counts[2] + counts[4], 0);
   EXPECT_GT(counts[1], 800);
   EXPECT_GT(counts[3], 800);
+}
+
+TEST(Sampler, InfiniteLogitsStillRankForTopKAndTopP) {
+  // Four +inf logits tie and rank by id: top-k 2 keeps ids 1 and 3, top-p
+  // 0.5 the first half of them (1 and 3), top-k 3 then top-p 0.3 only id 1.
+  std::vector<float> logits = {0.0f, inf, 5.0f, inf, inf, inf};
+  struct Case {
+    int32_t topK;
+    float topP;
+    std::vector<int32_t> allowed;
+  } cases[] = {{2, 1.0f, {1, 3}}, {0, 0.5f, {1, 3}}, {3, 0.3f, {1}},
+               {0, 1.0f, {1, 3, 4, 5}}};
+  for (const Case &c : cases) {
+    SamplerPtr sampler = makeSampler(1.0f, c.topK, c.topP, 5);
+    std::vector<int> counts(logits.size(), 0);
+    for (int i = 0; i < 400; ++i)
+      ++counts[attnrt_sample(sampler.get(), logits.data(), 6)];
+    for (size_t id = 0; id < logits.size(); ++id) {
+      bool allowed = std::find(c.allowed.begin(), c.allowed.end(), id) !=
+                     c.allowed.end();
+      EXPECT_EQ(counts[id] > 0, allowed)
+          << "id " << id << " top-k " << c.topK << " top-p " << c.topP;
+    }
+  }
+}
+
+TEST(Sampler, VanishingTemperatureIsGreedy) {
+  // 1 / 1e-39 overflows float: the weights must still favour the best
+  // logit (it once made every token weigh the same).
+  std::vector<float> logits = {0.0f, 3.0f, 1.0f, -2.0f, 2.5f};
+  for (float temperature : {1e-39f, 1e-45f, 1e-30f}) {
+    for (int32_t topK : {0, 3}) {
+      SamplerPtr sampler = makeSampler(temperature, topK, 1.0f, 9);
+      for (int i = 0; i < 200; ++i)
+        ASSERT_EQ(attnrt_sample(sampler.get(), logits.data(), 5), 1)
+            << "temperature " << temperature << " top-k " << topK;
+    }
+  }
+  SamplerPtr nucleus = makeSampler(1e-40f, 0, 0.5f, 9);
+  for (int i = 0; i < 200; ++i)
+    ASSERT_EQ(attnrt_sample(nucleus.get(), logits.data(), 5), 1);
 }
 
 TEST(Sampler, RejectsBadCalls) {

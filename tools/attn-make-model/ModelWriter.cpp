@@ -220,8 +220,13 @@ public:
   }
 
   void fill(float *out, size_t count) {
-    for (size_t i = 0; i < count; ++i, ++index)
+    for (size_t i = 0; i < count; ++i, ++index) {
+      // Always drawn, so an override leaves every other element unchanged.
       out[i] = value(index);
+      for (const auto &[at, poison] : tensor.overrides)
+        if (at == index)
+          out[i] = poison;
+    }
   }
 
 private:
@@ -712,6 +717,23 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
       return false;
     }
     plan.erase(it);
+  }
+  for (const ModelSpec::Poison &poison : spec.poison) {
+    auto it = std::find_if(plan.begin(), plan.end(), [&](const TensorDesc &t) {
+      return t.name == poison.tensor || t.canonicalName == poison.tensor;
+    });
+    if (it == plan.end()) {
+      error = "cannot poison '" + poison.tensor +
+              "': the model has no such tensor";
+      return false;
+    }
+    if (poison.index < 0 || poison.index >= numElements(*it)) {
+      error = "cannot poison element " + std::to_string(poison.index) +
+              " of '" + poison.tensor + "': it has " +
+              std::to_string(numElements(*it)) + " elements";
+      return false;
+    }
+    it->overrides.push_back({poison.index, poison.value});
   }
   tensors = std::move(plan);
   return true;

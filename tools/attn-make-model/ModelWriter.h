@@ -74,6 +74,15 @@ struct ModelSpec {
   std::vector<std::string> extraTensors;
   /// Tensors to leave out, by stored name or by name without the prefix.
   std::vector<std::string> omitTensors;
+  /// Single elements to overwrite after generation (e.g. with NaN or Inf,
+  /// for the runtime's non-finite weight checks): tensor by stored name or
+  /// by name without the prefix, flat element index, value.
+  struct Poison {
+    std::string tensor;
+    int64_t index = 0;
+    float value = 0.0f;
+  };
+  std::vector<Poison> poison;
   DType dtype = DType::F32;
   uint64_t seed = 0;
   /// Standard deviation of the token embedding (wte / embed_tokens).
@@ -119,12 +128,15 @@ struct TensorDesc {
   TensorInit init = TensorInit::Normal;
   double mean = 0.0;
   double stddev = 1.0;
+  /// Elements overwritten after generation (ModelSpec::poison): flat index
+  /// and value.
+  std::vector<std::pair<int64_t, float>> overrides;
 };
 
 int64_t numElements(const TensorDesc &tensor);
 
 /// The tensors of the model in file order, after extraBuffers,
-/// extraTensors and omitTensors. Returns false and sets `error` when the
+/// extraTensors, omitTensors and poison. Returns false and sets `error` when the
 /// spec is invalid or an omitted/extra name does not fit.
 bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
                  std::string &error);

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ const char *kUsage =
     "  --extra-buffers     add the non-weight buffers real checkpoints carry\n"
     "  --extra-tensor NAME add an unknown tensor (repeatable)\n"
     "  --omit-tensor NAME  leave a tensor out (repeatable)\n"
+    "  --poison NAME:I:V   set element I (flat) of a tensor to V: nan, inf,\n"
+    "                      -inf or a number (repeatable)\n"
     "  --dtype F32|F16|BF16  --seed S\n"
     "other: --list-presets, --quiet, --help\n";
 
@@ -81,6 +84,42 @@ double parsePositiveDouble(const std::string &flag, const std::string &text) {
   return v;
 }
 
+/// "NAME:INDEX:VALUE", VALUE one of nan, inf, -inf or a number.
+ModelSpec::Poison parsePoison(const std::string &text) {
+  size_t second = text.rfind(':');
+  size_t first = second == std::string::npos || second == 0
+                     ? std::string::npos
+                     : text.rfind(':', second - 1);
+  if (first == std::string::npos || first == 0)
+    fail("--poison expects NAME:INDEX:VALUE, got '" + text + "'");
+  ModelSpec::Poison poison;
+  poison.tensor = text.substr(0, first);
+  std::string index = text.substr(first + 1, second - first - 1);
+  std::string value = text.substr(second + 1);
+  errno = 0;
+  char *end = nullptr;
+  long long i = std::strtoll(index.c_str(), &end, 10);
+  if (index.empty() || *end != '\0' || errno == ERANGE || i < 0)
+    fail("--poison: the index must be a non-negative integer, got '" + index +
+         "'");
+  poison.index = i;
+  if (value == "nan") {
+    poison.value = std::numeric_limits<float>::quiet_NaN();
+  } else if (value == "inf") {
+    poison.value = std::numeric_limits<float>::infinity();
+  } else if (value == "-inf") {
+    poison.value = -std::numeric_limits<float>::infinity();
+  } else {
+    errno = 0;
+    double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || errno == ERANGE)
+      fail("--poison: the value must be nan, inf, -inf or a number, got '" +
+           value + "'");
+    poison.value = static_cast<float>(v);
+  }
+  return poison;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -93,6 +132,7 @@ int main(int argc, char **argv) {
   std::optional<uint64_t> seed;
   bool extraBuffers = false, quiet = false;
   std::vector<std::string> extraTensors, omitTensors;
+  std::vector<ModelSpec::Poison> poison;
 
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
@@ -172,6 +212,8 @@ int main(int argc, char **argv) {
       extraTensors.push_back(takeValue());
     } else if (flag == "--omit-tensor") {
       omitTensors.push_back(takeValue());
+    } else if (flag == "--poison") {
+      poison.push_back(parsePoison(takeValue()));
     } else if (flag == "--dtype") {
       std::string text = takeValue();
       DType parsed;
@@ -248,6 +290,7 @@ int main(int argc, char **argv) {
   spec.extraBuffers = extraBuffers;
   spec.extraTensors = extraTensors;
   spec.omitTensors = omitTensors;
+  spec.poison = poison;
 
   std::vector<TensorDesc> tensors;
   std::string error;

@@ -1,0 +1,4 @@
+func.func @rms_norm_negative_epsilon(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> tensor<4x8xf32> {
+  %0 = attn.rms_norm %x, %g epsilon(-1.0e-06) : tensor<4x8xf32>, tensor<8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -1,0 +1,4 @@
+func.func @missing_type(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = attn.silu %x
+  return %0 : tensor<4x8xf32>
+}

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Regenerates the committed seed corpora of test/fuzz/corpus/ from the test
+inputs (the lit tests' IR and configs, the docs' examples) and from small
+files written here the way the unit tests write them. Seeds stay small (a few
+KB each): libFuzzer mutates them, it does not need real checkpoints.
+
+  test/fuzz/make-seeds.py            # rewrites test/fuzz/corpus/*
+
+Files named regress-* (inputs that once found a bug, kept as regression
+tests) are left alone.
+"""
+import json
+import os
+import re
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "test", "fuzz", "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# --- safetensors ------------------------------------------------------------
+
+def f32(values):
+    return struct.pack("<%df" % len(values), *values)
+
+
+def f16(values):
+    return struct.pack("<%de" % len(values), *values)
+
+
+def bf16(values):
+    return b"".join(struct.pack("<f", v)[2:] for v in values)
+
+
+def safetensors(tensors, shift=0, metadata=True):
+    """tensors: (name, dtype, shape, bytes); data 8-aligned unless shift."""
+    header = {"__metadata__": {"format": "pt"}} if metadata else {}
+    offset = 0
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":"))
+    text += " " * ((8 - (8 + len(text)) % 8) % 8 + shift)
+    return struct.pack("<Q", len(text)) + text.encode() + b"".join(t[3] for t in tensors)
+
+
+def mock_values(n, salt):
+    return [((i * 7 + salt) % 17 - 8) / 16.0 for i in range(n)]
+
+
+def mock(encode=f32, dtype="F32", prefix=""):
+    return [(prefix + "wte.weight", dtype, [40, 6], encode(mock_values(240, 1))),
+            (prefix + "h.0.mix.weight", dtype, [6, 6], encode(mock_values(36, 2))),
+            (prefix + "h.0.mix.bias", dtype, [6], encode(mock_values(6, 3))),
+            (prefix + "head.bias", dtype, [40], encode(mock_values(40, 4)))]
+
+
+def safetensors_seeds():
+    write("safetensors", "mock-f32", safetensors(mock()))
+    write("safetensors", "mock-f16", safetensors(mock(f16, "F16")))
+    write("safetensors", "mock-bf16", safetensors(mock(bf16, "BF16")))
+    write("safetensors", "mock-prefixed", safetensors(mock(prefix="transformer.")))
+    write("safetensors", "mock-misaligned", safetensors(mock(), shift=3))
+    extra = mock() + [("h.0.attn.bias", "BOOL", [1, 1, 2, 2], b"\x01" * 4),
+                      ("lm_head.weight", "F32", [1], f32([0.0])),
+                      ("step", "I64", [], b"\x00" * 8),
+                      ("empty", "U8", [0], b"")]
+    write("safetensors", "mock-extra", safetensors(extra))
+    nan = mock()
+    nan[2] = ("h.0.mix.bias", "F32", [6], f32([0, 0, float("nan"), 0, 0, 0]))
+    write("safetensors", "mock-nan", safetensors(nan))
+    write("safetensors", "dtypes", safetensors(
+        [(d, d, [2], b"\x00" * (2 * s)) for d, s in
+         [("F64", 8), ("I32", 4), ("U16", 2), ("F8_E4M3", 1), ("F8_E5M2", 1),
+          ("I8", 1), ("U64", 8), ("F8_E8M0", 1)]], metadata=False))
+    overlap = (b'{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},'
+               b'"b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}}')
+    write("safetensors", "overlap", struct.pack("<Q", len(overlap)) + overlap + b"\x00" * 24)
+    write("safetensors", "header-too-long", struct.pack("<Q", 1 << 40) + b"{}")
+    write("safetensors", "empty-header", struct.pack("<Q", 2) + b"{}")
+
+
+# --- manifests and JSON -----------------------------------------------------
+
+def abi_version():
+    text = open(os.path.join(ROOT, "runtime", "include", "attnrt", "model_abi.h")).read()
+    return int(re.search(r"#define ATTN_MODEL_ABI_VERSION (\d+)", text).group(1))
+
+
+MOCK_MANIFEST = """{
+  "abi_version": %d,
+  "architecture": "mock",
+  "vocab_size": 40, "hidden_size": 6, "num_layers": 1,
+  "num_heads": 2, "num_kv_heads": 1, "head_dim": 3,
+  "intermediate_size": 12, "max_seq": 24,
+  "kv_cache": {"bytes": 96},
+  "weights": [
+    {"name": "wte.weight", "dtype": "F32", "shape": [40, 6]},
+    {"name": "h.0.mix.weight", "dtype": "F32", "shape": [6, 6]},
+    {"name": "h.0.mix.bias", "dtype": "F32", "shape": [6]},
+    {"name": "head.bias", "dtype": "F32", "shape": [40]}
+  ],
+  "name_prefixes": ["transformer.", "model."],
+  "ignored_suffixes": [".attn.bias", ".attn.masked_bias"],
+  "ignored_names": ["lm_head.weight"]
+}
+""" % abi_version()
+
+
+def manifest_seeds():
+    write("manifest", "mock", MOCK_MANIFEST)
+    # What attn-compile embeds for a 1-layer GPT-2 (shape of the real thing).
+    packed = json.loads(MOCK_MANIFEST)
+    packed["weights"][1]["used_at_run_time"] = False
+    packed["packed"] = [{"name": "h.0.mix", "bytes": 144, "sources": [1]}]
+    write("manifest", "mock-packed", json.dumps(packed))
+    gpt2 = {"abi_version": abi_version(), "architecture": "gpt2", "vocab_size": 97,
+            "hidden_size": 16, "num_layers": 1, "num_heads": 2, "num_kv_heads": 2,
+            "head_dim": 8, "intermediate_size": 64, "max_seq": 32,
+            "kv_cache": {"bytes": 4096},
+            "weights": [{"name": n, "dtype": "F32", "shape": s} for n, s in [
+                ("wte.weight", [97, 16]), ("wpe.weight", [32, 16]),
+                ("h.0.ln_1.weight", [16]), ("h.0.attn.c_attn.weight", [16, 48]),
+                ("ln_f.weight", [16]), ("ln_f.bias", [16])]],
+            "name_prefixes": ["transformer."],
+            "ignored_suffixes": [".attn.bias", ".attn.masked_bias", "lm_head.weight"]}
+    write("manifest", "gpt2", json.dumps(gpt2))
+    write("manifest", "escapes", '{"s": "a\\u00e9\\ud83d\\ude00\\n\\t\\"", "n": -0.5e-3, '
+          '"i": 9223372036854775807, "big": 1e400, "l": [true, false, null, {}, []]}')
+    write("manifest", "nested", "[" * 60 + "]" * 60)
+    write("manifest", "utf8", b'{"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80": 1}')
+
+
+# --- config.json --------------------------------------------------------------
+
+def config_seeds():
+    llama = {"architectures": ["LlamaForCausalLM"], "attention_bias": False,
+             "hidden_act": "silu", "hidden_size": 64, "intermediate_size": 172,
+             "max_position_embeddings": 64, "mlp_bias": False, "model_type": "llama",
+             "num_attention_heads": 4, "num_hidden_layers": 2,
+             "num_key_value_heads": 2, "rms_norm_eps": 1e-05, "rope_scaling": None,
+             "rope_theta": 10000.0, "tie_word_embeddings": False,
+             "torch_dtype": "float32", "vocab_size": 101}
+    gpt2 = {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
+            "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_embd": 32,
+            "n_head": 4, "n_inner": None, "n_layer": 2, "n_positions": 64,
+            "scale_attn_weights": True, "vocab_size": 97}
+    write("model-config", "tiny-llama.json", json.dumps(llama, indent=2))
+    write("model-config", "tiny-gpt2.json", json.dumps(gpt2, indent=2))
+    write("model-config", "llama-head-dim.json", json.dumps(
+        dict(llama, head_dim=32, num_key_value_heads=1, tie_word_embeddings=True)))
+    write("model-config", "gpt2-erf.json", json.dumps(
+        dict(gpt2, activation_function="gelu", n_inner=48)))
+    # The hand-broken configs of the lit suite.
+    path = os.path.join(ROOT, "test", "Compiler", "config-errors.test")
+    text = open(path).read()
+    for name, body in re.findall(r"^#--- (\S+)\n(.*?)(?=^#--- |\Z)", text, re.M | re.S):
+        write("model-config", "lit-" + name, body)
+
+
+# --- .npy ---------------------------------------------------------------------
+
+def npy(shape, values, version=1, descr="<f4", fortran=False, pad=True):
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': (%s), }" % (
+        descr, "True" if fortran else "False", dims)
+    prefix = 10 if version == 1 else 12
+    if pad:
+        header += " " * ((64 - (prefix + len(header) + 1) % 64) % 64)
+    header += "\n"
+    size = struct.pack("<H", len(header)) if version == 1 else struct.pack("<I", len(header))
+    return b"\x93NUMPY" + bytes([version, 0]) + size + header.encode() + f32(values)
+
+
+def npy_seeds():
+    write("npy", "2x3", npy([2, 3], [1, 2, 3, 4, 5, 6]))
+    write("npy", "1d", npy([4], [0.5, -1, 3e38, -0.0]))
+    write("npy", "scalar", npy([], [7]))
+    write("npy", "empty", npy([0, 5], []))
+    write("npy", "v2", npy([2], [1, 2], version=2))
+    write("npy", "v3-unpadded", npy([1, 1, 2], [1, 2], version=3, pad=False))
+    write("npy", "fortran", npy([2, 2], [1, 2, 3, 4], fortran=True))
+    write("npy", "f8", npy([1], [0, 0], descr="<f8"))
+
+
+# --- session programs -----------------------------------------------------------
+
+def session_seeds():
+    # Opcode = byte % 8: 0 prefill, 1 decode, 2 reset, 3 sampler, 4 sample,
+    # 5 generate, 6 new session, 7 null arguments (see SessionFuzzer.cpp).
+    prefill5 = bytes([0, 5, 1, 3, 1, 4, 1, 5])
+    write("session", "prefill-decode", prefill5 + bytes([1, 7, 1, 9, 1, 39]))
+    write("session", "prefill-bad-token", bytes([0, 3, 0, 1, 42, 2]))
+    write("session", "fill-context", bytes([0, 20, 1]) + bytes(range(1, 21)) + bytes([1, 2] * 5))
+    sampler = bytes([3, 4, 10, 2, 1, 2, 3, 4, 5, 6, 7, 8, 42])
+    write("session", "generate", sampler + bytes([5, 3, 4, 1, 2, 3]) + bytes([2, 5, 2, 30, 9, 9]))
+    write("session", "sample-special", sampler + bytes([4, 12, 8, 9, 10, 20, 21, 0, 1, 2, 3, 22, 23, 24]))
+    write("session", "greedy", bytes([3, 0, 2, 2] + [0] * 8 + [40, 4, 6, 1, 2, 3, 2, 8, 9]))
+    write("session", "nulls-reset", bytes([7, 2, 6, 0, 1, 0, 5, 7]))
+
+
+# --- attn IR ------------------------------------------------------------------
+
+CODEGEN_OPS = {
+    "gemm-residual.mlir": """func.func @gemm(%h: tensor<?x64xf32>, %w: tensor<2x64x32xf32>, %x: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %y = attn.gemm none ins(%h, %w : tensor<?x64xf32>, tensor<2x64x32xf32>) residual(%x : tensor<?x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+""",
+    "gemm-swiglu.mlir": """func.func @gemm_swiglu(%h: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %w2: tensor<3x64x32xf32>, %b: tensor<96xf32>, %s: tensor<4xf32>, %init: tensor<4x96xf32>) -> tensor<4x96xf32> {
+  %y = attn.gemm swiglu ins(%h, %w, %w2 : tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32>) bias(%b : tensor<96xf32>) row_scale(%s : tensor<4xf32>) outs(%init : tensor<4x96xf32>) -> tensor<4x96xf32>
+  return %y : tensor<4x96xf32>
+}
+""",
+    "gemm-memref.mlir": """func.func @gemm_memref(%h: memref<4x64xf32>, %w: memref<2x64x32xf32>, %init: memref<4x64xf32>) {
+  attn.gemm gelu_tanh ins(%h, %w : memref<4x64xf32>, memref<2x64x32xf32>) outs(%init : memref<4x64xf32>)
+  return
+}
+""",
+    "linear-packed.mlir": """func.func @packed_linear(%x: tensor<?x64xf32>, %w: tensor<4x64x32xf32>) -> tensor<?x128xf32> {
+  %0 = attn.linear %x, %w layout(packed) : tensor<?x64xf32>, tensor<4x64x32xf32> -> tensor<?x128xf32>
+  return %0 : tensor<?x128xf32>
+}
+""",
+}
+
+
+def attn_opt_seeds():
+    # The code generation ops (attn.gemm, packed weights).
+    for name, text in CODEGEN_OPS.items():
+        write("attn-opt", name, text)
+    for name in sorted(os.listdir(os.path.join(ROOT, "docs", "examples", "ops"))):
+        write("attn-opt", "doc-" + name,
+              open(os.path.join(ROOT, "docs", "examples", "ops", name)).read())
+    write("attn-opt", "decoder-block.mlir",
+          open(os.path.join(ROOT, "docs", "examples", "decoder-block.mlir")).read())
+    for test in ["ops.mlir", "canonicalize.mlir", "invalid.mlir", "malformed.mlir"]:
+        text = open(os.path.join(ROOT, "test", "Dialect", "Attn", test)).read()
+        for i, chunk in enumerate(text.split("// -----")):
+            if test == "invalid.mlir" and i % 3:
+                continue  # A third of the verifier cases is plenty.
+            body = "\n".join(l for l in chunk.splitlines()
+                             if not l.lstrip().startswith("//")).strip()
+            if "func.func" in body and len(body) < 4096:
+                write("attn-opt", "%s-%02d.mlir" % (test[:-5], i), body + "\n")
+
+
+def main():
+    # Reproducers of past findings (regress-*) stay: they are regression
+    # tests, not generated seeds.
+    for target in os.listdir(OUT) if os.path.isdir(OUT) else []:
+        for name in os.listdir(os.path.join(OUT, target)):
+            if not name.startswith("regress-"):
+                os.remove(os.path.join(OUT, target, name))
+    safetensors_seeds()
+    manifest_seeds()
+    config_seeds()
+    npy_seeds()
+    session_seeds()
+    attn_opt_seeds()
+    for target in sorted(os.listdir(OUT)):
+        files = os.listdir(os.path.join(OUT, target))
+        size = sum(os.path.getsize(os.path.join(OUT, target, f)) for f in files)
+        print("%-14s %3d seeds, %6d bytes" % (target, len(files), size))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
