@@ -96,7 +96,8 @@ public:
     int64_t stride = 1;
     for (int64_t dim = static_cast<int64_t>(sizes.size()) - 1; dim >= 0; --dim) {
       strides[dim] = i64(stride);
-      stride *= staticSizes[dim];
+      if (dim > 0) // The leading size may be dynamic (kDynamic).
+        stride *= staticSizes[dim];
     }
     args.append(strides.begin(), strides.end());
   }

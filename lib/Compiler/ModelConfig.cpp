@@ -9,6 +9,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 using namespace mlir;
@@ -41,21 +42,31 @@ public:
       return 0;
     }
     if (*integer <= 0)
-      fail("key '" + key + "' must be positive, got " + std::to_string(*integer));
+      fail("key '" + key + "' must be positive, got " +
+           std::to_string(*integer));
     else if (*integer > limit)
       fail("key '" + key + "' is " + std::to_string(*integer) +
            ", larger than the supported " + std::to_string(limit));
     return *integer;
   }
 
-  /// A positive finite number; `fallback` when absent or null.
+  /// A positive number that stays positive and finite as an f32 (the attn
+  /// IR holds epsilons and RoPE theta as f32 attributes); `fallback` when
+  /// absent or null.
   double positiveNumber(llvm::StringRef key, double fallback) {
     const JsonValue *value = object.get(key);
     if (!value || value->getAsNull())
       return fallback;
     std::optional<double> number = value->getAsNumber();
     if (!number || !std::isfinite(*number) || *number <= 0) {
-      fail("key '" + key + "' must be a positive number, got " + render(*value));
+      fail("key '" + key + "' must be a positive number, got " +
+           render(*value));
+      return fallback;
+    }
+    if (*number < std::numeric_limits<float>::min() ||
+        *number > std::numeric_limits<float>::max()) {
+      fail("key '" + key + "' is " + render(*value) +
+           ", outside the f32 range the model computes in");
       return fallback;
     }
     return *number;
@@ -113,6 +124,17 @@ public:
     return llvm::createStringError(*error);
   }
 
+  /// `'text'` escaped as a JSON string is (control bytes as \n, \u001b, ...)
+  /// and shortened, so a hostile value cannot break the one-line message.
+  static std::string quote(llvm::StringRef text) {
+    std::string json = render(JsonValue(text.str()));
+    if (json.size() >= 2 && json.front() == '"' && json.back() == '"')
+      json = json.substr(1, json.size() - 2);
+    else if (!json.empty() && json.front() == '"')
+      json = json.substr(1);
+    return "'" + json + "'";
+  }
+
   static std::string render(const JsonValue &value) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -154,7 +176,8 @@ ModelConfig readGpt2(ConfigReader &reader) {
   config.numKvHeads = config.numHeads;
   config.intermediateSize =
       reader.positive("n_inner", 4 * config.hiddenSize, 4 * kMaxWidth);
-  config.maxPositions = reader.positive("n_positions", std::nullopt, kMaxPositions);
+  config.maxPositions =
+      reader.positive("n_positions", std::nullopt, kMaxPositions);
   config.vocabSize = reader.positive("vocab_size", std::nullopt, kMaxVocab);
   config.normEpsilon = reader.positiveNumber("layer_norm_epsilon", 1e-5);
   config.tieEmbeddings = true;
@@ -170,15 +193,17 @@ ModelConfig readGpt2(ConfigReader &reader) {
   else if (activation == "gelu")
     config.gelu = GeluApproximation::Erf;
   else
-    reader.fail("key 'activation_function' is '" + activation +
-                "'; supported: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu");
+    reader.fail("key 'activation_function' is " +
+                ConfigReader::quote(activation) +
+                "; supported: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu");
 
   reader.unsupportedUnless("scale_attn_by_inverse_layer_idx", isFalse,
                            "per-layer attention scaling");
   reader.unsupportedUnless("add_cross_attention", isFalse,
                            "cross-attention (decoder-only models only)");
   reader.unsupportedUnless(
-      "scale_attn_weights", [](const JsonValue &v) { return v.getAsBoolean() == true; },
+      "scale_attn_weights",
+      [](const JsonValue &v) { return v.getAsBoolean() == true; },
       "unscaled attention scores");
   return config;
 }
@@ -189,8 +214,10 @@ ModelConfig readLlama(ConfigReader &reader) {
   config.hiddenSize = reader.positive("hidden_size", std::nullopt, kMaxWidth);
   config.intermediateSize =
       reader.positive("intermediate_size", std::nullopt, 4 * kMaxWidth);
-  config.numLayers = reader.positive("num_hidden_layers", std::nullopt, kMaxLayers);
-  config.numHeads = reader.positive("num_attention_heads", std::nullopt, kMaxHeads);
+  config.numLayers =
+      reader.positive("num_hidden_layers", std::nullopt, kMaxLayers);
+  config.numHeads =
+      reader.positive("num_attention_heads", std::nullopt, kMaxHeads);
   config.numKvHeads =
       reader.positive("num_key_value_heads", config.numHeads, kMaxHeads);
   config.maxPositions =
@@ -217,24 +244,60 @@ ModelConfig readLlama(ConfigReader &reader) {
 
   std::string activation = reader.string("hidden_act", "silu");
   if (activation != "silu")
-    reader.fail("key 'hidden_act' is '" + activation + "'; supported: silu");
-  reader.unsupportedUnless("rope_scaling", [](const JsonValue &) { return false; },
-                           "scaled RoPE (linear, dynamic, yarn, llama3) is not "
-                           "implemented yet");
+    reader.fail("key 'hidden_act' is " + ConfigReader::quote(activation) +
+                "; supported: silu");
+  reader.unsupportedUnless(
+      "rope_scaling", [](const JsonValue &) { return false; },
+      "scaled RoPE (linear, dynamic, yarn, llama3) is not "
+      "implemented yet");
   reader.unsupportedUnless("attention_bias", isFalse,
                            "biases on the attention projections");
-  reader.unsupportedUnless("mlp_bias", isFalse, "biases on the MLP projections");
+  reader.unsupportedUnless("mlp_bias", isFalse,
+                           "biases on the MLP projections");
   return config;
+}
+
+/// Deepest nesting any config needs (HF configs nest 2-3 levels); the
+/// runtime's JSON reader has the same bound.
+constexpr int kMaxJsonDepth = 64;
+
+/// Whether arrays and objects nest deeper than `limit`, found by a scan that
+/// skips strings. llvm::json::parse recurses once per level with no bound,
+/// so a config of a few hundred KB of '[' would overflow the stack.
+bool nestsDeeperThan(llvm::StringRef json, int limit) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit)
+        return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
 }
 
 } // namespace
 
-llvm::Expected<ModelConfig> mlir::attn::parseModelConfig(llvm::StringRef json,
-                                                         llvm::StringRef fileName) {
+llvm::Expected<ModelConfig>
+mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
+  if (nestsDeeperThan(json, kMaxJsonDepth))
+    return llvm::createStringError(fileName +
+                                   ": not valid JSON: nested deeper than " +
+                                   llvm::Twine(kMaxJsonDepth) + " levels");
   llvm::Expected<JsonValue> parsed = llvm::json::parse(json);
   if (!parsed)
-    return llvm::createStringError(fileName + ": not valid JSON: " +
-                                   llvm::toString(parsed.takeError()));
+    return llvm::createStringError(
+        fileName + ": not valid JSON: " + llvm::toString(parsed.takeError()));
   const Object *object = parsed->getAsObject();
   if (!object)
     return llvm::createStringError(fileName + ": expected a JSON object");
@@ -251,8 +314,9 @@ llvm::Expected<ModelConfig> mlir::attn::parseModelConfig(llvm::StringRef json,
   else if (modelType == "llama")
     config = readLlama(reader);
   else
-    return llvm::createStringError(fileName + ": model_type '" + modelType +
-                                   "' is not supported (supported: gpt2, llama)");
+    return llvm::createStringError(
+        fileName + ": model_type " + ConfigReader::quote(modelType) +
+        " is not supported (supported: gpt2, llama)");
   if (llvm::Error error = reader.takeError())
     return std::move(error);
   return config;
@@ -265,8 +329,8 @@ llvm::Expected<ModelConfig> mlir::attn::loadModelConfig(llvm::StringRef path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(file, /*IsText=*/true);
   if (!buffer)
-    return llvm::createStringError(file + ": cannot read: " +
-                                   buffer.getError().message());
+    return llvm::createStringError(
+        file + ": cannot read: " + buffer.getError().message());
   return parseModelConfig((*buffer)->getBuffer(), file);
 }
 

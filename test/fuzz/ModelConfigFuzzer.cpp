@@ -56,7 +56,15 @@ void checkConfig(const ModelConfig &c) {
     FUZZ_CHECK(c.headDim * c.numHeads == c.hiddenSize, "gpt2 head split");
   else
     FUZZ_CHECK(c.headDim % 2 == 0, "odd rotary head_dim");
-  FUZZ_CHECK(c.normEpsilon > 0 && c.ropeTheta > 0, "epsilon/theta");
+  // Epsilon and theta become f32 attributes: they must stay positive and
+  // finite as f32 (test/Compiler/config-f32-range.test).
+  auto f32Positive = [](double v) {
+    float f = static_cast<float>(v);
+    return f > 0 && std::isfinite(f);
+  };
+  FUZZ_CHECK(f32Positive(c.normEpsilon) && f32Positive(c.ropeTheta),
+             "epsilon %g / theta %g accepted outside the f32 range",
+             c.normEpsilon, c.ropeTheta);
 
   // Every weight's element count and the KV cache size fit int64.
   int64_t total = 0;
@@ -92,17 +100,7 @@ void checkConfig(const ModelConfig &c) {
                  manifest.vocabSize == c.vocabSize,
              "manifest values");
 
-  // Small models: the whole attn module, which must verify. Not checked
-  // for an epsilon or theta that is a positive double but no positive
-  // finite f32 (below ~1.4e-45 or above ~3.4e38): the config reader accepts
-  // it and the IR then fails to verify (reported; the failing test is
-  // test/Compiler/config-f32-range.test).
-  auto f32Positive = [](double v) {
-    float f = static_cast<float>(v);
-    return f > 0 && std::isfinite(f);
-  };
-  if (!f32Positive(c.normEpsilon) || !f32Positive(c.ropeTheta))
-    return;
+  // Small models: the whole attn module, which must verify.
   if (c.hiddenSize <= 128 && c.intermediateSize <= 512 && c.numLayers <= 2 &&
       c.vocabSize <= 512 && c.maxPositions <= 128 && c.numHeads <= 16 &&
       c.queryFeatures() <= 256) {
@@ -127,8 +125,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::string message = llvm::toString(config.takeError());
     FUZZ_CHECK(llvm::StringRef(message).starts_with("config.json: "),
                "message does not name the file: %s", message.c_str());
-    // Not checked: that the message is one line. Strings from the config
-    // are echoed unescaped (reported).
+    // One line: strings from the config are echoed escaped
+    // (test/Compiler/config-unescaped-strings.test).
+    FUZZ_CHECK(message.find_first_of("\n\r") == std::string::npos,
+               "the message is not one line: %s", message.c_str());
     return 0;
   }
   checkConfig(*config);
