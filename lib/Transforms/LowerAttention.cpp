@@ -111,6 +111,19 @@ struct KernelBuilder {
                                         isVector ? negInf() : f32(-INFINITY));
     return arith::SelectOp::create(b, loc, empty, isVector ? splat(0.0f) : f32(0.0f), e);
   }
+  /// Combines `values` pairwise: depth log2(n) instead of a chain of n.
+  Value treeReduce(SmallVector<Value> values,
+                   function_ref<Value(Value, Value)> combine) {
+    while (values.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < values.size(); i += 2)
+        next.push_back(combine(values[i], values[i + 1]));
+      if (values.size() % 2)
+        next.push_back(values.back());
+      values = std::move(next);
+    }
+    return values.front();
+  }
   void forLoop(Value lb, Value ub, Value step,
                function_ref<void(Value)> body) {
     scf::ForOp::create(b, loc, lb, ub, step, ValueRange{},
@@ -171,8 +184,12 @@ void accumulatePV(KernelBuilder &k, const Attention &a, int64_t rows,
                   Value outAcc, Value alpha, Value kb, Value keys, Value kvCol,
                   function_ref<Value(Value, Value)> prob) {
   int64_t vectors = a.headDim / k.width;
+  // Accumulators in registers: 16 of AVX-512's 32 zmm (enough independent
+  // FMAs to cover their latency, four V loads per four broadcasts), 8 of
+  // AVX2's 16 ymm.
+  const int64_t accumulators = k.width >= 16 ? 16 : 8;
   int64_t tileRows = 1;
-  while (tileRows * 2 * vectors <= 16 && rows % (tileRows * 2) == 0)
+  while (tileRows * 2 * vectors <= accumulators && rows % (tileRows * 2) == 0)
     tileRows *= 2;
   k.forLoop(k.index(0), k.index(rows), k.index(tileRows), [&](Value r0) {
     SmallVector<Value> rowIndex, acc;
@@ -296,50 +313,93 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
       });
     }
 
-    // Online softmax down the lanes, one vector of rows at a time.
+    // Online softmax down the lanes, one vector of rows at a time. `masked`:
+    // key kb + j must exist in this block (j < keys) and, when causal, lie at
+    // or before the row's position; blocks wholly below the diagonal skip
+    // those tests.
     Value keysI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), keys);
     Value kbI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), kb);
-    k.forLoop(k.index(0), k.index(paddedRows), k.index(w), [&](Value r0) {
-      Value last = vector::LoadOp::create(k.b, k.loc, k.positionType, rowPosition,
-                                          ValueRange{r0});
-      Value mOld = k.load(maxima, ValueRange{r0});
-      SmallVector<Value> visible(keyBlock);
-      Value blockMax = k.negInf();
-      for (int64_t j = 0; j < keyBlock; ++j) {
-        // Key kb + j exists in this block (j < keys) and, when causal, lies
-        // at or before the row's position.
-        Value inBlock = arith::CmpIOp::create(
-            k.b, k.loc, arith::CmpIPredicate::slt,
-            arith::ConstantIntOp::create(k.b, k.loc, j, 32), keysI32);
-        visible[j] = vector::BroadcastOp::create(k.b, k.loc, k.maskType, inBlock);
-        if (a.causal) {
-          Value key = vector::BroadcastOp::create(
-              k.b, k.loc, k.positionType,
-              arith::AddIOp::create(k.b, k.loc, kbI32,
-                                    arith::ConstantIntOp::create(k.b, k.loc, j, 32)));
-          Value beforeRow = arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::sle,
-                                                  key, last);
-          visible[j] = arith::AndIOp::create(k.b, k.loc, visible[j], beforeRow);
+    auto softmax = [&](bool masked) {
+      k.forLoop(k.index(0), k.index(paddedRows), k.index(w), [&](Value r0) {
+        Value last = masked ? vector::LoadOp::create(k.b, k.loc, k.positionType,
+                                                     rowPosition, ValueRange{r0})
+                            : Value();
+        Value mOld = k.load(maxima, ValueRange{r0});
+        SmallVector<Value> visible(keyBlock), s(keyBlock), maxTerms;
+        for (int64_t j = 0; j < keyBlock; ++j) {
+          s[j] = k.load(scores, ValueRange{k.index(j), r0});
+          if (!masked) {
+            maxTerms.push_back(s[j]);
+            continue;
+          }
+          Value inBlock = arith::CmpIOp::create(
+              k.b, k.loc, arith::CmpIPredicate::slt,
+              arith::ConstantIntOp::create(k.b, k.loc, j, 32), keysI32);
+          visible[j] = vector::BroadcastOp::create(k.b, k.loc, k.maskType, inBlock);
+          if (a.causal) {
+            Value key = vector::BroadcastOp::create(
+                k.b, k.loc, k.positionType,
+                arith::AddIOp::create(k.b, k.loc, kbI32,
+                                      arith::ConstantIntOp::create(k.b, k.loc, j, 32)));
+            Value beforeRow = arith::CmpIOp::create(
+                k.b, k.loc, arith::CmpIPredicate::sle, key, last);
+            visible[j] = arith::AndIOp::create(k.b, k.loc, visible[j], beforeRow);
+          }
+          maxTerms.push_back(
+              arith::SelectOp::create(k.b, k.loc, visible[j], s[j], k.negInf()));
         }
-        Value s = k.load(scores, ValueRange{k.index(j), r0});
-        blockMax = arith::MaximumFOp::create(
-            k.b, k.loc, blockMax, arith::SelectOp::create(k.b, k.loc, visible[j], s, k.negInf()));
-      }
-      Value mNew = arith::MaximumFOp::create(k.b, k.loc, mOld, blockMax);
-      Value safe = k.safeMax(mNew);
-      Value sum = k.splat(0.0f);
-      for (int64_t j = 0; j < keyBlock; ++j) {
-        Value s = k.load(scores, ValueRange{k.index(j), r0});
-        Value p = k.maskedExp(s, safe, visible[j]);
-        k.store(p, scores, ValueRange{k.index(j), r0});
-        sum = arith::AddFOp::create(k.b, k.loc, sum, p);
-      }
-      Value rescale = k.rescale(mOld, mNew);
-      Value lOld = k.load(sums, ValueRange{r0});
-      k.store(k.fma(lOld, rescale, sum), sums, ValueRange{r0});
-      k.store(mNew, maxima, ValueRange{r0});
-      k.store(rescale, alpha, ValueRange{r0});
-    });
+        // Pairwise trees: a chain of keyBlock dependent max/add ops would
+        // bound this loop by their latency.
+        maxTerms.push_back(mOld);
+        Value mNew = k.treeReduce(maxTerms, [&](Value x, Value y) {
+          return arith::MaximumFOp::create(k.b, k.loc, x, y);
+        });
+        Value safe = k.safeMax(mNew);
+        SmallVector<Value> probabilities;
+        for (int64_t j = 0; j < keyBlock; ++j) {
+          // Reloaded (L1) rather than kept live: keyBlock vectors would not
+          // fit in the register file.
+          Value score = k.load(scores, ValueRange{k.index(j), r0});
+          Value p = masked ? k.maskedExp(score, safe, visible[j])
+                           : math::ExpOp::create(
+                                 k.b, k.loc, arith::SubFOp::create(k.b, k.loc, score, safe));
+          k.store(p, scores, ValueRange{k.index(j), r0});
+          probabilities.push_back(p);
+        }
+        Value sum = k.treeReduce(probabilities, [&](Value x, Value y) {
+          return arith::AddFOp::create(k.b, k.loc, x, y);
+        });
+        Value rescale = k.rescale(mOld, mNew);
+        Value lOld = k.load(sums, ValueRange{r0});
+        k.store(k.fma(lOld, rescale, sum), sums, ValueRange{r0});
+        k.store(mNew, maxima, ValueRange{r0});
+        k.store(rescale, alpha, ValueRange{r0});
+      });
+    };
+    // Every key of the block visible to every row: a full block whose last
+    // key is at or before the first row's position (rows only grow).
+    Value fullBlock = arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::eq,
+                                            keys, k.index(keyBlock));
+    if (a.causal) {
+      Value blockLast = k.add(kb, k.index(keyBlock - 1));
+      Value firstLast = k.add(firstPosition, diagonal);
+      fullBlock = arith::AndIOp::create(
+          k.b, k.loc, fullBlock,
+          arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::sle, blockLast,
+                                firstLast));
+    }
+    scf::IfOp::create(
+        k.b, k.loc, fullBlock,
+        [&](OpBuilder &tb, Location) {
+          OpBuilder::InsertionGuard guard(k.b);
+          k.b.setInsertionPoint(scf::YieldOp::create(tb, k.loc));
+          softmax(/*masked=*/false);
+        },
+        [&](OpBuilder &eb, Location) {
+          OpBuilder::InsertionGuard guard(k.b);
+          k.b.setInsertionPoint(scf::YieldOp::create(eb, k.loc));
+          softmax(/*masked=*/true);
+        });
 
     accumulatePV(k, a, paddedRows, outAcc, alpha, kb, keys, kvCol,
                  [&](Value j, Value r) {

@@ -18,11 +18,21 @@
 // Scores: 8 keys x 2 row vectors of accumulators over head_dim.
 // CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(
 // CHECK-COUNT-16: vector.fma
-// Online softmax down the lanes: the causal mask compares key positions
+// Online softmax down the lanes. A full key block wholly at or before the
+// block's first position needs no mask; the others compare key positions
 // with each row's last visible one.
+// CHECK: %[[FULL:.*]] = arith.cmpi eq, %{{.*}}, %c32 : index
+// CHECK: %[[BELOW:.*]] = arith.cmpi sle, %{{.*}}, %{{.*}} : index
+// CHECK: %[[UNMASKED:.*]] = arith.andi %[[FULL]], %[[BELOW]] : i1
+// CHECK: scf.if %[[UNMASKED]] {
+// CHECK-NOT: vector<16xi32>
+// CHECK: arith.maximumf %{{.*}} : vector<16xf32>
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: } else {
 // CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : vector<16xi32>
 // CHECK: arith.maximumf %{{.*}} : vector<16xf32>
 // CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: }
 // P V into the output accumulators, then out = O / l.
 // CHECK: vector.fma
 // CHECK: arith.divf
