@@ -265,7 +265,8 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   if (!isa<MemRefType>(op.getInit().getType()))
     return op.emitOpError("must be bufferized before attn-lower-gemm");
   auto weightType = cast<MemRefType>(op.getWeight().getType());
-  GemmKernel g{op};
+  GemmKernel g;
+  g.op = op;
   g.input = op.getInput();
   g.weight = op.getWeight();
   g.weight2 = op.getWeight2();
@@ -310,7 +311,7 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
         Value chunkEnd = arith::MinUIOp::create(
             b, l, rows,
             arith::AddIOp::create(b, l, chunk, indexConstant(b, l, chunkRows)));
-        scf::ParallelOp::create(
+        auto blocks = scf::ParallelOp::create(
             b, l, ValueRange{zero}, ValueRange{indexConstant(b, l, g.blocks)},
             ValueRange{one},
             [&](OpBuilder &pb, Location pl, ValueRange ivs) {
@@ -333,6 +334,9 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
                     scf::YieldOp::create(eb, el);
                   });
             });
+        // Every block costs the same; contiguous ranges keep each thread's
+        // weight stream sequential.
+        blocks->setAttr(kContiguousScheduleAttr, b.getUnitAttr());
         scf::YieldOp::create(b, l);
       });
   rewriter.eraseOp(op);

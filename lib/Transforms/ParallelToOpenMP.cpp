@@ -6,7 +6,9 @@
 // calls. (Debian's libomp formats a debug string, a malloc, in every
 // __kmpc_for_static_init; a model runs dozens of parallel loops per token.)
 // Round-robin over the linearized iteration space also balances the causal
-// attention blocks, whose cost grows along the sequence.
+// attention blocks, whose cost grows along the sequence. A loop marked
+// attn.contiguous_schedule (equal-cost iterations that stream memory, like a
+// GEMV's weight blocks) gives each thread one contiguous range instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,7 +84,18 @@ void lowerToTeam(RewriterBase &rewriter, ModuleOp module, scf::ParallelOp op) {
                         return WalkResult::interrupt();
                       }).wasInterrupted();
   }
-  auto loop = scf::ForOp::create(rewriter, loc, self, total, threads);
+  // Iterations of thread `self`: every threads-th from `self` (round-robin),
+  // or one contiguous range when the loop asks for it.
+  Value begin = self, end = total, stride = threads;
+  if (op->hasAttr(attn::kContiguousScheduleAttr)) {
+    Value chunk = arith::CeilDivSIOp::create(rewriter, loc, total, threads);
+    begin = arith::MinSIOp::create(
+        rewriter, loc, arith::MulIOp::create(rewriter, loc, self, chunk), total);
+    end = arith::MinSIOp::create(
+        rewriter, loc, arith::AddIOp::create(rewriter, loc, begin, chunk), total);
+    stride = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  }
+  auto loop = scf::ForOp::create(rewriter, loc, begin, end, stride);
   omp::TerminatorOp::create(rewriter, team.getLoc());
   rewriter.setInsertionPointToStart(loop.getBody());
   if (scoped) {

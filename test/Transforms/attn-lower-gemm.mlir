@@ -4,7 +4,7 @@
 
 // 72 outputs in blocks of 32: two full blocks and one with 8 live lanes.
 // Rows go in chunks that stay in L2 (393216 B / (64 * 4 B) = 1536 rows), the
-// blocks in parallel, each as 8-row register tiles (8 rows x 2 vectors = 16
+// blocks in parallel (contiguous ranges per thread), each as 8-row register tiles (8 rows x 2 vectors = 16
 // accumulators carried through a k loop unrolled by 4) and single rows.
 // CHECK-LABEL: func.func @gelu_bias
 // CHECK: scf.for %[[CHUNK:.*]] = %c0 to %{{.*}} step %c1536
@@ -24,6 +24,8 @@
 // CHECK: } else {
 // CHECK-NOT: vector.maskedstore
 // CHECK: vector.store %{{.*}} : memref<?x72xf32>, vector<16xf32>
+// Equal blocks: each thread takes one contiguous range of them.
+// CHECK: } {attn.contiguous_schedule}
 // CHECK-NOT: attn.gemm
 // AVX2-LABEL: func.func @gelu_bias
 // AVX2: scf.for %{{.*}} step %c4

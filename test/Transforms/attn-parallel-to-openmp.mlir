@@ -44,6 +44,34 @@ func.func @two_d(%out: memref<?x8xf32>, %n: index) {
 
 // -----
 
+// A loop marked attn.contiguous_schedule (a GEMV's weight blocks): thread t
+// runs one contiguous range [t * ceil(n / T), min(n, (t + 1) * ceil(n / T))).
+// CHECK-LABEL: func.func @contiguous
+// CHECK-SAME: (%[[OUT:.*]]: memref<?xf32>, %[[N:.*]]: index)
+// CHECK: %[[TOTAL:.*]] = arith.maxsi %[[N]], %c0
+// CHECK: omp.parallel {
+// CHECK: %[[SELF:.*]] = arith.index_cast
+// CHECK: %[[THREADS:.*]] = arith.index_cast
+// CHECK: %[[CHUNK:.*]] = arith.ceildivsi %[[TOTAL]], %[[THREADS]]
+// CHECK: %[[FIRST:.*]] = arith.muli %[[SELF]], %[[CHUNK]]
+// CHECK: %[[BEGIN:.*]] = arith.minsi %[[FIRST]], %[[TOTAL]]
+// CHECK: %[[LAST:.*]] = arith.addi %[[BEGIN]], %[[CHUNK]]
+// CHECK: %[[END:.*]] = arith.minsi %[[LAST]], %[[TOTAL]]
+// CHECK: scf.for %[[I:.*]] = %[[BEGIN]] to %[[END]] step %c1 {
+// CHECK:   memref.store %{{.*}}, %[[OUT]][%[[I]]]
+func.func @contiguous(%out: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %f = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %f, %out[%i] : memref<?xf32>
+    scf.reduce
+  } {attn.contiguous_schedule}
+  return
+}
+
+// -----
+
 // A stack buffer sized in the loop lives for one iteration: the body runs in
 // an alloca scope. A nested scf.parallel stays on its thread.
 // CHECK-LABEL: func.func @scoped
