@@ -4,8 +4,9 @@
 //              [--threads 1,2] [--model-dir DIR]
 //
 // Every figure is the median of --repeats runs after a warm-up, measured in
-// one run beside the machine's own FMA peak and read bandwidth, so that the
-// ratios hold on a shared, noisy machine. OpenBLAS (libopenblas, loaded with
+// one run beside the machine's own FMA peak and read bandwidth (each the best
+// of 5, since noise only lowers them), so that the ratios hold on a shared,
+// noisy machine. OpenBLAS (libopenblas, loaded with
 // dlopen after clearing OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which would
 // otherwise pin it to 256-bit kernels) runs the same matrix shapes.
 //
@@ -35,12 +36,12 @@ std::vector<std::string> split(const std::string &text) {
   return parts;
 }
 
+constexpr const char *kUsage =
+    "usage: attn-bench [--only machine,matmul,attention,models] "
+    "[--repeats N] [--threads 1,2] [--model-dir DIR]\n";
+
 [[noreturn]] void usage(const char *message) {
-  std::fprintf(stderr,
-               "attn-bench: error: %s\n"
-               "usage: attn-bench [--only machine,matmul,attention,models] "
-               "[--repeats N] [--threads 1,2] [--model-dir DIR]\n",
-               message);
+  std::fprintf(stderr, "attn-bench: error: %s\n%s", message, kUsage);
   std::exit(1);
 }
 
@@ -70,9 +71,10 @@ int main(int argc, char **argv) {
         options.threads.push_back(std::max(1, std::atoi(t.c_str())));
     } else if (arg == "--model-dir")
       options.modelDir = value();
-    else if (arg == "--help")
-      usage("help requested");
-    else
+    else if (arg == "--help") {
+      std::printf("%s", kUsage);
+      return 0;
+    } else
       usage(("unknown argument '" + arg + "'").c_str());
   }
   auto wants = [&](const char *suite) {
