@@ -86,7 +86,13 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerAsmPrinterCLOptions();
   registerDefaultTimingManagerCLOptions();
-  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  // --help lists our options and MLIR's debugging flags (--mlir-timing,
+  // --mlir-print-ir-after, ...), not the hundreds of backend options that
+  // libLLVM.so registers in the general category.
+  cl::HideUnrelatedOptions(category);
+  for (auto &entry : cl::getRegisteredOptions())
+    if (entry.first.starts_with("mlir-"))
+      entry.second->setHiddenFlag(cl::NotHidden);
   cl::ParseCommandLineOptions(
       argc, argv,
       "attn-compile: compile a GPT-2 or LLaMA model description to a native "
