@@ -99,7 +99,7 @@ void attn::bench::setThreads(int threads) {
 
 void attn::bench::printMachine(const MachineFigures &machine,
                                const BenchOptions &options) {
-  std::printf("\n## Machine (measured now)\n| figure |");
+  std::printf("\n## Machine (best measured in this run; every ratio above is against the best seen before its suite)\n| figure |");
   for (int t : options.threads)
     std::printf(" %d thread%s |", t, t == 1 ? "" : "s");
   std::printf("\n| --- |");

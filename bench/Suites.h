@@ -17,7 +17,7 @@ struct BenchOptions {
   std::string modelDir = "/tmp/attn-bench-models";
 };
 
-/// The machine's limits by thread count, measured at start-up.
+/// The machine's limits by thread count: the best measured so far in the run.
 struct MachineFigures {
   std::map<int, double> fmaPeak;   // FLOP/s
   std::map<int, double> bandwidth; // bytes/s
