@@ -522,7 +522,9 @@ struct AttentionVariant {
   int64_t queryBlock, kvBlock, vectorWidth;
 
   CompileOptions options() const {
-    CompileOptions options{queryBlock, kvBlock};
+    CompileOptions options;
+    options.queryBlock = queryBlock;
+    options.kvBlock = kvBlock;
     options.configure = [*this](AttnPipelineOptions &pipeline) {
       pipeline.attentionKernel = kernel;
       pipeline.vectorWidth = vectorWidth;
@@ -583,7 +585,9 @@ TEST(Attention, DecodeOverAStaticCacheWithKvLen) {
       return %0 : tensor<{4}x{0}xf32>
     })mlir", qf, kf, maxSeq, name, rows, mask).str();
   for (bool kernel : {false, true}) {
-    CompileOptions options{16, 16};
+    CompileOptions options;
+    options.queryBlock = 16;
+    options.kvBlock = 16;
     options.configure = [kernel](AttnPipelineOptions &pipeline) {
       pipeline.attentionKernel = kernel;
     };
