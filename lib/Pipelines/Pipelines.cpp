@@ -61,6 +61,7 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
   LowerAttentionPassOptions attention;
   attention.vectorWidth = options.vectorWidth;
   attention.blockRows = options.queryBlock;
+  attention.fastExp = options.fastMath;
   pm.addPass(createLowerAttentionPass(attention));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());

@@ -1,5 +1,6 @@
 // RUN: attn-opt %s -split-input-file --attn-lower-attention --canonicalize --cse | FileCheck %s
 // RUN: attn-opt %s -split-input-file --attn-lower-attention="vector-width=8 block-rows=16" --canonicalize --cse | FileCheck %s --check-prefix=SMALL
+// RUN: attn-opt %s -split-input-file --attn-lower-attention="fast-exp=0" --canonicalize --cse | FileCheck %s --check-prefix=LIBM
 // Numbers: test/Pipelines/attention-kernel-run.mlir and the e2e attention
 // tests (kernel_* variants).
 
@@ -24,15 +25,28 @@
 // CHECK: %[[FULL:.*]] = arith.cmpi eq, %{{.*}}, %c32 : index
 // CHECK: %[[BELOW:.*]] = arith.cmpi sle, %{{.*}}, %{{.*}} : index
 // CHECK: %[[UNMASKED:.*]] = arith.andi %[[FULL]], %[[BELOW]] : i1
+// exp(x) for x <= 0 inline: clamp at -87, n = round(x log2(e)),
+// r = x - n ln(2) in two steps, e^r by a degree-7 polynomial, 2^n written
+// into the exponent bits.
 // CHECK: scf.if %[[UNMASKED]] {
-// CHECK-NOT: vector<16xi32>
+// CHECK-NOT: arith.cmpi sle, %{{.*}}, %{{.*}} : vector<16xi32>
 // CHECK: arith.maximumf %{{.*}} : vector<16xf32>
-// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: arith.maximumf %{{.*}}, %[[CLAMP:.*]] : vector<16xf32>
+// CHECK-COUNT-10: vector.fma
+// CHECK: arith.bitcast %{{.*}} : vector<16xf32> to vector<16xi32>
+// CHECK: arith.shli
+// CHECK: arith.bitcast %{{.*}} : vector<16xi32> to vector<16xf32>
 // CHECK: } else {
 // CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : vector<16xi32>
 // CHECK: arith.maximumf %{{.*}} : vector<16xf32>
-// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: arith.shli
 // CHECK: }
+// CHECK-NOT: math.exp
+// LIBM-LABEL: func.func @prefill
+// LIBM: scf.if
+// LIBM: math.exp %{{.*}} : vector<16xf32>
+// LIBM: } else {
+// LIBM: math.exp %{{.*}} : vector<16xf32>
 // P V into the output accumulators, then out = O / l.
 // CHECK: vector.fma
 // CHECK: arith.divf
@@ -63,7 +77,7 @@ func.func @prefill(%q: memref<?x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64x
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c2, %[[SPLITS]]) step (%c1, %c1)
 // CHECK: vector.reduction <add>
 // CHECK: vector.reduction <maximumf>
-// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: arith.shli %{{.*}} : vector<16xi32>
 // CHECK: vector.store %{{.*}}, %[[OUTS]]
 // CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c2) step (%c1)
 // CHECK: scf.for %{{.*}} = %c0 to %[[SPLITS]] step %c1

@@ -103,6 +103,9 @@ def LowerAttentionPass : Pass<"attn-lower-attention"> {
     Option<"decodeTasks", "decode-tasks", "int64_t", /*default=*/"16",
            "Decode: parallel tasks to aim for; KV heads are split when "
            "there are fewer">,
+    Option<"fastExp", "fast-exp", "bool", /*default=*/"true",
+           "Softmax exponentials by an inline polynomial for x <= 0 "
+           "(otherwise math.exp)">,
   ];
 }
 
