@@ -27,7 +27,7 @@ public:
       : object(object), fileName(fileName) {}
 
   /// A positive integer no larger than `limit`; `fallback` when the key is
-  /// absent or null (nullopt: the key is required).
+  /// absent or null (nullopt: the key is required); 0 once rejected.
   int64_t positive(llvm::StringRef key, std::optional<int64_t> fallback,
                    int64_t limit) {
     const JsonValue *value = object.get(key);
@@ -41,12 +41,17 @@ public:
       fail("key '" + key + "' must be an integer, got " + render(*value));
       return 0;
     }
-    if (*integer <= 0)
+    if (*integer <= 0) {
       fail("key '" + key + "' must be positive, got " +
            std::to_string(*integer));
-    else if (*integer > limit)
+      return 0;
+    }
+    if (*integer > limit) {
       fail("key '" + key + "' is " + std::to_string(*integer) +
            ", larger than the supported " + std::to_string(limit));
+      // Not the value: later defaults multiply it (n_inner = 4 n_embd).
+      return 0;
+    }
     return *integer;
   }
 
@@ -124,8 +129,9 @@ public:
     return llvm::createStringError(*error);
   }
 
-  /// `'text'` escaped as a JSON string is (control bytes as \n, \u001b, ...)
-  /// and shortened, so a hostile value cannot break the one-line message.
+  /// `'text'` with the escapes of a JSON string (control bytes as \n,
+  /// \u001b, ...), shortened: a hostile value cannot break the one-line
+  /// message.
   static std::string quote(llvm::StringRef text) {
     std::string json = render(JsonValue(text.str()));
     if (json.size() >= 2 && json.front() == '"' && json.back() == '"')
