@@ -9,7 +9,10 @@
 # $ATTN_FUZZ_JOBS at a time (default: the number of cores). Each fuzzes a
 # copy of its committed seed corpus (test/fuzz/corpus/<target>) in
 # $ATTN_FUZZ_WORK (default <build>/fuzz-work); crashes, leaks, timeouts and
-# out-of-memory inputs are written to $ATTN_FUZZ_WORK/findings. The build
+# out-of-memory inputs are written to $ATTN_FUZZ_WORK/findings.
+# $ATTN_FUZZ_SEED and $ATTN_FUZZ_RUNS (unset: a random seed, no count limit)
+# make a run nearly repeatable: a fixed seed and a stop after that many
+# inputs (or at SECONDS, whichever comes first); scripts/test.sh sets both. The build
 # directory is $ATTN_SANITIZE_BUILD_DIR (default build-sanitize, shared with
 # scripts/sanitize.sh), configured with ASan+UBSan and -DATTN_FUZZ=ON.
 set -euo pipefail
@@ -70,6 +73,8 @@ fuzz_one() {
   local args=(-max_total_time="$seconds" -max_len="$(max_len "$t")"
     -timeout=20 -rss_limit_mb=2048 -print_final_stats=1
     -artifact_prefix="$work/findings/$t-")
+  [[ -n "${ATTN_FUZZ_SEED:-}" ]] && args+=(-seed="$ATTN_FUZZ_SEED")
+  [[ -n "${ATTN_FUZZ_RUNS:-}" ]] && args+=(-runs="$ATTN_FUZZ_RUNS")
   local d
   d=$(dict "$t")
   [[ -n "$d" ]] && args+=(-dict="$d")
