@@ -14,111 +14,109 @@ namespace {
 /// Field readers sharing one error slot; each returns false after setting it.
 class FieldReader {
 public:
-  FieldReader(JsonValue object, std::string &error)
+  FieldReader(const Json &object, std::string &error)
       : object(object), error(error) {}
 
   bool integer(const char *field, int64_t minimum, bool required,
                int64_t &out) {
-    JsonValue value = object.find(field);
-    if (!value.isValid()) {
+    const Json *value = jsonFind(object, field);
+    if (!value) {
       if (!required)
         return true;
       error = format("\"%s\" is missing", field);
       return false;
     }
-    if (!value.isInteger()) {
+    int64_t n;
+    if (!jsonInteger(*value, n)) {
       error = format("\"%s\" is %s, not an integer", field,
-                     jsonKindName(value.kind()));
+                     jsonKindName(*value));
       return false;
     }
-    if (value.getInteger() < minimum) {
+    if (n < minimum) {
       error = format("\"%s\" is %lld, must be at least %lld", field,
-                     static_cast<long long>(value.getInteger()),
+                     static_cast<long long>(n),
                      static_cast<long long>(minimum));
       return false;
     }
-    out = value.getInteger();
+    out = n;
     return true;
   }
 
   bool stringList(const char *field, std::vector<std::string> &out) {
-    JsonValue value = object.find(field);
-    if (!value.isValid())
+    const Json *value = jsonFind(object, field);
+    if (!value)
       return true;
-    if (!value.is(JsonKind::Array)) {
+    if (!value->is_array()) {
       error = format("\"%s\" is %s, not an array of strings", field,
-                     jsonKindName(value.kind()));
+                     jsonKindName(*value));
       return false;
     }
-    for (JsonValue element = value.firstChild(); element.isValid();
-         element = element.nextSibling()) {
-      if (!element.is(JsonKind::String)) {
+    for (const Json &element : *value) {
+      if (!element.is_string()) {
         error = format("\"%s\" holds %s, not only strings", field,
-                       jsonKindName(element.kind()));
+                       jsonKindName(element));
         return false;
       }
-      out.emplace_back(element.getString());
+      out.push_back(element.get<std::string>());
     }
     return true;
   }
 
 private:
-  JsonValue object;
+  const Json &object;
   std::string &error;
 };
 } // namespace
 
 /// Entry `index` of a `kind` list ("weight", "packed buffer") must be an
 /// object with a non-empty "name"; `where` becomes "<kind> '<name>': ".
-static bool readEntryName(JsonValue entry, const char *kind, size_t index,
+static bool readEntryName(const Json &entry, const char *kind, size_t index,
                           std::string &name, std::string &where,
                           std::string &error) {
   where = format("%s %zu: ", kind, index);
-  if (!entry.is(JsonKind::Object)) {
+  if (!entry.is_object()) {
     error = where + "not an object";
     return false;
   }
-  JsonValue value = entry.find("name");
-  if (!value.is(JsonKind::String) || value.getString().empty()) {
+  const Json *value = jsonFind(entry, "name");
+  if (!value || !value->is_string() || value->get_ref<const std::string &>().empty()) {
     error = where + "\"name\" is missing or not a non-empty string";
     return false;
   }
-  name = std::string(value.getString());
+  name = value->get<std::string>();
   where = std::string(kind) + " " + quote(name) + ": ";
   return true;
 }
 
 /// Array `field` of `entry`: integers in [0, limit).
-static bool readIndexArray(JsonValue entry, const char *field, int64_t limit,
+static bool readIndexArray(const Json &entry, const char *field, int64_t limit,
                            const char *what, const std::string &where,
                            std::vector<int64_t> &out, std::string &error) {
-  JsonValue array = entry.find(field);
-  if (!array.is(JsonKind::Array)) {
+  const Json *array = jsonFind(entry, field);
+  if (!array || !array->is_array()) {
     error = where + format("\"%s\" is missing or not an array", field);
     return false;
   }
-  for (JsonValue element = array.firstChild(); element.isValid();
-       element = element.nextSibling()) {
-    if (!element.isInteger() || element.getInteger() < 0 ||
-        element.getInteger() >= limit) {
+  for (const Json &element : *array) {
+    int64_t n;
+    if (!jsonInteger(element, n) || n < 0 || n >= limit) {
       error = where + format("\"%s\" holds something other than %s", field,
                              what);
       return false;
     }
-    out.push_back(element.getInteger());
+    out.push_back(n);
   }
   return true;
 }
 
-static bool parseWeight(JsonValue entry, size_t index, WeightSpec &weight,
+static bool parseWeight(const Json &entry, size_t index, WeightSpec &weight,
                         std::string &error) {
   std::string where;
   if (!readEntryName(entry, "weight", index, weight.name, where, error))
     return false;
   // The ABI passes f32 pointers, so a manifest can only ask for F32.
-  JsonValue dtype = entry.find("dtype");
-  if (dtype.isValid() &&
-      (!dtype.is(JsonKind::String) || dtype.getString() != "F32")) {
+  const Json *dtype = jsonFind(entry, "dtype");
+  if (dtype && (!dtype->is_string() || *dtype != "F32")) {
     error = where + "\"dtype\" must be \"F32\" (ABI version 1 passes f32)";
     return false;
   }
@@ -131,18 +129,17 @@ static bool parseWeight(JsonValue entry, size_t index, WeightSpec &weight,
         where + "shape " + formatShape(weight.shape) + " has too many elements";
     return false;
   }
-  JsonValue used = entry.find("used_at_run_time");
-  if (used.isValid()) {
-    if (!used.is(JsonKind::Bool)) {
+  if (const Json *used = jsonFind(entry, "used_at_run_time")) {
+    if (!used->is_boolean()) {
       error = where + "\"used_at_run_time\" must be true or false";
       return false;
     }
-    weight.usedAtRunTime = used.getBool();
+    weight.usedAtRunTime = used->get<bool>();
   }
   return true;
 }
 
-static bool parsePacked(JsonValue entry, size_t index, size_t weightCount,
+static bool parsePacked(const Json &entry, size_t index, size_t weightCount,
                         PackedSpec &packed, std::string &error) {
   std::string where;
   if (!readEntryName(entry, "packed buffer", index, packed.name, where, error))
@@ -163,15 +160,14 @@ static bool parsePacked(JsonValue entry, size_t index, size_t weightCount,
 
 bool parseManifest(std::string_view json, Manifest &manifest,
                    std::string &error) {
-  JsonDocument doc;
+  Json root;
   std::string message;
-  if (!doc.parse(json, message)) {
+  if (!parseJson(json, root, message)) {
     error = "not valid JSON: " + message;
     return false;
   }
-  JsonValue root = doc.root();
-  if (!root.is(JsonKind::Object)) {
-    error = format("is %s, not a JSON object", jsonKindName(root.kind()));
+  if (!root.is_object()) {
+    error = format("is %s, not a JSON object", jsonKindName(root));
     return false;
   }
   FieldReader read(root, error);
@@ -184,12 +180,12 @@ bool parseManifest(std::string_view json, Manifest &manifest,
                    ATTN_MODEL_ABI_VERSION);
     return false;
   }
-  JsonValue architecture = root.find("architecture");
-  if (!architecture.is(JsonKind::String)) {
+  const Json *architecture = jsonFind(root, "architecture");
+  if (!architecture || !architecture->is_string()) {
     error = "\"architecture\" is missing or not a string";
     return false;
   }
-  manifest.architecture = std::string(architecture.getString());
+  manifest.architecture = architecture->get<std::string>();
   if (!read.integer("vocab_size", 1, true, manifest.vocabSize) ||
       !read.integer("max_seq", 1, true, manifest.maxSeq) ||
       !read.integer("hidden_size", 0, false, manifest.hiddenSize) ||
@@ -209,28 +205,27 @@ bool parseManifest(std::string_view json, Manifest &manifest,
     return false;
   }
 
-  JsonValue kvCache = root.find("kv_cache");
-  if (!kvCache.is(JsonKind::Object)) {
+  const Json *kvCache = jsonFind(root, "kv_cache");
+  if (!kvCache || !kvCache->is_object()) {
     error = "\"kv_cache\" is missing or not an object";
     return false;
   }
-  FieldReader readKv(kvCache, message);
+  FieldReader readKv(*kvCache, message);
   if (!readKv.integer("bytes", 0, true, manifest.kvCacheBytes)) {
     error = "kv_cache: " + message;
     return false;
   }
 
-  JsonValue weights = root.find("weights");
-  if (!weights.is(JsonKind::Array)) {
+  const Json *weights = jsonFind(root, "weights");
+  if (!weights || !weights->is_array()) {
     error = "\"weights\" is missing or not an array";
     return false;
   }
   std::unordered_set<std::string> seen;
   size_t index = 0;
-  for (JsonValue entry = weights.firstChild(); entry.isValid();
-       entry = entry.nextSibling(), ++index) {
+  for (const Json &entry : *weights) {
     WeightSpec weight;
-    if (!parseWeight(entry, index, weight, error))
+    if (!parseWeight(entry, index++, weight, error))
       return false;
     if (!seen.insert(weight.name).second) {
       error = "weight " + quote(weight.name) + " is listed twice";
@@ -239,17 +234,15 @@ bool parseManifest(std::string_view json, Manifest &manifest,
     manifest.weights.push_back(std::move(weight));
   }
 
-  JsonValue packed = root.find("packed");
-  if (packed.isValid()) {
-    if (!packed.is(JsonKind::Array)) {
+  if (const Json *packed = jsonFind(root, "packed")) {
+    if (!packed->is_array()) {
       error = "\"packed\" is not an array";
       return false;
     }
     index = 0;
-    for (JsonValue entry = packed.firstChild(); entry.isValid();
-         entry = entry.nextSibling(), ++index) {
+    for (const Json &entry : *packed) {
       PackedSpec spec;
-      if (!parsePacked(entry, index, manifest.weights.size(), spec, error))
+      if (!parsePacked(entry, index++, manifest.weights.size(), spec, error))
         return false;
       manifest.packed.push_back(std::move(spec));
     }

@@ -182,54 +182,49 @@ int64_t SafetensorsFile::find(std::string_view name) const {
 }
 
 /// Reads an array of non-negative integers; false with a message otherwise.
-static bool readIndexArray(JsonValue value, const char *field,
+static bool readIndexArray(const Json *value, const char *field,
                            std::vector<int64_t> &out, std::string &error) {
-  if (!value.isValid()) {
+  if (!value) {
     error = format("missing \"%s\"", field);
     return false;
   }
-  if (!value.is(JsonKind::Array)) {
-    error =
-        format("\"%s\" is %s, not an array", field, jsonKindName(value.kind()));
+  if (!value->is_array()) {
+    error = format("\"%s\" is %s, not an array", field, jsonKindName(*value));
     return false;
   }
   out.clear();
   size_t i = 0;
-  for (JsonValue element = value.firstChild(); element.isValid();
-       element = element.nextSibling(), ++i) {
-    if (!element.isInteger() || element.getInteger() < 0) {
+  for (const Json &element : *value) {
+    int64_t n;
+    if (!jsonInteger(element, n) || n < 0) {
       error =
           format("\"%s\" element %zu is not a non-negative integer", field, i);
       return false;
     }
-    out.push_back(element.getInteger());
+    out.push_back(n);
+    ++i;
   }
   return true;
 }
 
 bool SafetensorsFile::parseHeader(std::string_view header, std::string &error) {
-  JsonDocument doc;
+  Json root;
   std::string message;
-  if (!doc.parse(header, message)) {
+  if (!parseJson(header, root, message)) {
     error = "header is not valid JSON: " + message;
     return false;
   }
-  JsonValue root = doc.root();
-  if (!root.is(JsonKind::Object)) {
-    error =
-        format("header is %s, not a JSON object", jsonKindName(root.kind()));
+  if (!root.is_object()) {
+    error = format("header is %s, not a JSON object", jsonKindName(root));
     return false;
   }
   tensorList.reserve(root.size());
   std::vector<int64_t> offsets;
-  for (JsonValue entry = root.firstChild(); entry.isValid();
-       entry = entry.nextSibling()) {
-    std::string_view name = entry.key();
+  for (const auto &[name, entry] : root.items()) {
     if (name == "__metadata__") {
-      bool ok = entry.is(JsonKind::Object);
-      for (JsonValue m = entry.firstChild(); ok && m.isValid();
-           m = m.nextSibling())
-        ok = m.is(JsonKind::String);
+      bool ok = entry.is_object();
+      for (const Json &m : entry)
+        ok = ok && m.is_string();
       if (!ok) {
         error = "\"__metadata__\" is not an object of strings";
         return false;
@@ -237,27 +232,29 @@ bool SafetensorsFile::parseHeader(std::string_view header, std::string &error) {
       continue;
     }
     std::string where = "tensor " + quote(name) + ": ";
-    if (!entry.is(JsonKind::Object)) {
-      error = where +
-              format("entry is %s, not an object", jsonKindName(entry.kind()));
+    if (!entry.is_object()) {
+      error =
+          where + format("entry is %s, not an object", jsonKindName(entry));
       return false;
     }
     TensorInfo tensor;
-    tensor.name = std::string(name);
+    tensor.name = name;
 
-    JsonValue dtype = entry.find("dtype");
-    if (!dtype.is(JsonKind::String)) {
-      error = where + (dtype.isValid() ? format("\"dtype\" is %s, not a string",
-                                                jsonKindName(dtype.kind()))
-                                       : std::string("missing \"dtype\""));
+    const Json *dtype = jsonFind(entry, "dtype");
+    if (!dtype || !dtype->is_string()) {
+      error = where + (dtype ? format("\"dtype\" is %s, not a string",
+                                      jsonKindName(*dtype))
+                             : std::string("missing \"dtype\""));
       return false;
     }
-    if (!parseDType(dtype.getString(), tensor.dtype)) {
-      error = where + "unknown dtype " + quote(dtype.getString());
+    const std::string &dtypeText = dtype->get_ref<const std::string &>();
+    if (!parseDType(dtypeText, tensor.dtype)) {
+      error = where + "unknown dtype " + quote(dtypeText);
       return false;
     }
 
-    if (!readIndexArray(entry.find("shape"), "shape", tensor.shape, message)) {
+    if (!readIndexArray(jsonFind(entry, "shape"), "shape", tensor.shape,
+                        message)) {
       error = where + message;
       return false;
     }
@@ -271,8 +268,8 @@ bool SafetensorsFile::parseHeader(std::string_view header, std::string &error) {
       return false;
     }
 
-    if (!readIndexArray(entry.find("data_offsets"), "data_offsets", offsets,
-                        message)) {
+    if (!readIndexArray(jsonFind(entry, "data_offsets"), "data_offsets",
+                        offsets, message)) {
       error = where + message;
       return false;
     }

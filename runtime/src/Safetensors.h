@@ -87,7 +87,8 @@ public:
   bool open(const std::string &path, std::string &error);
 
   const std::string &path() const { return filePath; }
-  /// Tensors in header order.
+  /// Tensors sorted by name (the header is a JSON object: its members have
+  /// no order).
   const std::vector<TensorInfo> &tensors() const { return tensorList; }
   /// Index into tensors(), or -1.
   int64_t find(std::string_view name) const;

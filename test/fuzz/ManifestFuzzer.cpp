@@ -17,6 +17,7 @@
 #include "attnrt/attnrt.h"
 #include "attnrt/model_abi.h"
 
+#include <cmath>
 #include <dlfcn.h>
 #include <set>
 #include <string>
@@ -26,30 +27,28 @@ using attn::fuzz::MemFile;
 
 namespace {
 
-/// Visits every value through every accessor; returns the node count.
-size_t walk(JsonValue value, unsigned depth) {
+/// Visits every value through the runtime's accessors; returns the count.
+size_t walk(const Json &value, unsigned depth) {
   FUZZ_CHECK(depth <= 65, "deeper than the parser's limit");
   size_t count = 1;
-  JsonKind kind = value.kind();
-  (void)jsonKindName(kind);
-  (void)value.getBool();
-  (void)value.getNumber();
-  if (value.isInteger())
-    FUZZ_CHECK(kind == JsonKind::Number, "integer of kind %s",
-               jsonKindName(kind));
-  (void)value.getInteger();
-  std::string_view text = value.getString();
-  FUZZ_CHECK(kind == JsonKind::String || text.empty(), "string of a non-string");
-  size_t children = 0;
-  for (JsonValue child = value.firstChild(); child.isValid();
-       child = child.nextSibling(), ++children) {
-    if (kind == JsonKind::Object)
-      FUZZ_CHECK(value.find(child.key()).isValid(), "find of a present key");
-    count += walk(child, depth + 1);
+  (void)jsonKindName(value);
+  int64_t integer;
+  if (jsonInteger(value, integer))
+    FUZZ_CHECK(value.is_number_integer(), "integer of kind %s",
+               jsonKindName(value));
+  FUZZ_CHECK(!value.is_number_unsigned(), "an unsigned integer was stored");
+  if (value.is_number_float())
+    FUZZ_CHECK(std::isfinite(value.get<double>()), "a non-finite number");
+  if (value.is_object()) {
+    for (const auto &[key, child] : value.items()) {
+      FUZZ_CHECK(jsonFind(value, key) == &child, "find of a present key");
+      count += walk(child, depth + 1);
+    }
+  } else if (value.is_array()) {
+    for (const Json &child : value)
+      count += walk(child, depth + 1);
   }
-  FUZZ_CHECK(children == value.size(), "size %zu vs %zu children",
-             value.size(), children);
-  (void)value.find("abi_version");
+  (void)jsonFind(value, "abi_version");
   return count;
 }
 
@@ -104,15 +103,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(setManifest, "the mock exports mock_set_manifest");
   std::string text(reinterpret_cast<const char *>(data), size);
 
-  JsonDocument doc;
+  Json doc;
   std::string error;
-  if (doc.parse(text, error)) {
-    FUZZ_CHECK(doc.root().isValid(), "parsed without a root");
-    walk(doc.root(), 0);
+  if (parseJson(text, doc, error)) {
+    walk(doc, 0);
   } else {
     FUZZ_CHECK(!error.empty() && error.find('\n') == std::string::npos,
                "parse error message: %s", error.c_str());
-    FUZZ_CHECK(!doc.root().isValid(), "a failed parse leaves a root");
+    FUZZ_CHECK(doc.is_null(), "a failed parse leaves a document");
   }
 
   Manifest manifest;

@@ -436,8 +436,9 @@ TEST_F(LibraryTest, MissingSymbol) {
 
 TEST_F(LibraryTest, BadManifests) {
   EXPECT_EQ(manifestError("{\"abi_version\": 2,"),
-            where() + "manifest not valid JSON: at byte 18: expected a "
-                      "string key");
+            where() + "manifest not valid JSON: at byte 18 (line 1, column "
+                      "19): syntax error while parsing object key - unexpected "
+                      "end of input; expected string literal");
   EXPECT_EQ(manifestError("[]"), where() + "manifest is an array, not a JSON "
                                            "object");
   EXPECT_EQ(manifestError(
