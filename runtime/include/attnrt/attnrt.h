@@ -166,6 +166,97 @@ ATTNRT_API int attnrt_generate(attnrt_session *session, attnrt_sampler *sampler,
                                int32_t *out, int64_t n_generate, char *error,
                                size_t error_size);
 
+/*===------------------------------ Tokenizers --------------------------===*/
+
+/* A Hugging Face tokenizer: tokenizer.json (the BPE model in its GPT-2
+ * byte-level and SentencePiece forms, added tokens, normalizer,
+ * pre-tokenizer, post-processor and decoder), with tokenizer_config.json
+ * (bos_token, eos_token, add_bos_token, add_eos_token,
+ * clean_up_tokenization_spaces) and generation_config.json (eos_token_id)
+ * when present. Immutable after load: any number of threads may share it.
+ * See docs/runtime.md for what is supported. */
+typedef struct attnrt_tokenizer attnrt_tokenizer;
+
+/* Loads the tokenizer files of a model folder. Any unsupported component
+ * type, malformed file or inconsistent vocabulary is an error naming the
+ * file and what is wrong. */
+ATTNRT_API attnrt_tokenizer *attnrt_tokenizer_load(const char *model_dir,
+                                                   char *error,
+                                                   size_t error_size);
+ATTNRT_API void attnrt_tokenizer_free(attnrt_tokenizer *tokenizer);
+
+enum {
+  /* Add the post-processor's tokens (BOS, EOS): add_special_tokens=True. */
+  ATTNRT_TOKENIZE_ADD_SPECIAL = 1,
+  /* Match special tokens written in the text ("<|endoftext|>" becomes its
+   * id, as Hugging Face does); without it they are plain text. */
+  ATTNRT_TOKENIZE_PARSE_SPECIAL = 2,
+  /* What transformers' tokenizer(text) does. */
+  ATTNRT_TOKENIZE_DEFAULT = 3,
+};
+
+/* Encodes text[0, length) (UTF-8; invalid bytes are an error naming their
+ * offset). Sets *n_tokens to the number of ids and writes the first
+ * min(*n_tokens, max_tokens) of them to tokens (which may be NULL when
+ * max_tokens is 0): a call with too small a buffer tells the size. */
+ATTNRT_API int attnrt_tokenize(const attnrt_tokenizer *tokenizer,
+                               const char *text, size_t length, int flags,
+                               int32_t *tokens, int64_t max_tokens,
+                               int64_t *n_tokens, char *error,
+                               size_t error_size);
+
+/* Decodes tokens[0, n) to text, as Hugging Face's decode (skip_special
+ * drops special added tokens). Sets *length to the text's length in bytes
+ * and writes min(*length, text_size - 1) bytes and a NUL to text (which may
+ * be NULL when text_size is 0). An id the tokenizer does not have is an
+ * error. */
+ATTNRT_API int attnrt_detokenize(const attnrt_tokenizer *tokenizer,
+                                 const int32_t *tokens, int64_t n,
+                                 int skip_special, char *text,
+                                 size_t text_size, size_t *length,
+                                 char *error, size_t error_size);
+
+/* One past the largest token id (the model vocabulary and added tokens). */
+ATTNRT_API int64_t attnrt_tokenizer_vocab_size(const attnrt_tokenizer *tokenizer);
+/* The BOS token (tokenizer_config.json's bos_token), or -1. */
+ATTNRT_API int32_t attnrt_tokenizer_bos(const attnrt_tokenizer *tokenizer);
+/* The tokens that end generation: generation_config.json's eos_token_id (a
+ * number or a list), else tokenizer_config.json's eos_token. Writes up to
+ * max ids and returns how many there are. */
+ATTNRT_API int64_t attnrt_tokenizer_eos(const attnrt_tokenizer *tokenizer,
+                                        int32_t *ids, int64_t max);
+ATTNRT_API int attnrt_tokenizer_is_eos(const attnrt_tokenizer *tokenizer,
+                                       int32_t token);
+/* The token string of an id (a vocabulary piece such as "\u0120the" or
+ * "<0x0A>", or an added token's content), owned by the tokenizer; NULL for
+ * an id it does not have. */
+ATTNRT_API const char *attnrt_tokenizer_piece(const attnrt_tokenizer *tokenizer,
+                                              int32_t token);
+
+/* Streaming decoding: feed generated tokens one at a time and print what
+ * each returns. Text is returned only once it is complete UTF-8 (a character
+ * split across byte tokens appears whole with its last byte) and with the
+ * spacing the whole sequence would decode to. One per generation stream;
+ * not thread-safe. */
+typedef struct attnrt_detokenizer attnrt_detokenizer;
+
+ATTNRT_API attnrt_detokenizer *
+attnrt_detokenizer_create(const attnrt_tokenizer *tokenizer, int skip_special,
+                          char *error, size_t error_size);
+ATTNRT_API void attnrt_detokenizer_free(attnrt_detokenizer *detokenizer);
+/* Feeds one token. Returns the new text (NUL-terminated, *length bytes,
+ * possibly empty; owned by the detokenizer and valid until its next call),
+ * or NULL with an error for an id the tokenizer does not have. */
+ATTNRT_API const char *attnrt_detokenizer_step(attnrt_detokenizer *detokenizer,
+                                               int32_t token, size_t *length,
+                                               char *error, size_t error_size);
+/* Returns what is still held back at the end of the stream (an incomplete
+ * UTF-8 sequence becomes U+FFFD, as Hugging Face decodes it) and starts a
+ * new stream. */
+ATTNRT_API const char *attnrt_detokenizer_flush(attnrt_detokenizer *detokenizer,
+                                                size_t *length, char *error,
+                                                size_t error_size);
+
 /*===------------------------------ .npy files --------------------------===*/
 
 /* Writes a C-order float32 array as .npy (format 1.0, '<f4', header padded
