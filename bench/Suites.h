@@ -15,6 +15,8 @@ struct BenchOptions {
   std::vector<int> threads = {1, 2};
   /// Where the model suite writes (and reuses) its random-weight models.
   std::string modelDir = "/tmp/attn-bench-models";
+  /// What scripts/test-data.sh wrote (tokenizers, texts, the node packages).
+  std::string testData = ATTN_TEST_DATA_DIR;
 };
 
 /// The machine's limits by thread count: the best measured so far in the run.
@@ -34,6 +36,7 @@ void runMatmulSuite(const MachineFigures &machine, const BenchOptions &options);
 void runAttentionSuite(const MachineFigures &machine,
                        const BenchOptions &options);
 void runModelSuite(const MachineFigures &machine, const BenchOptions &options);
+void runTokenizerSuite(const BenchOptions &options);
 
 } // namespace attn::bench
 

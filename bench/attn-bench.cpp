@@ -1,7 +1,8 @@
 //===- attn-bench.cpp - Attn's kernels and models beside the machine's limits ===//
 //
-//   attn-bench [--only machine,matmul,attention,models] [--repeats N]
-//              [--threads 1,2] [--model-dir DIR]
+//   attn-bench [--only machine,matmul,attention,models,tokenizer]
+//              [--repeats N] [--threads 1,2] [--model-dir DIR]
+//              [--test-data DIR]
 //
 // Every figure is the median of --repeats runs after a warm-up, measured in
 // one run beside the machine's own FMA peak and read bandwidth (measured
@@ -39,8 +40,8 @@ std::vector<std::string> split(const std::string &text) {
 }
 
 constexpr const char *kUsage =
-    "usage: attn-bench [--only machine,matmul,attention,models] "
-    "[--repeats N] [--threads 1,2] [--model-dir DIR]\n";
+    "usage: attn-bench [--only machine,matmul,attention,models,tokenizer] "
+    "[--repeats N] [--threads 1,2] [--model-dir DIR] [--test-data DIR]\n";
 
 [[noreturn]] void usage(const char *message) {
   std::fprintf(stderr, "attn-bench: error: %s\n%s", message, kUsage);
@@ -55,7 +56,8 @@ int main(int argc, char **argv) {
   unsetenv("OPENBLAS_L2_SIZE");
 
   BenchOptions options;
-  std::vector<std::string> only = {"machine", "matmul", "attention", "models"};
+  std::vector<std::string> only = {"machine", "matmul", "attention", "models",
+                                   "tokenizer"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -73,6 +75,8 @@ int main(int argc, char **argv) {
         options.threads.push_back(std::max(1, std::atoi(t.c_str())));
     } else if (arg == "--model-dir")
       options.modelDir = value();
+    else if (arg == "--test-data")
+      options.testData = value();
     else if (arg == "--help") {
       std::printf("%s", kUsage);
       return 0;
@@ -112,6 +116,8 @@ int main(int argc, char **argv) {
     measureLimits();
     runModelSuite(machine, options);
   }
+  if (wants("tokenizer"))
+    runTokenizerSuite(options);
   if (wants("machine")) {
     measureLimits();
     printMachine(machine, options);

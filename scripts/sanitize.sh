@@ -35,7 +35,8 @@ run_asan() {
   attn_configure_sanitized "$asan_dir" address,undefined -DATTN_FUZZ=ON
   # Everything the checks below run, and nothing else (no docs).
   cmake --build "$asan_dir" --target \
-    attnrt-unit-test attnrt-stress-test attnrt-stress-model \
+    attnrt-unit-test attnrt-tokenizer-reference-test attnrt-stress-test \
+    attnrt-stress-model \
     attn-e2e-ops-test attn-e2e-model-test attn-fuzzers \
     attn-opt attn-compile attn-run attn-make-model attn-ref-model \
     attn-npy-compare
@@ -47,7 +48,7 @@ run_asan() {
   # tests on the tiny model, every fuzz seed, then end-to-end subsets: one
   # test of each op family against the reference, the decoder blocks, and
   # whole GPT-2 and LLaMA models through the runtime.
-  local unit='^(AttnRunTest|Json|ModelLoadTest|HalfConversion|LibraryTest|Npy|Safetensors|WeightsFileTest|Sampler|Prng|SessionTest|ModelStress)\.'
+  local unit='^(AttnRunTest|Json|ModelLoadTest|HalfConversion|LibraryTest|Npy|Safetensors|WeightsFileTest|Sampler|Prng|SessionTest|ModelStress|Tokenizer[A-Za-z]*|Utf8)\.|^Texts/TokenizerReference\.'
   local e2e='^(Attention|KvCache|Rope|DecoderBlocks)\.|^Families/ModelE2E\..*/(tiny_gpt2|tiny_llama)$|^ModelE2EContext\.'
   ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" \
     -R "$unit|^fuzz-seeds-|$e2e"
@@ -87,9 +88,9 @@ run_tsan() {
   fi
 
   t0=$SECONDS
-  echo "== ThreadSanitizer: concurrent sessions (mock model, then $model)"
+  echo "== ThreadSanitizer: concurrent sessions (mock model, then $model) and tokenizers"
   "$tsan_dir/test/unit/attnrt-unit-test" --gtest_brief=1 \
-    --gtest_filter='SessionTest.*'
+    --gtest_filter='SessionTest.*:TokenizerThreads.*'
   ATTNRT_STRESS_LIB="$model/libmodel.so" \
     ATTNRT_STRESS_WEIGHTS="$model/model.safetensors" \
     "$tsan_dir/test/unit/attnrt-stress-test" --gtest_brief=1 \

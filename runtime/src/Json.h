@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,13 @@ const char *jsonKindName(const Json &value);
 /// The member `key` of an object, or null when `object` is not an object or
 /// has no such member.
 const Json *jsonFind(const Json &object, std::string_view key);
+
+/// False when `object` has a member not in `allowed`; `unknown` is then the
+/// first such key. Readers of hand-editable files use it so that a misspelt
+/// key is an error rather than a setting silently left at its default.
+bool jsonOnlyMembers(const Json &object,
+                     std::initializer_list<std::string_view> allowed,
+                     std::string &unknown);
 
 /// True (and sets `out`) when `value` is an integer (see above).
 bool jsonInteger(const Json &value, int64_t &out);

@@ -256,6 +256,94 @@ def attn_opt_seeds():
                 write("attn-opt", "%s-%02d.mlir" % (test[:-5], i), body + "\n")
 
 
+# --- tokenizers --------------------------------------------------------------
+
+def byte_level_chars():
+    """GPT-2's bytes_to_unicode."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    table, n = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + n)
+            n += 1
+    return table
+
+
+def added(i, content, special=True, **options):
+    token = {"id": i, "content": content, "single_word": False, "lstrip": False,
+             "rstrip": False, "normalized": False, "special": special}
+    token.update(options)
+    return token
+
+
+def tokenizer(model, added_tokens=(), normalizer=None, pre=None, post=None, decoder=None):
+    return json.dumps({"version": "1.0", "truncation": None, "padding": None,
+                       "added_tokens": list(added_tokens), "normalizer": normalizer,
+                       "pre_tokenizer": pre, "post_processor": post, "decoder": decoder,
+                       "model": model}, ensure_ascii=False)
+
+
+def tokenizer_json_seeds():
+    chars = byte_level_chars()
+    # A byte-level BPE over the printable ASCII bytes, a few merges.
+    vocab = {chars[b]: i for i, b in enumerate(range(32, 127))}
+    merges = ["\u0120 t", "h e", "\u0120t he", "i n"]
+    for m in merges:
+        a, b = m.split(" ")
+        vocab.setdefault(a + b, len(vocab))
+    vocab["<|endoftext|>"] = len(vocab)
+    model = {"type": "BPE", "dropout": None, "unk_token": None, "vocab": vocab, "merges": merges}
+    eot = [added(vocab["<|endoftext|>"], "<|endoftext|>", normalized=True)]
+    write("tokenizer-json", "byte-level", tokenizer(
+        model, eot, pre={"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+        post={"type": "ByteLevel"}, decoder={"type": "ByteLevel"}))
+    split = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "\\p{N}{1,3}| ?\\p{L}+|\\s+"}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}
+    model_pairs = dict(model, merges=[m.split(" ") for m in merges], ignore_merges=True)
+    write("tokenizer-json", "split-sequence", tokenizer(
+        model_pairs, eot, pre=split, decoder={"type": "ByteLevel"},
+        post={"type": "Sequence", "processors": [{"type": "ByteLevel"}, {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [vocab["<|endoftext|>"]],
+                                                 "tokens": ["<|endoftext|>"]}}}]}))
+    # SentencePiece style: byte fallback, Prepend/Replace, the LLaMA decoder.
+    sp = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        sp["<0x%02X>" % b] = 3 + b
+    for w in ["\u2581", "a", "b", "t", "h", "e", "\u2581t", "he", "\u2581the"]:
+        sp[w] = len(sp)
+    sp_model = {"type": "BPE", "dropout": None, "unk_token": "<unk>", "byte_fallback": True,
+                "fuse_unk": True, "vocab": sp, "merges": ["\u2581 t", "h e", "\u2581t he"]}
+    write("tokenizer-json", "sentencepiece", tokenizer(
+        sp_model, [added(0, "<unk>"), added(1, "<s>"), added(2, "</s>")],
+        normalizer={"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+        post={"type": "TemplateProcessing",
+              "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+              "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        decoder={"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}))
+    write("tokenizer-json", "metaspace", tokenizer(
+        sp_model, [added(1, "<s>", lstrip=True, rstrip=True), added(2, "</s>", single_word=True)],
+        pre={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True},
+        decoder={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True}))
+
+
+def tokenizer_text_seeds():
+    # Byte 0 selects the tokenizer and flags (TokenizerTextFuzzer.cpp).
+    for mode, name in [(7, "gpt2-special"), (1, "gpt2-plain"), (6, "sp-special"), (0, "sp-plain")]:
+        write("tokenizer-text", name, bytes([mode]) + "The theme: it's 2 t\u00e9 <|endoftext|><s>  \u4f60\U0001f642\n".encode())
+    write("tokenizer-text", "invalid-utf8", bytes([1]) + b"ok \xc3( \xe2\x82")
+
+
 def main():
     # Reproducers of past findings (regress-*) stay: they are regression
     # tests, not generated seeds.
@@ -269,6 +357,8 @@ def main():
     npy_seeds()
     session_seeds()
     attn_opt_seeds()
+    tokenizer_json_seeds()
+    tokenizer_text_seeds()
     for target in sorted(os.listdir(OUT)):
         files = os.listdir(os.path.join(OUT, target))
         size = sum(os.path.getsize(os.path.join(OUT, target, f)) for f in files)

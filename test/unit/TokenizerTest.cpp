@@ -13,6 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 using namespace attnrt;
 
 namespace {
@@ -376,6 +379,48 @@ TEST(TokenizerText, ByteLevelMapsEveryByte) {
   EXPECT_EQ(encode(*u, " x"), (Ids{' ', 'x'}));
 }
 
+TEST(TokenizerThreads, ConcurrentEncodesShareTheWordCache) {
+  // One tokenizer, four threads, overlapping words: every thread must get
+  // the serial result while the cache fills under them (TSan checks the
+  // locking in the sanitizer build).
+  std::string vocab = "{";
+  for (int b = 0; b < 256; ++b)
+    vocab += (b ? ", " : "") +
+             Json(byteLevelChar(static_cast<unsigned char>(b))).dump() + ": " +
+             std::to_string(b);
+  vocab += R"(, "th": 256, "he": 257, "the": 258, "Ġthe": 259, "Ġt": 260})";
+  std::string merges = R"(["t h", "h e", "th e", "Ġ t", "Ġt he"])";
+  auto t = load(tokenizerJson(
+      bpe(vocab, merges), "[]", "null",
+      R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})"));
+  std::vector<std::string> texts;
+  for (int i = 0; i < 64; ++i)
+    texts.push_back("the theme of the " + std::to_string(i * 7919) +
+                    " thermal theses " + std::string(i % 5, 'h') + "e");
+  std::vector<Ids> serial;
+  for (const std::string &text : texts)
+    serial.push_back(encode(*t, text));
+  auto fresh = load(tokenizerJson(
+      bpe(vocab, merges), "[]", "null",
+      R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})"));
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int w = 0; w < 4; ++w)
+    threads.emplace_back([&, w] {
+      for (int round = 0; round < 20; ++round)
+        for (size_t i = w; i < texts.size(); i += (round % 3) + 1) {
+          std::vector<int32_t> ids;
+          std::string error;
+          if (!fresh->encode(texts[i], Tokenizer::ParseSpecial, ids, error) ||
+              ids != serial[i])
+            ++mismatches;
+        }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
 //===----------------------------------------------------------------------===//
 // Post-processing: BOS and EOS
 //===----------------------------------------------------------------------===//
@@ -585,8 +630,49 @@ TEST(TokenizerErrors, BrokenFilesAreNamed) {
                        0),
             0u);
   EXPECT_EQ(loadError("[]"), "tokenizer.json: is an array, not an object");
+  EXPECT_EQ(loadError(R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+                          "post_procesor": null})"),
+            "tokenizer.json: unknown member 'post_procesor' (tokenizer.json has "
+            "version, truncation, padding, added_tokens, normalizer, "
+            "pre_tokenizer, post_processor, decoder and model)");
   EXPECT_EQ(loadError(json, "{").rfind("tokenizer_config.json: not valid JSON: ", 0),
             0u);
+}
+
+TEST(TokenizerErrors, MisspeltMembersAreErrors) {
+  // A typo must not leave a setting at its default without a word.
+  EXPECT_EQ(loadError(tokenizerJson(bpe(abcVocab, "[]", R"("byte_fallbak": true)"))),
+            "tokenizer.json: model has an unknown member 'byte_fallbak' (a BPE "
+            "model has type, dropout, unk_token, continuing_subword_prefix, "
+            "end_of_word_suffix, fuse_unk, byte_fallback, ignore_merges, vocab, "
+            "merges)");
+  EXPECT_EQ(loadError(tokenizerJson(bpe(abcVocab, "[]"), "[]", "null",
+                                    R"({"type": "ByteLevel", "add_prefix": true})")),
+            "tokenizer.json: pre_tokenizer has an unknown member 'add_prefix' "
+            "(a ByteLevel has type, add_prefix_space, trim_offsets, use_regex)");
+  EXPECT_EQ(loadError(tokenizerJson(bpe(abcVocab, "[]"), "[]", "null", "null", "null",
+                                    R"({"type": "Strip", "content": " ", "start": 1,
+                                        "stop": 0, "end": 1})")),
+            "tokenizer.json: decoder has an unknown member 'end' (a Strip has "
+            "type, content, start, stop)");
+  EXPECT_EQ(loadError(tokenizerJson(bpe(abcVocab, "[]"),
+                                    "[" + addedToken(9, "<unk>", R"("strip": true)") + "]")),
+            "tokenizer.json: added_tokens[0] has an unknown member 'strip' (an "
+            "added token has id, content, single_word, lstrip, rstrip, "
+            "normalized, special)");
+}
+
+TEST(TokenizerErrors, TemplateIdsMustBeTokens) {
+  // Ids may have gaps (ids 0 and 2 here); a template naming id 1 names no
+  // token.
+  std::string vocab = R"({"a": 0, "<s>": 2})";
+  std::string post = R"({"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                 {"Sequence": {"id": "A", "type_id": 0}}],
+      "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}})";
+  EXPECT_EQ(loadError(tokenizerJson(bpe(vocab, "[]"), "[]", "null", "null", post)),
+            "tokenizer.json: post_processor.single[0]: special token '<s>' has an "
+            "id that is not in the vocabulary");
 }
 
 TEST(TokenizerErrors, InvalidUtf8InTheTextIsNamed) {

@@ -3,6 +3,7 @@
 #include "tokenizer/Bpe.h"
 
 #include "Support.h"
+#include "tokenizer/TextSplit.h"
 #include "tokenizer/Utf8.h"
 
 #include <algorithm>
@@ -40,6 +41,12 @@ static bool readText(const Json &object, const char *key, std::string &out,
 }
 
 bool BpeModel::load(const Json &model, std::string &error) {
+  if (!onlyMembers(model,
+                   {"type", "dropout", "unk_token", "continuing_subword_prefix",
+                    "end_of_word_suffix", "fuse_unk", "byte_fallback",
+                    "ignore_merges", "vocab", "merges"},
+                   "model", "a BPE model", error))
+    return false;
   const Json *vocabJson = jsonFind(model, "vocab");
   if (!vocabJson || !vocabJson->is_object()) {
     error = vocabJson ? format("model.vocab is %s, not an object of piece: id",

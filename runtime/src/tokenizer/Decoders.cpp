@@ -7,13 +7,17 @@
 #include "tokenizer/TextSplit.h"
 #include "tokenizer/Utf8.h"
 
+#include <algorithm>
+
 namespace attnrt {
 
 namespace {
 
 class ByteLevelDecoder : public DecoderStep {
 public:
-  void apply(std::vector<std::string> &tokens) const override {
+  void apply(std::vector<std::string> &tokens, const DecodeWindow &,
+             bool &fused) const override {
+    fused = true;
     std::string bytes;
     for (const std::string &token : tokens) {
       // A token with a character outside the table (an added token written
@@ -40,8 +44,9 @@ public:
   }
 };
 
-/// "<0x41>" -> 0x41, else -1.
-int bytePiece(const std::string &token) {
+} // namespace
+
+int bytePieceValue(std::string_view token) {
   if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>')
     return -1;
   int value = 0;
@@ -58,9 +63,13 @@ int bytePiece(const std::string &token) {
   return value;
 }
 
+namespace {
+
 class ByteFallbackDecoder : public DecoderStep {
 public:
-  void apply(std::vector<std::string> &tokens) const override {
+  bool isByteFallback() const override { return true; }
+  void apply(std::vector<std::string> &tokens, const DecodeWindow &,
+             bool &) const override {
     std::vector<std::string> out;
     out.reserve(tokens.size());
     std::string run;
@@ -75,7 +84,7 @@ public:
       run.clear();
     };
     for (std::string &token : tokens) {
-      int byte = bytePiece(token);
+      int byte = bytePieceValue(token);
       if (byte >= 0) {
         run += static_cast<char>(byte);
         continue;
@@ -90,7 +99,9 @@ public:
 
 class FuseDecoder : public DecoderStep {
 public:
-  void apply(std::vector<std::string> &tokens) const override {
+  void apply(std::vector<std::string> &tokens, const DecodeWindow &,
+             bool &fused) const override {
+    fused = true;
     std::string all;
     for (const std::string &token : tokens)
       all += token;
@@ -102,21 +113,36 @@ class StripDecoder : public DecoderStep {
 public:
   StripDecoder(std::string content, size_t start, size_t stop)
       : content(std::move(content)), start(start), stop(stop) {}
-  void apply(std::vector<std::string> &tokens) const override {
-    for (std::string &token : tokens) {
+  void apply(std::vector<std::string> &tokens, const DecodeWindow &window,
+             bool &fused) const override {
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      std::string &token = tokens[t];
+      // After a Fuse the first piece begins the window and the last ends it:
+      // only the whole sequence's start and end are stripped.
+      bool atStart = !(fused && window.continuation && t == 0);
+      bool atEnd = !(fused && !window.final && t + 1 == tokens.size());
       size_t begin = 0;
-      for (size_t i = 0; i < start && token.compare(begin, content.size(),
-                                                    content) == 0;
+      for (size_t i = 0; atStart && i < start &&
+                         token.compare(begin, content.size(), content) == 0;
            ++i)
         begin += content.size();
       size_t end = token.size();
-      for (size_t i = 0; i < stop && end >= begin + content.size() &&
+      for (size_t i = 0; atEnd && i < stop && end >= begin + content.size() &&
                          token.compare(end - content.size(), content.size(),
                                        content) == 0;
            ++i)
         end -= content.size();
       token = token.substr(begin, end - begin);
     }
+  }
+  size_t undecidedSuffix(std::string_view text) const override {
+    size_t end = text.size();
+    for (size_t i = 0; i < stop && end >= content.size() &&
+                       text.compare(end - content.size(), content.size(),
+                                    content) == 0;
+         ++i)
+      end -= content.size();
+    return text.size() - end;
   }
 
 private:
@@ -128,7 +154,8 @@ class ReplaceDecoder : public DecoderStep {
 public:
   ReplaceDecoder(Regex pattern, std::string content)
       : pattern(std::move(pattern)), content(std::move(content)) {}
-  void apply(std::vector<std::string> &tokens) const override {
+  void apply(std::vector<std::string> &tokens, const DecodeWindow &,
+             bool &) const override {
     if (!pattern.isValid())
       return;
     Regex::Scratch scratch(pattern);
@@ -155,15 +182,17 @@ class MetaspaceDecoder : public DecoderStep {
 public:
   MetaspaceDecoder(std::string replacement, bool stripFirst)
       : replacement(std::move(replacement)), stripFirst(stripFirst) {}
-  void apply(std::vector<std::string> &tokens) const override {
+  void apply(std::vector<std::string> &tokens, const DecodeWindow &window,
+             bool &) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string out;
       const std::string &token = tokens[i];
+      bool first = i == 0 && !window.continuation;
       for (size_t pos = 0; pos < token.size();) {
         if (token.compare(pos, replacement.size(), replacement) == 0) {
           // Hugging Face drops every replacement of the first token when a
           // prefix was prepended, and turns the others into spaces.
-          if (!(i == 0 && stripFirst))
+          if (!(first && stripFirst))
             out += ' ';
           pos += replacement.size();
         } else {
@@ -212,6 +241,23 @@ bool Decoder::loadStep(const Json &json, const std::string &where,
     error = where + "." + key + " is missing or not a string";
     return false;
   };
+  // The members each decoder type has (a misspelt one is an error).
+  auto only = [&](std::initializer_list<std::string_view> allowed) {
+    return onlyMembers(json, allowed, where, "a " + type, error);
+  };
+  bool membersOk =
+      type == "Sequence"    ? only({"type", "decoders"})
+      : type == "ByteLevel" ? only({"type", "add_prefix_space", "trim_offsets",
+                                    "use_regex"})
+      : type == "ByteFallback" || type == "Fuse" ? only({"type"})
+      : type == "Strip"   ? only({"type", "content", "start", "stop"})
+      : type == "Replace" ? only({"type", "pattern", "content"})
+      : type == "Metaspace"
+          ? only({"type", "replacement", "prepend_scheme", "split",
+                  "add_prefix_space", "str_rep"})
+          : true;
+  if (!membersOk)
+    return false;
   if (type == "Sequence") {
     const Json *list = jsonFind(json, "decoders");
     if (!list || !list->is_array()) {
@@ -292,20 +338,36 @@ bool Decoder::load(const Json &json, std::string &error) {
   return !present || loadStep(json, "decoder", error);
 }
 
-void Decoder::decode(std::vector<std::string> &tokens, std::string &out) const {
+void Decoder::decode(std::vector<std::string> &tokens, std::string &out,
+                     const DecodeWindow &window) const {
   out.clear();
   if (!present) {
     for (size_t i = 0; i < tokens.size(); ++i) {
-      if (i)
+      if (i || window.continuation)
         out += ' ';
       out += tokens[i];
     }
     return;
   }
+  bool fused = false;
   for (const auto &step : steps)
-    step->apply(tokens);
+    step->apply(tokens, window, fused);
   for (const std::string &token : tokens)
     out += token;
+}
+
+size_t Decoder::undecidedSuffix(std::string_view text) const {
+  size_t longest = 0;
+  for (const auto &step : steps)
+    longest = std::max(longest, step->undecidedSuffix(text));
+  return longest;
+}
+
+bool Decoder::joinsBytePieces() const {
+  for (const auto &step : steps)
+    if (step->isByteFallback())
+      return true;
+  return false;
 }
 
 } // namespace attnrt

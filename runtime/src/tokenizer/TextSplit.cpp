@@ -98,6 +98,20 @@ static bool readString(const Json &json, const char *key,
   return true;
 }
 
+bool onlyMembers(const Json &json, std::initializer_list<std::string_view> allowed,
+                 const std::string &where, const std::string &what,
+                 std::string &error) {
+  std::string unknown;
+  if (jsonOnlyMembers(json, allowed, unknown))
+    return true;
+  std::string list;
+  for (std::string_view name : allowed)
+    list += (list.empty() ? "" : ", ") + std::string(name);
+  error = where + " has an unknown member " + quote(unknown) + " (" + what +
+          " has " + list + ")";
+  return false;
+}
+
 bool loadPattern(const Json *json, const std::string &where, Regex &regex,
                  std::string &error) {
   std::string message;
@@ -270,6 +284,8 @@ bool Normalizer::loadStep(const Json &json, const std::string &where,
   if (!readType(json, where, type, error))
     return false;
   if (type == "Sequence") {
+    if (!onlyMembers(json, {"type", "normalizers"}, where, "a Sequence", error))
+      return false;
     const Json *list = jsonFind(json, "normalizers");
     if (!list || !list->is_array()) {
       error = where + ".normalizers is missing or not an array";
@@ -281,6 +297,8 @@ bool Normalizer::loadStep(const Json &json, const std::string &where,
     return true;
   }
   if (type == "Prepend") {
+    if (!onlyMembers(json, {"type", "prepend"}, where, "a Prepend", error))
+      return false;
     std::string prefix;
     if (!readString(json, "prepend", where, prefix, error))
       return false;
@@ -290,7 +308,9 @@ bool Normalizer::loadStep(const Json &json, const std::string &where,
   if (type == "Replace") {
     Regex pattern;
     std::string content;
-    if (!loadPattern(jsonFind(json, "pattern"), where, pattern, error) ||
+    if (!onlyMembers(json, {"type", "pattern", "content"}, where, "a Replace",
+                     error) ||
+        !loadPattern(jsonFind(json, "pattern"), where, pattern, error) ||
         !readString(json, "content", where, content, error))
       return false;
     steps.push_back(
@@ -481,6 +501,9 @@ bool PreTokenizer::loadStage(const Json &json, const std::string &where,
   if (!readType(json, where, type, error))
     return false;
   if (type == "Sequence") {
+    if (!onlyMembers(json, {"type", "pretokenizers"}, where, "a Sequence",
+                     error))
+      return false;
     const Json *list = jsonFind(json, "pretokenizers");
     if (!list || !list->is_array()) {
       error = where + ".pretokenizers is missing or not an array";
@@ -494,7 +517,9 @@ bool PreTokenizer::loadStage(const Json &json, const std::string &where,
   }
   if (type == "ByteLevel") {
     bool addPrefixSpace, useRegex;
-    if (!readBool(json, "add_prefix_space", true, where, addPrefixSpace,
+    if (!onlyMembers(json, {"type", "add_prefix_space", "trim_offsets", "use_regex"},
+                     where, "a ByteLevel", error) ||
+        !readBool(json, "add_prefix_space", true, where, addPrefixSpace,
                   error) ||
         !readBool(json, "use_regex", true, where, useRegex, error))
       return false;
@@ -503,7 +528,11 @@ bool PreTokenizer::loadStage(const Json &json, const std::string &where,
   }
   if (type == "Metaspace") {
     std::string replacement;
-    if (!readString(json, "replacement", where, replacement, error))
+    if (!onlyMembers(json,
+                     {"type", "replacement", "prepend_scheme", "split",
+                      "add_prefix_space", "str_rep"},
+                     where, "a Metaspace", error) ||
+        !readString(json, "replacement", where, replacement, error))
       return false;
     if (findInvalidUtf8(replacement) != std::string::npos ||
         replacement.empty() ||
@@ -543,7 +572,9 @@ bool PreTokenizer::loadStage(const Json &json, const std::string &where,
   }
   if (type == "Split") {
     Regex pattern;
-    if (!loadPattern(jsonFind(json, "pattern"), where, pattern, error))
+    if (!onlyMembers(json, {"type", "pattern", "behavior", "invert"}, where,
+                     "a Split", error) ||
+        !loadPattern(jsonFind(json, "pattern"), where, pattern, error))
       return false;
     std::string behaviorName;
     if (!readString(json, "behavior", where, behaviorName, error))

@@ -117,6 +117,12 @@ const std::string &byteLevelChar(unsigned char byte);
 /// The byte a byte-level character stands for, or -1.
 int byteLevelByte(uint32_t codePoint);
 
+/// Fails with "<where> has an unknown member 'k' (a T has a, b, c)" when
+/// `json` has a member not in `allowed` (`what` names the component).
+bool onlyMembers(const Json &json, std::initializer_list<std::string_view> allowed,
+                 const std::string &where, const std::string &what,
+                 std::string &error);
+
 /// Reads a {"String": s} or {"Regex": r} pattern into `regex`.
 bool loadPattern(const Json *json, const std::string &where, Regex &regex,
                  std::string &error);

@@ -191,6 +191,11 @@ bool Tokenizer::loadAddedTokens(const Json &root, const std::string &where,
     const Json &entry = (*list)[i];
     std::string at = where + format("added_tokens[%zu]", i);
     AddedToken token;
+    if (!onlyMembers(entry,
+                     {"id", "content", "single_word", "lstrip", "rstrip",
+                      "normalized", "special"},
+                     at, "an added token", error))
+      return false;
     const Json *id = jsonFind(entry, "id");
     const Json *content = jsonFind(entry, "content");
     int64_t n = -1;
@@ -271,8 +276,11 @@ bool Tokenizer::loadPostProcessor(const Json &json, const std::string &where,
     return false;
   }
   if (*type == "ByteLevel")
-    return true; // Offsets only: no effect on ids.
+    return onlyMembers(json, {"type", "add_prefix_space", "trim_offsets", "use_regex"},
+                       where, "a ByteLevel", error); // Offsets only: no ids.
   if (*type == "Sequence") {
+    if (!onlyMembers(json, {"type", "processors"}, where, "a Sequence", error))
+      return false;
     const Json *list = jsonFind(json, "processors");
     if (!list || !list->is_array()) {
       error = where + ".processors is missing or not an array";
@@ -295,6 +303,9 @@ bool Tokenizer::loadPostProcessor(const Json &json, const std::string &where,
     return false;
   }
   templateFromPostProcessor = true;
+  if (!onlyMembers(json, {"type", "single", "pair", "special_tokens"}, where,
+                   "a TemplateProcessing", error))
+    return false;
   const Json *single = jsonFind(json, "single");
   const Json *specials = jsonFind(json, "special_tokens");
   if (!single || !single->is_array()) {
@@ -332,10 +343,11 @@ bool Tokenizer::loadPostProcessor(const Json &json, const std::string &where,
     }
     for (const Json &value : *ids) {
       int64_t id;
-      if (!jsonInteger(value, id) || id < 0 || id >= limit) {
+      if (!jsonInteger(value, id) || id < 0 || id >= limit ||
+          !piece(static_cast<int32_t>(id))) {
         error = at + ": special token " +
                 quote(name->get_ref<const std::string &>()) +
-                " has an id outside the vocabulary";
+                " has an id that is not in the vocabulary";
         return false;
       }
       (seenSequence ? suffix : prefix).push_back(static_cast<int32_t>(id));
@@ -432,7 +444,8 @@ bool Tokenizer::applyGenerationConfig(const Json &config,
   std::vector<int32_t> ids;
   auto add = [&](const Json &v) {
     int64_t id;
-    if (!jsonInteger(v, id) || id < 0 || id >= limit) {
+    if (!jsonInteger(v, id) || id < 0 || id >= limit ||
+        !piece(static_cast<int32_t>(id))) {
       error = where + "eos_token_id " + v.dump() +
               " is not a token id of the tokenizer";
       return false;
@@ -464,6 +477,24 @@ bool Tokenizer::loadAll(const TokenizerSources &sources, std::string &error) {
   if (!root.is_object()) {
     error = where + "is " + jsonKindName(root) + ", not an object";
     return false;
+  }
+  // A misspelt member would silently drop a component: only the members
+  // tokenizers writes are accepted (truncation and padding configure batch
+  // encoding, which transformers resets; they are ignored).
+  static const char *const known[] = {
+      "version",        "truncation",     "padding", "added_tokens", "normalizer",
+      "pre_tokenizer", "post_processor", "decoder", "model"};
+  for (const auto &[key, value] : root.items()) {
+    bool isKnown = false;
+    for (const char *name : known)
+      isKnown |= key == name;
+    if (!isKnown) {
+      error = where + "unknown member " + quote(key) +
+              " (tokenizer.json has version, truncation, padding, "
+              "added_tokens, normalizer, pre_tokenizer, post_processor, "
+              "decoder and model)";
+      return false;
+    }
   }
   const Json *modelJson = jsonFind(root, "model");
   if (!modelJson || !modelJson->is_object()) {
@@ -682,12 +713,13 @@ int32_t Tokenizer::tokenId(std::string_view token) const {
 
 /// transformers' clean_up_tokenization: no space before punctuation and
 /// English contractions.
+static const std::pair<std::string_view, std::string_view> cleanUpRules[] = {
+    {" .", "."},     {" ?", "?"},     {" !", "!"},   {" ,", ","},
+    {" ' ", "'"},    {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"},
+    {" 've", "'ve"}, {" 're", "'re"}};
+
 static void cleanUpTokenization(std::string &text) {
-  static const std::pair<std::string_view, std::string_view> rules[] = {
-      {" .", "."},   {" ?", "?"},     {" !", "!"},   {" ,", ","},
-      {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"},
-      {" 've", "'ve"}, {" 're", "'re"}};
-  for (const auto &[from, to] : rules) {
+  for (const auto &[from, to] : cleanUpRules) {
     std::string out;
     size_t previous = 0;
     for (size_t at = text.find(from); at != std::string::npos;
@@ -701,8 +733,9 @@ static void cleanUpTokenization(std::string &text) {
   }
 }
 
-bool Tokenizer::decode(const int32_t *ids, size_t count, bool skipSpecial,
-                       std::string &text, std::string &error) const {
+bool Tokenizer::decodeWindow(const int32_t *ids, size_t count, bool skipSpecial,
+                             const DecodeWindow &window, std::string &text,
+                             std::string &error, bool cleanUp) const {
   std::vector<std::string> tokens;
   tokens.reserve(count);
   for (size_t i = 0; i < count; ++i) {
@@ -717,63 +750,91 @@ bool Tokenizer::decode(const int32_t *ids, size_t count, bool skipSpecial,
       continue;
     tokens.push_back(*token);
   }
-  decoder.decode(tokens, text);
-  if (cleanUpSpaces)
+  decoder.decode(tokens, text, window);
+  if (cleanUp && cleanUpSpaces)
     cleanUpTokenization(text);
   return true;
+}
+
+size_t Tokenizer::undecidedSuffix(std::string_view text) const {
+  size_t longest = decoder.undecidedSuffix(text);
+  // A trailing " n" may still become " n't", which the clean-up rewrites.
+  if (cleanUpSpaces)
+    for (const auto &[from, to] : cleanUpRules)
+      for (size_t n = 1; n < from.size(); ++n)
+        if (n > longest && text.size() >= n &&
+            text.compare(text.size() - n, n, from.substr(0, n)) == 0)
+          longest = n;
+  return longest;
+}
+
+bool Tokenizer::joinsNeighbours(int32_t id) const {
+  const std::string *token = piece(id);
+  return token && decoder.joinsBytePieces() && bytePieceValue(*token) >= 0;
 }
 
 //===----------------------------------------------------------------------===//
 // Streaming
 //===----------------------------------------------------------------------===//
 
+void DecodeStream::print(size_t end, std::string &out) {
+  size_t from = printed.size();
+  if (text.compare(0, printed.size(), printed) != 0) {
+    // The window's text changed under what was printed (an ill-formed run
+    // of byte pieces): go on after it, from a character boundary.
+    while (from < text.size() &&
+           (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80)
+      ++from;
+  }
+  if (end > from)
+    out.append(text, from, end - from);
+  printed.assign(text, 0, std::max(end, from));
+}
+
 bool DecodeStream::step(int32_t id, std::string &out, std::string &error) {
-  ids.push_back(id);
-  if (!tokenizer.decode(ids.data(), ids.size(), skipSpecial, text, error)) {
-    ids.pop_back();
+  window.push_back(id);
+  DecodeWindow where;
+  where.continuation = !atStart;
+  where.final = false;
+  if (!tokenizer.decodeWindow(window.data(), window.size(), skipSpecial, where,
+                              text, error)) {
+    window.pop_back();
     return false;
   }
-  bool incomplete = text.size() >= kReplacementChar.size() &&
-                    text.compare(text.size() - kReplacementChar.size(),
-                                 kReplacementChar.size(), kReplacementChar) == 0;
-  if (text.size() <= prefixText.size() || incomplete)
+  // An incomplete character at the end: wait for the rest of its bytes.
+  if (text.size() >= kReplacementChar.size() &&
+      text.compare(text.size() - kReplacementChar.size(),
+                   kReplacementChar.size(), kReplacementChar) == 0)
     return true;
-  if (text.compare(0, prefixText.size(), prefixText) != 0) {
-    // A decoder that rewrites earlier text (none of the supported ones does):
-    // print from the first difference rather than lose text.
-    size_t common = 0;
-    while (common < prefixText.size() && text[common] == prefixText[common])
-      ++common;
-    out.append(text, common, std::string::npos);
-  } else {
-    out.append(text, prefixText.size(), std::string::npos);
+  size_t undecided = tokenizer.undecidedSuffix(text);
+  print(text.size() - undecided, out);
+  bool cut = undecided == 0 && !(atStart && text.empty()) &&
+             !tokenizer.joinsNeighbours(window.back());
+  if (cut) {
+    window.clear();
+    printed.clear();
+    atStart = false;
   }
-  // The ids of this step become the context of the next (a leading space
-  // depends on what precedes, e.g. with a Strip decoder): the window holds
-  // them and the ids still to come, never the whole text.
-  size_t keep = ids.size() - prefixIndex;
-  ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prefixIndex));
-  prefixIndex = keep;
-  return tokenizer.decode(ids.data(), ids.size(), skipSpecial, prefixText,
-                          error);
+  return true;
 }
 
 bool DecodeStream::flush(std::string &out, std::string &error) {
-  if (!ids.empty()) {
-    if (!tokenizer.decode(ids.data(), ids.size(), skipSpecial, text, error))
+  if (!window.empty()) {
+    DecodeWindow where;
+    where.continuation = !atStart;
+    if (!tokenizer.decodeWindow(window.data(), window.size(), skipSpecial,
+                                where, text, error))
       return false;
-    if (text.size() > prefixText.size() &&
-        text.compare(0, prefixText.size(), prefixText) == 0)
-      out.append(text, prefixText.size(), std::string::npos);
+    print(text.size(), out);
   }
   reset();
   return true;
 }
 
 void DecodeStream::reset() {
-  ids.clear();
-  prefixText.clear();
-  prefixIndex = 0;
+  window.clear();
+  printed.clear();
+  atStart = true;
 }
 
 } // namespace attnrt

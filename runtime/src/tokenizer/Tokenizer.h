@@ -85,8 +85,24 @@ public:
               std::vector<int32_t> &ids, std::string &error) const;
 
   /// The text of `ids`. Fails on an id that is not in the vocabulary.
+  /// transformers' clean-up of spaces before punctuation follows
+  /// tokenizer_config.json's clean_up_tokenization_spaces unless `cleanUp`
+  /// is false.
   bool decode(const int32_t *ids, size_t count, bool skipSpecial,
-              std::string &text, std::string &error) const;
+              std::string &text, std::string &error,
+              bool cleanUp = true) const {
+    return decodeWindow(ids, count, skipSpecial, DecodeWindow(), text, error,
+                        cleanUp);
+  }
+  /// decode of one window of a longer sequence (DecodeStream).
+  bool decodeWindow(const int32_t *ids, size_t count, bool skipSpecial,
+                    const DecodeWindow &window, std::string &text,
+                    std::string &error, bool cleanUp = true) const;
+  /// Bytes at the end of a window's text that tokens after it could still
+  /// change (a Strip at the very end, the clean-up of " ." and the like).
+  size_t undecidedSuffix(std::string_view text) const;
+  /// Whether the decoder joins `id` with a neighbouring byte piece.
+  bool joinsNeighbours(int32_t id) const;
 
   /// One past the largest id (model vocabulary and added tokens).
   int32_t idLimit() const { return limit; }
@@ -148,6 +164,15 @@ private:
 /// text, and nothing while the text so far ends in an incomplete UTF-8
 /// sequence (a U+FFFD at its end), so a character split across tokens is
 /// printed whole once its last byte arrives.
+///
+/// The stream decodes a window of the ids since the last cut and prints what
+/// the window adds. A window is cut (the next starts empty) only where the
+/// whole decode splits exactly: its text is complete UTF-8, nothing at its
+/// end is undecided, it does not end inside a run of byte pieces, and at the
+/// start of the sequence it has printed something (a leading Strip is
+/// settled). So the pieces add up to decode() of all the ids, with one
+/// exception Hugging Face shares: a run of byte pieces that is valid UTF-8
+/// and then turns invalid cannot take back what was printed.
 class DecodeStream {
 public:
   DecodeStream(const Tokenizer &tokenizer, bool skipSpecial)
@@ -160,11 +185,14 @@ public:
   void reset();
 
 private:
+  /// Appends text[printed.size(), end) to `out`.
+  void print(size_t end, std::string &out);
+
   const Tokenizer &tokenizer;
   bool skipSpecial;
-  std::vector<int32_t> ids;
-  std::string prefixText;
-  size_t prefixIndex = 0;
+  std::vector<int32_t> window;
+  bool atStart = true;
+  std::string printed; // the part of the window's text already printed
   std::string text;
 };
 
