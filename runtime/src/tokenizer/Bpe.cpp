@@ -179,8 +179,8 @@ bool BpeModel::load(const Json &model, std::string &error) {
     }
     // A repeated pair keeps its last rank, as in Hugging Face (a map built
     // in file order).
-    merges[static_cast<uint64_t>(leftId) << 32 | static_cast<uint32_t>(rightId)] =
-        static_cast<uint64_t>(rank) << 32 | static_cast<uint32_t>(mergedId);
+    merges.set(static_cast<uint64_t>(leftId) << 32 | static_cast<uint32_t>(rightId),
+               static_cast<uint64_t>(rank) << 32 | static_cast<uint32_t>(mergedId));
     ++rank;
   }
   return true;
@@ -188,12 +188,13 @@ bool BpeModel::load(const Json &model, std::string &error) {
 
 bool BpeModel::findMerge(int32_t left, int32_t right, uint32_t &rank,
                          int32_t &merged) const {
-  auto it = merges.find(static_cast<uint64_t>(left) << 32 |
-                        static_cast<uint32_t>(right));
-  if (it == merges.end())
+  uint64_t value;
+  if (!merges.find(static_cast<uint64_t>(left) << 32 |
+                       static_cast<uint32_t>(right),
+                   value))
     return false;
-  rank = static_cast<uint32_t>(it->second >> 32);
-  merged = static_cast<int32_t>(it->second & 0xFFFFFFFFu);
+  rank = static_cast<uint32_t>(value >> 32);
+  merged = static_cast<int32_t>(value & 0xFFFFFFFFu);
   return true;
 }
 
@@ -296,7 +297,8 @@ void BpeModel::mergeWord(std::string_view word, Scratch &scratch,
     int32_t merged;
     int32_t next = symbols[pos].next;
     if (next >= 0 && findMerge(symbols[pos].id, symbols[next].id, rank, merged)) {
-      heap.push_back({rank, static_cast<uint32_t>(pos), merged});
+      heap.push_back({rank, static_cast<uint32_t>(pos), merged,
+                      symbols[pos].id, symbols[next].id});
       std::push_heap(heap.begin(), heap.end(), later);
     }
   };
@@ -309,14 +311,18 @@ void BpeModel::mergeWord(std::string_view word, Scratch &scratch,
     Scratch::Symbol &left = symbols[top.pos];
     if (left.removed || left.next < 0)
       continue;
-    // A queued pair is stale once either side has merged with a neighbour.
-    uint32_t rank;
-    int32_t merged;
-    if (!findMerge(left.id, symbols[left.next].id, rank, merged) ||
-        merged != top.id)
-      continue;
+    // A queued pair is stale once either side has merged with a neighbour:
+    // unless the pair is still the one queued, it must still merge into the
+    // same piece (tokenizers' check, which the fast path implies).
+    if (left.id != top.left || symbols[left.next].id != top.right) {
+      uint32_t rank;
+      int32_t merged;
+      if (!findMerge(left.id, symbols[left.next].id, rank, merged) ||
+          merged != top.id)
+        continue;
+    }
     Scratch::Symbol &right = symbols[left.next];
-    left.id = merged;
+    left.id = top.id;
     right.removed = true;
     left.next = right.next;
     if (right.next >= 0)

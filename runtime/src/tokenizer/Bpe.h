@@ -57,7 +57,8 @@ public:
     struct Merge {
       uint32_t rank;
       uint32_t pos;
-      int32_t id;
+      int32_t id;          // the merged piece
+      int32_t left, right; // the pair as queued
     };
     std::vector<Symbol> symbols;
     std::vector<Merge> heap;
@@ -75,8 +76,7 @@ private:
   std::vector<std::string> pieces; // By id; "" where present[id] is false.
   std::vector<bool> present;
   StringMap vocab;
-  std::unordered_map<uint64_t, uint64_t> merges; // (left << 32 | right) ->
-                                                 // (rank << 32 | merged id)
+  PairMap merges; // (left << 32 | right) -> (rank << 32 | merged id)
   int32_t unkId = -1;
   int32_t byteIds[256];
   bool byteFallback = false;

@@ -1,4 +1,4 @@
-//===- StringMap.h - string to id lookup without allocation ----*- C++ -*-===//
+//===- StringMap.h - the tokenizer's lookup tables -------------*- C++ -*-===//
 //
 // The vocabulary is looked up once per character, per byte-fallback byte and
 // per cached word: with std::unordered_map<std::string, ...> under C++17 each
@@ -89,6 +89,75 @@ private:
   }
 
   std::vector<Slot> slots;
+  size_t used = 0;
+};
+
+/// The merge table: (left id, right id) -> (rank, merged id), looked up for
+/// every adjacent pair of every word. Open addressing over 64-bit keys
+/// (std::unordered_map's node chasing was half the time of a merge).
+class PairMap {
+public:
+  void reserve(size_t count) {
+    size_t capacity = 16;
+    while (capacity < 2 * count)
+      capacity *= 2;
+    keys.assign(capacity, kEmpty);
+    values.assign(capacity, 0);
+    shift = 64 - __builtin_ctzll(capacity);
+    used = 0;
+  }
+
+  /// Inserts or overwrites.
+  void set(uint64_t key, uint64_t value) {
+    if (keys.empty() || 2 * (used + 1) > keys.size())
+      grow();
+    size_t mask = keys.size() - 1;
+    for (size_t i = slot(key);; i = (i + 1) & mask) {
+      if (keys[i] == key) {
+        values[i] = value;
+        return;
+      }
+      if (keys[i] == kEmpty) {
+        keys[i] = key;
+        values[i] = value;
+        ++used;
+        return;
+      }
+    }
+  }
+
+  bool find(uint64_t key, uint64_t &value) const {
+    if (keys.empty())
+      return false;
+    size_t mask = keys.size() - 1;
+    for (size_t i = slot(key);; i = (i + 1) & mask) {
+      if (keys[i] == key) {
+        value = values[i];
+        return true;
+      }
+      if (keys[i] == kEmpty)
+        return false;
+    }
+  }
+
+private:
+  // No pair of valid ids (each below 2^31) has all bits set.
+  static constexpr uint64_t kEmpty = ~uint64_t(0);
+
+  size_t slot(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> shift);
+  }
+
+  void grow() {
+    std::vector<uint64_t> oldKeys = std::move(keys), oldValues = std::move(values);
+    reserve(oldKeys.empty() ? 8 : oldKeys.size());
+    for (size_t i = 0; i < oldKeys.size(); ++i)
+      if (oldKeys[i] != kEmpty)
+        set(oldKeys[i], oldValues[i]);
+  }
+
+  std::vector<uint64_t> keys, values;
+  unsigned shift = 60;
   size_t used = 0;
 };
 
