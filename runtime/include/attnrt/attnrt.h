@@ -55,9 +55,12 @@ enum {
 typedef struct attnrt_model attnrt_model;
 
 /* Loads a compiled model and its weights. dlopens library_path, reads and
- * checks its manifest (abi_version, fields), maps weights_path read-only and
- * validates every manifest weight against it (presence, shape, dtype, finite
- * values) before anything runs. F16/BF16 weights are widened to f32 once,
+ * checks its manifest (abi_version, fields), maps the weights read-only and
+ * validates every manifest weight against them (presence, shape, dtype,
+ * finite values) before anything runs. weights_path is a .safetensors file,
+ * a shard index (model.safetensors.index.json: the shards it names, in its
+ * folder), or a folder holding model.safetensors or
+ * model.safetensors.index.json. F16/BF16 weights are widened to f32 once,
  * here. Returns NULL with a message naming the file, the tensor and what is
  * wrong on any failure. */
 ATTNRT_API attnrt_model *attnrt_model_load(const char *library_path,
