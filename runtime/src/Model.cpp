@@ -505,16 +505,33 @@ attnrt_session *attnrt_session_create(const attnrt_model *model, char *error,
           copyError("attnrt_session_create: null model", error, error_size);
           return nullptr;
         }
+        // Refuse, before allocating anything, what cannot fit: the buffers
+        // are zero-filled here, and touching more than the machine has ends
+        // in the OOM killer (or swap), not in a failed allocation.
+        size_t kvBytes = static_cast<size_t>(model->info.kv_cache_bytes);
+        size_t rowBytes =
+            static_cast<size_t>(model->info.vocab_size) * sizeof(float);
+        const char *source = "";
+        uint64_t available = availableMemory(source);
+        if (static_cast<uint64_t>(kvBytes) + rowBytes > available) {
+          constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+          copyError(
+              format("the KV cache needs %.1f GiB (%lld positions), more than "
+                     "the %.1f GiB of memory available (%s); use a smaller "
+                     "context",
+                     static_cast<double>(kvBytes + rowBytes) / gib,
+                     static_cast<long long>(model->info.max_seq),
+                     static_cast<double>(available) / gib, source),
+              error, error_size);
+          return nullptr;
+        }
         auto session = std::make_unique<attnrt_session>();
         session->model = model;
-        size_t kvBytes = static_cast<size_t>(model->info.kv_cache_bytes);
         if (!session->kvCache.allocate(kvBytes)) {
           copyError(format("cannot allocate the KV cache (%zu bytes)", kvBytes),
                     error, error_size);
           return nullptr;
         }
-        size_t rowBytes =
-            static_cast<size_t>(model->info.vocab_size) * sizeof(float);
         if (!session->logitsRow.allocate(rowBytes)) {
           copyError(
               format("cannot allocate a logits row (%zu bytes)", rowBytes),
