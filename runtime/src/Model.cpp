@@ -10,6 +10,7 @@
 
 #include "attnrt/attnrt.h"
 
+#include "CompileCache.h"
 #include "Half.h"
 #include "Manifest.h"
 #include "Safetensors.h"
@@ -58,6 +59,9 @@ struct attnrt_model {
   /// one per packed buffer.
   std::vector<const float *> weights;
   std::string warnings;
+  /// Where the library came from, and whether this load compiled it.
+  std::string libraryPath;
+  bool wasCompiled = false;
 };
 
 struct attnrt_session {
@@ -456,8 +460,92 @@ attnrt_model *attnrt_model_load(const char *library_path,
           copyError(message, error, error_size);
           return nullptr;
         }
+        model->libraryPath = library_path;
         return model.release();
       });
+}
+
+attnrt_load_options attnrt_load_default_options(void) {
+  attnrt_load_options options;
+  std::memset(&options, 0, sizeof(options));
+  return options;
+}
+
+attnrt_model *attnrt_model_load_dir(const char *model_dir,
+                                    const attnrt_load_options *options,
+                                    char *error, size_t error_size) {
+  return guarded<attnrt_model *>(
+      error, error_size, nullptr, [&]() -> attnrt_model * {
+        if (!model_dir || !*model_dir) {
+          copyError("attnrt_model_load_dir: null or empty model folder",
+                    error, error_size);
+          return nullptr;
+        }
+        attnrt_load_options o =
+            options ? *options : attnrt_load_default_options();
+        if (o.context < 0) {
+          copyError(format("attnrt_model_load_dir: context must be 0 (the "
+                           "default) or positive, got %lld",
+                           static_cast<long long>(o.context)),
+                    error, error_size);
+          return nullptr;
+        }
+        CompileSettings settings;
+        settings.modelDir = model_dir;
+        settings.context = o.context;
+        settings.compiler = o.compiler ? o.compiler : "";
+        settings.cacheDir = o.cache_dir ? o.cache_dir : "";
+        settings.log = o.log;
+        settings.logUser = o.log_user;
+        CompileCache cache;
+        std::string message;
+        if (!cache.prepare(settings, message)) {
+          copyError(message, error, error_size);
+          return nullptr;
+        }
+
+        std::unique_ptr<attnrt_model> model;
+        std::string library = cache.lookup(), bad;
+        if (!library.empty()) {
+          model = std::make_unique<attnrt_model>();
+          if (!loadLibrary(*model, library.c_str(), message)) {
+            // A cached build is disposable: one that does not load (another
+            // ABI, a damaged file) is rebuilt, once.
+            cache.log("cached " + message + "; rebuilding");
+            model.reset();
+            bad = library;
+            library.clear();
+          }
+        }
+        bool compiled = false;
+        if (library.empty()) {
+          if (!cache.compile(bad, library, message)) {
+            copyError(message, error, error_size);
+            return nullptr;
+          }
+          compiled = true;
+          model = std::make_unique<attnrt_model>();
+          if (!loadLibrary(*model, library.c_str(), message)) {
+            copyError(message, error, error_size);
+            return nullptr;
+          }
+        }
+        if (!loadWeights(*model, model_dir, message)) {
+          copyError(message, error, error_size);
+          return nullptr;
+        }
+        model->libraryPath = library;
+        model->wasCompiled = compiled;
+        return model.release();
+      });
+}
+
+const char *attnrt_model_library_path(const attnrt_model *model) {
+  return model ? model->libraryPath.c_str() : "";
+}
+
+int attnrt_model_was_compiled(const attnrt_model *model) {
+  return model && model->wasCompiled ? 1 : 0;
 }
 
 void attnrt_model_free(attnrt_model *model) { delete model; }
