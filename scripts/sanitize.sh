@@ -36,7 +36,7 @@ run_asan() {
   # Everything the checks below run, and nothing else (no docs).
   cmake --build "$asan_dir" --target \
     attnrt-unit-test attnrt-tokenizer-reference-test attnrt-stress-test \
-    attnrt-stress-model \
+    attnrt-stress-model attnrt-folder-test \
     attn-e2e-ops-test attn-e2e-model-test attn-fuzzers \
     attn-opt attn-compile attn-run attn-make-model attn-ref-model \
     attn-npy-compare
@@ -45,10 +45,12 @@ run_asan() {
   t0=$SECONDS
   echo "== ASan+UBSan: runtime unit tests, stress tests, fuzz seeds, e2e subsets"
   # The runtime's unit tests and attn-run (against the mock), the stress
-  # tests on the tiny model, every fuzz seed, then end-to-end subsets: one
-  # test of each op family against the reference, the decoder blocks, and
-  # whole GPT-2 and LLaMA models through the runtime.
-  local unit='^(AttnRunTest|Json|ModelLoadTest|HalfConversion|LibraryTest|Npy|Safetensors|WeightsFileTest|Sampler|Prng|SessionTest|ModelStress|Tokenizer[A-Za-z]*|Utf8)\.|^Texts/TokenizerReference\.'
+  # tests on the tiny model, model folders compiled on first use (the
+  # sanitized runtime spawning the sanitized attn-compile), the tokenizer
+  # (with the real vocabularies), every fuzz seed, then end-to-end subsets:
+  # one test of each op family against the reference, the decoder blocks,
+  # and whole GPT-2 and LLaMA models through the runtime.
+  local unit='^(AttnRunTest|Json|ModelLoadTest|HalfConversion|LibraryTest|Npy|Safetensors|WeightsFileTest|ShardedWeightsTest|Sampler|Prng|SessionTest|ModelStress|ModelFolderTest|Tokenizer[A-Za-z]*|Utf8)\.|^Texts/TokenizerReference\.'
   local e2e='^(Attention|KvCache|Rope|DecoderBlocks)\.|^Families/ModelE2E\..*/(tiny_gpt2|tiny_llama)$|^ModelE2EContext\.'
   ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" \
     -R "$unit|^fuzz-seeds-|$e2e"

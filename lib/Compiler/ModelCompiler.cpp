@@ -18,6 +18,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <algorithm>
 #include <chrono>
 
 using namespace mlir;
@@ -28,8 +29,11 @@ llvm::Expected<int64_t> mlir::attn::resolveMaxSeq(const ModelConfig &config,
   if (requested < 0)
     return llvm::createStringError("--max-seq must be positive, got " +
                                    std::to_string(requested));
+  // Current configs state 32768 to 131072 positions, and a KV cache that
+  // size costs gigabytes per session: the default is a context that fits,
+  // a longer one is the user's choice.
   if (requested == 0)
-    return config.maxPositions;
+    return std::min(config.maxPositions, kDefaultMaxSeq);
   // GPT-2's learned positions end at n_positions; RoPE has no table.
   if (config.family == ModelFamily::Gpt2 && requested > config.maxPositions)
     return llvm::createStringError(

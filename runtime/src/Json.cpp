@@ -149,7 +149,10 @@ bool parseJson(std::string_view text, Json &out, std::string &error,
   }
   // nlohmann ends the input at a NUL byte; JSON text never holds a raw one
   // (inside strings control characters must be escaped).
-  if (const void *nul = std::memchr(text.data(), '\0', text.size())) {
+  // (An empty view may have a null data(), which memchr must not see.)
+  const void *nul =
+      text.empty() ? nullptr : std::memchr(text.data(), '\0', text.size());
+  if (nul) {
     error = format("at byte %zu: NUL byte in the text",
                    static_cast<size_t>(static_cast<const char *>(nul) -
                                        text.data()));

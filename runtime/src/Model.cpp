@@ -1,20 +1,23 @@
 //===- Model.cpp - loading a compiled model, sessions, prefill/decode -----===//
 //
 // A model is the dlopened library, its parsed manifest, and one f32 pointer
-// per manifest weight: into the mapped safetensors file when the tensor is
-// F32 and aligned, otherwise into one buffer of converted copies. It is never
-// written after load, so sessions on several threads can share it.
+// per manifest weight: into the mapped safetensors file (or shard) when the
+// tensor is F32 and aligned, otherwise into one buffer of converted copies.
+// It is never written after load, so sessions on several threads can share
+// it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attnrt/attnrt.h"
 
+#include "CompileCache.h"
 #include "Half.h"
 #include "Manifest.h"
 #include "Safetensors.h"
 #include "Sampler.h"
 #include "Scratch.h"
 #include "Support.h"
+#include "WeightFiles.h"
 #include "attnrt/model_abi.h"
 
 #include <algorithm>
@@ -31,7 +34,7 @@ struct attnrt_model {
   attnrt_model(const attnrt_model &) = delete;
   attnrt_model &operator=(const attnrt_model &) = delete;
   ~attnrt_model() {
-    weightsFile.close();
+    weightFiles.closeAll();
     converted.reset();
     if (library)
       dlclose(library);
@@ -48,7 +51,7 @@ struct attnrt_model {
   Manifest manifest;
   attnrt_model_info info = {};
 
-  SafetensorsFile weightsFile;
+  WeightFiles weightFiles;
   AlignedBuffer converted;
   /// The weights in the layouts the kernels read, filled by attn_model_pack.
   AlignedBuffer packed;
@@ -56,6 +59,9 @@ struct attnrt_model {
   /// one per packed buffer.
   std::vector<const float *> weights;
   std::string warnings;
+  /// Where the library came from, and whether this load compiled it.
+  std::string libraryPath;
+  bool wasCompiled = false;
 };
 
 struct attnrt_session {
@@ -295,14 +301,13 @@ static bool packWeights(attnrt_model &model, const std::string &where,
   return true;
 }
 
-static bool loadWeights(attnrt_model &model, const char *path,
+static bool loadWeights(attnrt_model &model, const std::string &path,
                         std::string &error) {
-  SafetensorsFile &file = model.weightsFile;
-  if (!file.open(path, error))
+  WeightFiles &files = model.weightFiles;
+  if (!files.open(path, error))
     return false;
   const Manifest &manifest = model.manifest;
-  const std::vector<TensorInfo> &tensors = file.tensors();
-  std::string where = "weights file " + quote(path) + ": ";
+  const std::string &where = files.where();
 
   // Pass 1, cheap checks for every weight: presence, shape, dtype. Plan where
   // each one lives.
@@ -313,14 +318,14 @@ static bool loadWeights(attnrt_model &model, const char *path,
   };
   std::vector<Binding> bindings;
   bindings.reserve(manifest.weights.size());
-  std::vector<bool> used(tensors.size(), false);
+  std::vector<bool> used(files.numTensors(), false);
   size_t convertedBytes = 0;
   for (const WeightSpec &weight : manifest.weights) {
-    int64_t found = file.find(weight.name);
+    int64_t found = files.find(weight.name);
     std::string tried = quote(weight.name);
     for (size_t p = 0; found < 0 && p < manifest.namePrefixes.size(); ++p) {
       std::string candidate = manifest.namePrefixes[p] + weight.name;
-      found = file.find(candidate);
+      found = files.find(candidate);
       tried += ", " + quote(candidate);
     }
     if (found < 0) {
@@ -328,8 +333,10 @@ static bool loadWeights(attnrt_model &model, const char *path,
               " required by the model (tried " + tried + ")";
       return false;
     }
-    const TensorInfo &tensor = tensors[static_cast<size_t>(found)];
-    std::string tensorWhere = where + "tensor " + quote(tensor.name);
+    size_t index = static_cast<size_t>(found);
+    const TensorInfo &tensor = files.tensor(index);
+    std::string tensorWhere =
+        files.fileWhere(files.fileOf(index)) + "tensor " + quote(tensor.name);
     if (tensor.name != weight.name)
       tensorWhere += " (weight " + quote(weight.name) + ")";
     if (tensor.shape != weight.shape) {
@@ -343,10 +350,10 @@ static bool loadWeights(attnrt_model &model, const char *path,
               "; only F32, F16 and BF16 weights can be loaded";
       return false;
     }
-    used[static_cast<size_t>(found)] = true;
-    Binding binding = {static_cast<size_t>(found), false, 0};
+    used[index] = true;
+    Binding binding = {index, false, 0};
     binding.inPlace = tensor.dtype == DType::F32 &&
-                      (file.dataOffset() + tensor.begin) % alignof(float) == 0;
+                      files.fileOffset(index) % alignof(float) == 0;
     if (!binding.inPlace && tensor.elements > 0) {
       binding.offset = convertedBytes;
       // 64-byte aligned starts: what vectorized kernels like to see.
@@ -369,17 +376,15 @@ static bool loadWeights(attnrt_model &model, const char *path,
   }
 
   // Pass 2: convert what needs converting and check every value is finite.
-  bool anyInPlace = false;
   model.weights.reserve(bindings.size());
   for (size_t i = 0; i < bindings.size(); ++i) {
     const Binding &binding = bindings[i];
-    const TensorInfo &tensor = tensors[binding.tensor];
-    const uint8_t *src = file.tensorData(tensor);
+    const TensorInfo &tensor = files.tensor(binding.tensor);
+    const uint8_t *src = files.tensorData(binding.tensor);
     const float *data = emptyWeight;
     if (tensor.elements > 0) {
       if (binding.inPlace) {
         data = reinterpret_cast<const float *>(src);
-        anyInPlace = true;
       } else {
         float *dst = reinterpret_cast<float *>(
             static_cast<uint8_t *>(model.converted.data()) + binding.offset);
@@ -390,7 +395,8 @@ static bool loadWeights(attnrt_model &model, const char *path,
     int64_t bad = findNonFinite(data, tensor.elements);
     if (bad >= 0) {
       float value = data[bad];
-      error = where + "tensor " + quote(tensor.name) +
+      error = files.fileWhere(files.fileOf(binding.tensor)) + "tensor " +
+              quote(tensor.name) +
               format(" element %lld ", static_cast<long long>(bad)) +
               unflatten(bad, tensor.shape) + " is " +
               (value != value ? "NaN"
@@ -407,21 +413,27 @@ static bool loadWeights(attnrt_model &model, const char *path,
       releasePages(data, static_cast<size_t>(tensor.elements) * 4);
   }
 
-  for (size_t t = 0; t < tensors.size(); ++t)
-    if (!used[t] && !isIgnored(manifest, tensors[t].name))
-      model.warnings += where + "tensor " + quote(tensors[t].name) +
+  model.warnings += files.warnings();
+  for (size_t t = 0; t < files.numTensors(); ++t)
+    if (!used[t] && !isIgnored(manifest, files.tensor(t).name))
+      model.warnings += files.fileWhere(files.fileOf(t)) + "tensor " +
+                        quote(files.tensor(t).name) +
                         " is not used by the model; ignored\n";
 
   if (!packWeights(model, where, error))
     return false;
 
-  // Every weight the entry points read was copied: drop the mapping so
-  // resident memory holds one copy of the weights.
-  bool readsMapping = false;
+  // A file no run-time weight points into is unmapped now (its weights were
+  // copied, or only packing read them), so resident memory holds one copy of
+  // the weights.
+  std::vector<bool> readsMapping(files.numFiles(), false);
   for (size_t i = 0; i < bindings.size(); ++i)
-    readsMapping |= bindings[i].inPlace && manifest.weights[i].usedAtRunTime;
-  if (!anyInPlace || !readsMapping)
-    file.close();
+    if (bindings[i].inPlace && manifest.weights[i].usedAtRunTime &&
+        model.weights[i] != emptyWeight)
+      readsMapping[files.fileOf(bindings[i].tensor)] = true;
+  for (size_t f = 0; f < files.numFiles(); ++f)
+    if (!readsMapping[f])
+      files.close(f);
   return true;
 }
 
@@ -448,8 +460,92 @@ attnrt_model *attnrt_model_load(const char *library_path,
           copyError(message, error, error_size);
           return nullptr;
         }
+        model->libraryPath = library_path;
         return model.release();
       });
+}
+
+attnrt_load_options attnrt_load_default_options(void) {
+  attnrt_load_options options;
+  std::memset(&options, 0, sizeof(options));
+  return options;
+}
+
+attnrt_model *attnrt_model_load_dir(const char *model_dir,
+                                    const attnrt_load_options *options,
+                                    char *error, size_t error_size) {
+  return guarded<attnrt_model *>(
+      error, error_size, nullptr, [&]() -> attnrt_model * {
+        if (!model_dir || !*model_dir) {
+          copyError("attnrt_model_load_dir: null or empty model folder",
+                    error, error_size);
+          return nullptr;
+        }
+        attnrt_load_options o =
+            options ? *options : attnrt_load_default_options();
+        if (o.context < 0) {
+          copyError(format("attnrt_model_load_dir: context must be 0 (the "
+                           "default) or positive, got %lld",
+                           static_cast<long long>(o.context)),
+                    error, error_size);
+          return nullptr;
+        }
+        CompileSettings settings;
+        settings.modelDir = model_dir;
+        settings.context = o.context;
+        settings.compiler = o.compiler ? o.compiler : "";
+        settings.cacheDir = o.cache_dir ? o.cache_dir : "";
+        settings.log = o.log;
+        settings.logUser = o.log_user;
+        CompileCache cache;
+        std::string message;
+        if (!cache.prepare(settings, message)) {
+          copyError(message, error, error_size);
+          return nullptr;
+        }
+
+        std::unique_ptr<attnrt_model> model;
+        std::string library = cache.lookup(), bad;
+        if (!library.empty()) {
+          model = std::make_unique<attnrt_model>();
+          if (!loadLibrary(*model, library.c_str(), message)) {
+            // A cached build is disposable: one that does not load (another
+            // ABI, a damaged file) is rebuilt, once.
+            cache.log("cached " + message + "; rebuilding");
+            model.reset();
+            bad = library;
+            library.clear();
+          }
+        }
+        bool compiled = false;
+        if (library.empty()) {
+          if (!cache.compile(bad, library, message)) {
+            copyError(message, error, error_size);
+            return nullptr;
+          }
+          compiled = true;
+          model = std::make_unique<attnrt_model>();
+          if (!loadLibrary(*model, library.c_str(), message)) {
+            copyError(message, error, error_size);
+            return nullptr;
+          }
+        }
+        if (!loadWeights(*model, model_dir, message)) {
+          copyError(message, error, error_size);
+          return nullptr;
+        }
+        model->libraryPath = library;
+        model->wasCompiled = compiled;
+        return model.release();
+      });
+}
+
+const char *attnrt_model_library_path(const attnrt_model *model) {
+  return model ? model->libraryPath.c_str() : "";
+}
+
+int attnrt_model_was_compiled(const attnrt_model *model) {
+  return model && model->wasCompiled ? 1 : 0;
 }
 
 void attnrt_model_free(attnrt_model *model) { delete model; }
@@ -497,16 +593,33 @@ attnrt_session *attnrt_session_create(const attnrt_model *model, char *error,
           copyError("attnrt_session_create: null model", error, error_size);
           return nullptr;
         }
+        // Refuse, before allocating anything, what cannot fit: the buffers
+        // are zero-filled here, and touching more than the machine has ends
+        // in the OOM killer (or swap), not in a failed allocation.
+        size_t kvBytes = static_cast<size_t>(model->info.kv_cache_bytes);
+        size_t rowBytes =
+            static_cast<size_t>(model->info.vocab_size) * sizeof(float);
+        const char *source = "";
+        uint64_t available = availableMemory(source);
+        if (static_cast<uint64_t>(kvBytes) + rowBytes > available) {
+          constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+          copyError(
+              format("the KV cache needs %.1f GiB (%lld positions), more than "
+                     "the %.1f GiB of memory available (%s); use a smaller "
+                     "context",
+                     static_cast<double>(kvBytes + rowBytes) / gib,
+                     static_cast<long long>(model->info.max_seq),
+                     static_cast<double>(available) / gib, source),
+              error, error_size);
+          return nullptr;
+        }
         auto session = std::make_unique<attnrt_session>();
         session->model = model;
-        size_t kvBytes = static_cast<size_t>(model->info.kv_cache_bytes);
         if (!session->kvCache.allocate(kvBytes)) {
           copyError(format("cannot allocate the KV cache (%zu bytes)", kvBytes),
                     error, error_size);
           return nullptr;
         }
-        size_t rowBytes =
-            static_cast<size_t>(model->info.vocab_size) * sizeof(float);
         if (!session->logitsRow.allocate(rowBytes)) {
           copyError(
               format("cannot allocate a logits row (%zu bytes)", rowBytes),

@@ -118,10 +118,12 @@ size_t dtypeSize(DType dtype) {
 // SafetensorsFile
 //===----------------------------------------------------------------------===//
 
-bool SafetensorsFile::open(const std::string &path, std::string &error) {
+bool SafetensorsFile::open(const std::string &path, std::string &error,
+                           const std::string &where) {
   close();
   filePath = path;
-  std::string prefix = "weights file " + quote(path) + ": ";
+  std::string prefix =
+      where.empty() ? "weights file " + quote(path) + ": " : where;
   std::string message;
   if (!file.open(path, message)) {
     error = prefix + message;
@@ -171,9 +173,13 @@ bool SafetensorsFile::open(const std::string &path, std::string &error) {
 void SafetensorsFile::close() {
   byName.clear();
   tensorList.clear();
+  unmap();
+  dataStart = dataSize = 0;
+}
+
+void SafetensorsFile::unmap() {
   file.reset();
   dataRegion = nullptr;
-  dataStart = dataSize = 0;
 }
 
 int64_t SafetensorsFile::find(std::string_view name) const {

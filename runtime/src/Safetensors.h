@@ -83,8 +83,11 @@ public:
   static constexpr uint64_t maxHeaderBytes = uint64_t(100) << 20;
 
   /// Opens and validates `path`. Errors name the file and, where there is
-  /// one, the tensor: "weights file 'x': tensor 'y': ...".
-  bool open(const std::string &path, std::string &error);
+  /// one, the tensor: "weights file 'x': tensor 'y': ...". A non-empty
+  /// `where` replaces the "weights file 'x': " that starts every message
+  /// (a shard names its index too).
+  bool open(const std::string &path, std::string &error,
+            const std::string &where = "");
 
   const std::string &path() const { return filePath; }
   /// Tensors sorted by name (the header is a JSON object: its members have
@@ -100,6 +103,9 @@ public:
   uint64_t dataOffset() const { return dataStart; }
   /// Unmaps the file; tensorData() must not be used afterwards.
   void close();
+  /// Unmaps the file but keeps its tensor list: tensors() and find() still
+  /// answer, tensorData() must not be used.
+  void unmap();
 
 private:
   bool parseHeader(std::string_view header, std::string &error);

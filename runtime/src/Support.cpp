@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace attnrt {
 
@@ -80,6 +81,26 @@ bool shapeElements(const std::vector<int64_t> &shape, int64_t &elements) {
   }
   elements = n;
   return true;
+}
+
+uint64_t availableMemory(const char *&source) {
+  if (FILE *meminfo = std::fopen("/proc/meminfo", "re")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof(line), meminfo))
+      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    std::fclose(meminfo);
+    if (found) {
+      source = "MemAvailable in /proc/meminfo";
+      return static_cast<uint64_t>(kib) * 1024;
+    }
+  }
+  source = "physical memory";
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return UINT64_MAX; // Unknown: nothing to refuse on.
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
 }
 
 AlignedBuffer &AlignedBuffer::operator=(AlignedBuffer &&other) noexcept {

@@ -51,6 +51,11 @@ std::string formatShape(const std::vector<int64_t> &shape);
 /// negative).
 bool shapeElements(const std::vector<int64_t> &shape, int64_t &elements);
 
+/// Memory the system can hand out without swapping: MemAvailable from
+/// /proc/meminfo, else (no such line) the physical memory. `source` says
+/// which, for messages.
+uint64_t availableMemory(const char *&source);
+
 /// A heap buffer, aligned and zero-filled at allocation so its pages are
 /// faulted in once here rather than on the first token.
 class AlignedBuffer {

@@ -126,6 +126,13 @@ TEST(Json, RejectsMalformedInput) {
   // A NUL byte inside the text is not whitespace.
   EXPECT_FALSE(parses(std::string("{}\0", 3)));
   EXPECT_FALSE(parses(std::string("[1,\0 2]", 7)));
+  // An empty view may have no data at all (an empty file's mapping): the
+  // same error as "", and no null pointer handed to memchr (UBSan).
+  Json value;
+  std::string fromNull, fromEmpty;
+  EXPECT_FALSE(parseJson(std::string_view(nullptr, 0), value, fromNull));
+  EXPECT_FALSE(parseJson("", value, fromEmpty));
+  EXPECT_EQ(fromNull, fromEmpty);
 }
 
 TEST(Json, ErrorsNameTheOffset) {

@@ -13,7 +13,8 @@
  * Test hooks (not part of the ABI): mock_set_manifest replaces the manifest
  * text, mock_num_threads reports the last set_num_threads, and
  * mock_last_weights the weights array of the latest call. Build with
- * -DMOCK_NO_DECODE for a library that lacks attn_model_decode.
+ * -DMOCK_NO_DECODE for a library that lacks attn_model_decode, and with
+ * -DMOCK_ABI_VERSION=1 for one built for another ABI.
  *===----------------------------------------------------------------------===*/
 
 #include "attnrt/model_abi.h"
@@ -31,9 +32,16 @@
 
 enum { W_WTE, W_MIX, W_MIX_BIAS, W_HEAD_BIAS };
 
+/* -DMOCK_ABI_VERSION=1: a library built for another runtime. */
+#ifndef MOCK_ABI_VERSION
+#define MOCK_ABI_VERSION 2
+#endif
+#define MOCK_STRING(x) MOCK_STRING_(x)
+#define MOCK_STRING_(x) #x
+
 static const char defaultManifest[] =
     "{\n"
-    "  \"abi_version\": 2,\n"
+    "  \"abi_version\": " MOCK_STRING(MOCK_ABI_VERSION) ",\n"
     "  \"architecture\": \"mock\",\n"
     "  \"vocab_size\": 40, \"hidden_size\": 6, \"num_layers\": 1,\n"
     "  \"num_heads\": 2, \"num_kv_heads\": 1, \"head_dim\": 3,\n"

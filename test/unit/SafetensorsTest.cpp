@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace attnrt;
 using namespace attnrt::test;
@@ -49,11 +50,19 @@ TEST_F(WeightsFileTest, MissingFileAndDirectory) {
   EXPECT_EQ(loadModel(mockLibrary(), missing, error), nullptr);
   EXPECT_EQ(error, "weights file '" + missing +
                        "': cannot open: No such file or directory");
+  // A directory is a model folder (ShardedWeightsTest covers the forms).
   std::string subdir = dir.file("sub");
   ASSERT_EQ(mkdir(subdir.c_str(), 0700), 0);
   EXPECT_EQ(loadModel(mockLibrary(), subdir, error), nullptr);
-  EXPECT_EQ(error, "weights file '" + subdir + "': not a regular file");
+  EXPECT_EQ(error, "weights folder '" + subdir +
+                       "': holds neither model.safetensors nor "
+                       "model.safetensors.index.json");
   rmdir(subdir.c_str());
+  std::string fifo = dir.file("fifo.safetensors");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(loadModel(mockLibrary(), fifo, error), nullptr);
+  EXPECT_EQ(error, "weights file '" + fifo + "': not a regular file");
+  unlink(fifo.c_str());
 }
 
 TEST_F(WeightsFileTest, TooShort) {

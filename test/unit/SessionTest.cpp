@@ -182,6 +182,28 @@ TEST_F(SessionTest, PositionValidation) {
   EXPECT_EQ(attnrt_session_position(session.get()), 24);
 }
 
+TEST_F(SessionTest, RefusesAKvCacheLargerThanMemory) {
+  // 1 PiB: more than any machine has. Refused before anything is allocated
+  // (a zero-filled allocation that size would be the OOM killer's).
+  ManifestOverride manifest(mockManifestWith(
+      "\"kv_cache\": {\"bytes\": 96}",
+      "\"kv_cache\": {\"bytes\": 1125899906842624}"));
+  std::string message;
+  ModelPtr huge = loadModel(mockLibrary(), path, message);
+  ASSERT_NE(huge, nullptr) << message;
+  EXPECT_EQ(attnrt_session_create(huge.get(), error, sizeof(error)), nullptr);
+  message = error;
+  EXPECT_EQ(message.rfind("the KV cache needs 1048576.0 GiB (24 positions), "
+                          "more than the ",
+                          0),
+            0u)
+      << message;
+  const char *tail = " GiB of memory available (MemAvailable in "
+                     "/proc/meminfo); use a smaller context";
+  EXPECT_NE(message.find(tail), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
 TEST_F(SessionTest, NullArguments) {
   SessionPtr session = newSession();
   int32_t token = 1;

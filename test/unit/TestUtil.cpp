@@ -10,6 +10,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace attnrt::test {
@@ -28,18 +29,29 @@ TempDir::TempDir() {
   path = buffer.data();
 }
 
-TempDir::~TempDir() {
-  // Flat directory: the tests create only files.
+/// Removes `path` and everything under it, making read-only folders
+/// writable first (the model folder tests chmod them 555).
+static void removeTree(const std::string &path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0)
+    return;
+  if (!S_ISDIR(st.st_mode)) {
+    unlink(path.c_str());
+    return;
+  }
+  chmod(path.c_str(), 0700);
   if (DIR *dir = opendir(path.c_str())) {
     while (dirent *entry = readdir(dir)) {
       std::string name = entry->d_name;
       if (name != "." && name != "..")
-        unlink((path + "/" + name).c_str());
+        removeTree(path + "/" + name);
     }
     closedir(dir);
   }
   rmdir(path.c_str());
 }
+
+TempDir::~TempDir() { removeTree(path); }
 
 void writeFile(const std::string &path, const std::string &bytes) {
   FILE *file = std::fopen(path.c_str(), "wb");
@@ -109,6 +121,15 @@ std::string rawSafetensors(const std::string &header, const std::string &data) {
   for (int i = 0; i < 8; ++i)
     bytes[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
   return bytes + header + data;
+}
+
+std::string indexJson(
+    const std::vector<std::pair<std::string, std::string>> &weightMap) {
+  std::string json = "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {";
+  for (size_t i = 0; i < weightMap.size(); ++i)
+    json += (i ? ", \"" : "\"") + weightMap[i].first + "\": \"" +
+            weightMap[i].second + "\"";
+  return json + "}}";
 }
 
 std::string safetensorsBytes(const std::vector<Tensor> &tensors, size_t shift) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnrt::test {
@@ -26,7 +27,7 @@ constexpr int64_t mockVocab = 40;
 constexpr int64_t mockHidden = 6;
 constexpr int64_t mockMaxSeq = 24;
 
-/// A fresh directory, removed with its files at destruction.
+/// A fresh directory, removed with everything in it at destruction.
 class TempDir {
 public:
   TempDir();
@@ -34,6 +35,7 @@ public:
   TempDir(const TempDir &) = delete;
   TempDir &operator=(const TempDir &) = delete;
   std::string file(const std::string &name) const { return path + "/" + name; }
+  const std::string &name() const { return path; }
 
 private:
   std::string path;
@@ -63,6 +65,10 @@ std::string headerJson(const std::vector<Tensor> &tensors);
 /// starts at a multiple of 8, plus `shift` more bytes (to misalign it).
 std::string safetensorsBytes(const std::vector<Tensor> &tensors,
                              size_t shift = 0);
+/// A shard index (model.safetensors.index.json) mapping each tensor name to
+/// a shard file name, in the given order.
+std::string indexJson(
+    const std::vector<std::pair<std::string, std::string>> &weightMap);
 /// u64 length of `header` + header + data, nothing checked.
 std::string rawSafetensors(const std::string &header, const std::string &data);
 

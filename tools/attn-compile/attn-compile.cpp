@@ -41,7 +41,9 @@ static cl::opt<attn::EmitKind> emit(
                clEnumValN(attn::EmitKind::Library, "so", "the shared library")),
     cl::cat(category));
 static cl::opt<int64_t> maxSeq(
-    "max-seq", cl::desc("Positions of the KV cache (default: from the config)"),
+    "max-seq",
+    cl::desc("Positions of the KV cache (default: the config's, at most "
+             "4096)"),
     cl::init(0), cl::cat(category));
 static cl::opt<bool> summary(
     "summary", cl::desc("Print the parameter split, FLOPs and KV bytes per token"),

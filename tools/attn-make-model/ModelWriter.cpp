@@ -820,22 +820,13 @@ std::string configJson(const ModelSpec &spec) {
 // model.safetensors
 //===----------------------------------------------------------------------===//
 
-bool writeModel(const ModelSpec &spec, const std::string &dir,
-                std::string &error) {
-  std::vector<TensorDesc> tensors;
-  if (!planTensors(spec, tensors, error))
-    return false;
+namespace {
 
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    error = "cannot create directory '" + dir + "': " + ec.message();
-    return false;
-  }
-  std::filesystem::path root(dir);
-  if (!writeTextFile((root / "config.json").string(), configJson(spec), error))
-    return false;
-
+/// Writes `tensors` (in this order, back to back) as one safetensors file at
+/// `finalPath`, through a temporary file renamed into place.
+bool writeSafetensors(const ModelSpec &spec,
+                      const std::vector<TensorDesc> &tensors,
+                      const std::string &finalPath, std::string &error) {
   // The header: tensors back to back in plan order.
   size_t elemSize = dtypeSize(spec.dtype);
   std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
@@ -857,7 +848,6 @@ bool writeModel(const ModelSpec &spec, const std::string &dir,
 
   // Write next to the destination and rename, so that a failed or
   // interrupted run never leaves a truncated file under the final name.
-  std::string finalPath = (root / "model.safetensors").string();
   std::string tmpPath = finalPath + ".tmp";
   FilePtr f(std::fopen(tmpPath.c_str(), "wb"));
   if (!f) {
@@ -910,6 +900,7 @@ bool writeModel(const ModelSpec &spec, const std::string &dir,
   }
   if (std::fclose(f.release()) != 0)
     return fail(errnoText());
+  std::error_code ec;
   std::filesystem::rename(tmpPath, finalPath, ec);
   if (ec) {
     std::remove(tmpPath.c_str());
@@ -918,6 +909,79 @@ bool writeModel(const ModelSpec &spec, const std::string &dir,
     return false;
   }
   return true;
+}
+
+/// Removes `path` if it exists (the other weights form of an earlier run,
+/// which a loader would otherwise pick up instead).
+bool removeStale(const std::string &path, std::string &error) {
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  if (ec) {
+    error = "cannot remove '" + path + "': " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+std::string shardFileName(int64_t shard, int64_t shards) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "model-%05lld-of-%05lld.safetensors",
+                static_cast<long long>(shard), static_cast<long long>(shards));
+  return name;
+}
+
+bool writeModel(const ModelSpec &spec, const std::string &dir,
+                std::string &error) {
+  std::vector<TensorDesc> tensors;
+  if (!planTensors(spec, tensors, error))
+    return false;
+  if (spec.shards < 0 || spec.shards > static_cast<int64_t>(tensors.size())) {
+    error = "cannot write " + std::to_string(spec.shards) +
+            " shards: the model has " + std::to_string(tensors.size()) +
+            " tensors";
+    return false;
+  }
+
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    error = "cannot create directory '" + dir + "': " + ec.message();
+    return false;
+  }
+  std::filesystem::path root(dir);
+  if (!writeTextFile((root / "config.json").string(), configJson(spec), error))
+    return false;
+  std::string single = (root / "model.safetensors").string();
+  std::string index = (root / "model.safetensors.index.json").string();
+  if (spec.shards == 0)
+    return writeSafetensors(spec, tensors, single, error) &&
+           removeStale(index, error);
+
+  // Shard k holds tensors [k T / N, (k + 1) T / N) of the plan, in order,
+  // as Hugging Face names them; the index maps every tensor to its shard.
+  int64_t count = static_cast<int64_t>(tensors.size());
+  uint64_t totalSize = 0;
+  std::string weightMap;
+  for (int64_t k = 0; k < spec.shards; ++k) {
+    std::string name = shardFileName(k + 1, spec.shards);
+    std::vector<TensorDesc> part(tensors.begin() + k * count / spec.shards,
+                                 tensors.begin() +
+                                     (k + 1) * count / spec.shards);
+    for (const TensorDesc &t : part) {
+      weightMap += std::string(weightMap.empty() ? "" : ",\n") + "    " +
+                   jsonString(t.name) + ": " + jsonString(name);
+      totalSize += static_cast<uint64_t>(numElements(t)) * dtypeSize(spec.dtype);
+    }
+    if (!writeSafetensors(spec, part, (root / name).string(), error))
+      return false;
+  }
+  std::string indexJson = "{\n  \"metadata\": {\n    \"total_size\": " +
+                          std::to_string(totalSize) +
+                          "\n  },\n  \"weight_map\": {\n" + weightMap +
+                          "\n  }\n}\n";
+  return writeTextFile(index, indexJson, error) && removeStale(single, error);
 }
 
 } // namespace modelgen

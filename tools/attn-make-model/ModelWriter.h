@@ -85,6 +85,10 @@ struct ModelSpec {
   std::vector<Poison> poison;
   DType dtype = DType::F32;
   uint64_t seed = 0;
+  /// 0: one model.safetensors. N >= 1: N shards in Hugging Face naming
+  /// (model-00001-of-0000N.safetensors, the plan's tensors split in order
+  /// into N runs of nearly equal count) and model.safetensors.index.json.
+  int64_t shards = 0;
   /// Standard deviation of the token embedding (wte / embed_tokens).
   /// With a tied head (every GPT-2, tied LLaMA) and the default 1, the
   /// logit of the input token itself (|e_t|^2 ~ hidden) dominates, so the
@@ -149,10 +153,15 @@ std::vector<float> tensorValues(const ModelSpec &spec,
 /// config.json of the spec (assumes validateSpec passed).
 std::string configJson(const ModelSpec &spec);
 
-/// Writes DIR/config.json and DIR/model.safetensors, creating DIR if needed.
-/// Returns false and sets `error` to one line on failure.
+/// Writes DIR/config.json and DIR/model.safetensors (or, with spec.shards,
+/// the shards and DIR/model.safetensors.index.json), creating DIR if needed
+/// and removing the other form's file left by an earlier run. Returns false
+/// and sets `error` to one line on failure.
 bool writeModel(const ModelSpec &spec, const std::string &dir,
                 std::string &error);
+
+/// "model-00002-of-00005.safetensors": shard `shard` (from 1) of `shards`.
+std::string shardFileName(int64_t shard, int64_t shards);
 
 /// "F32", "F16", "BF16" (safetensors dtype names) and their byte widths.
 const char *dtypeName(DType dtype);

@@ -25,8 +25,8 @@ namespace {
 const char *kUsage =
     "usage: attn-make-model --preset NAME --out DIR [options]\n"
     "\n"
-    "Writes DIR/config.json and DIR/model.safetensors with deterministic\n"
-    "random weights in the layout of a Hugging Face checkpoint.\n"
+    "Writes DIR/config.json and DIR/model.safetensors (or shards) with\n"
+    "deterministic random weights in the layout of a Hugging Face checkpoint.\n"
     "\n"
     "presets: tiny-gpt2, tiny-llama, tiny-llama-tied, gpt2-small, llama-110m\n"
     "\n"
@@ -46,6 +46,8 @@ const char *kUsage =
     "  --poison NAME:I:V   set element I (flat) of a tensor to V: nan, inf,\n"
     "                      -inf or a number (repeatable)\n"
     "  --dtype F32|F16|BF16  --seed S\n"
+    "  --shards N          N shard files and model.safetensors.index.json\n"
+    "                      (Hugging Face naming) instead of model.safetensors\n"
     "other: --list-presets, --quiet, --help\n";
 
 [[noreturn]] void fail(const std::string &message) {
@@ -130,6 +132,7 @@ int main(int argc, char **argv) {
   std::optional<bool> tie;
   std::optional<DType> dtype;
   std::optional<uint64_t> seed;
+  std::optional<int64_t> shards;
   bool extraBuffers = false, quiet = false;
   std::vector<std::string> extraTensors, omitTensors;
   std::vector<ModelSpec::Poison> poison;
@@ -222,6 +225,8 @@ int main(int argc, char **argv) {
       dtype = parsed;
     } else if (flag == "--seed") {
       seed = parseSeed(takeValue());
+    } else if (flag == "--shards") {
+      shards = parseInt(flag, takeValue());
     } else if (flag == "--quiet") {
       noValue();
       quiet = true;
@@ -287,6 +292,8 @@ int main(int argc, char **argv) {
     spec.dtype = *dtype;
   if (seed)
     spec.seed = *seed;
+  if (shards)
+    spec.shards = *shards;
   spec.extraBuffers = extraBuffers;
   spec.extraTensors = extraTensors;
   spec.omitTensors = omitTensors;
@@ -307,7 +314,10 @@ int main(int argc, char **argv) {
               << (llama ? "llama" : "gpt2") << ", " << spec.layers
               << " layers, hidden " << spec.hidden << ", " << tensors.size()
               << " tensors, " << elements << " elements, "
-              << dtypeName(spec.dtype) << ", seed " << spec.seed << "\n";
+              << dtypeName(spec.dtype) << ", seed " << spec.seed;
+    if (spec.shards > 0)
+      std::cout << ", " << spec.shards << " shards";
+    std::cout << "\n";
   }
   return 0;
 }

@@ -33,9 +33,13 @@ enum class EmitKind {
   Library, ///< the shared library the runtime loads (default)
 };
 
+/// The KV cache positions when none are asked for, unless the config has
+/// fewer.
+constexpr int64_t kDefaultMaxSeq = 4096;
+
 struct ModelCompileOptions {
-  /// Positions of the KV cache; 0 takes the config's (n_positions /
-  /// max_position_embeddings).
+  /// Positions of the KV cache; 0 takes min(the config's (n_positions /
+  /// max_position_embeddings), kDefaultMaxSeq).
   int64_t maxSeq = 0;
   EmitKind emit = EmitKind::Library;
   /// Output path; "-" writes text forms to stdout.
@@ -45,7 +49,8 @@ struct ModelCompileOptions {
   llvm::function_ref<LogicalResult(PassManager &)> configurePassManager;
 };
 
-/// The KV cache length `options` asks for, checked against `config`.
+/// The KV cache length `options` asks for (0: the default above), checked
+/// against `config`.
 llvm::Expected<int64_t> resolveMaxSeq(const ModelConfig &config,
                                       int64_t requested);
 

@@ -1,8 +1,9 @@
 /*===- attnrt.h - the Attn runtime C API ------------------------*- C -*-===*
  *
  * Loads a model compiled by attn-compile (libmodel.so, see model_abi.h) with
- * its safetensors weights, and runs generation: sessions own a KV cache,
- * prefill/decode produce logits, samplers pick tokens.
+ * its safetensors weights, or a Hugging Face model folder compiled on first
+ * use, and runs generation: sessions own a KV cache, prefill/decode produce
+ * logits, samplers pick tokens.
  *
  * Conventions:
  *  - Functions that can fail take `char *error, size_t error_size`; on
@@ -17,6 +18,8 @@
  * Minimal use (see docs/runtime.md for a complete example):
  *   attnrt_model *m = attnrt_model_load("libmodel.so", "model.safetensors",
  *                                       err, sizeof err);
+ *   (or, compiling a model folder on first use and caching the library:
+ *    attnrt_model_load_dir("path/to/model", NULL, err, sizeof err);)
  *   attnrt_session *s = attnrt_session_create(m, err, sizeof err);
  *   attnrt_prefill(s, prompt, n, logits, 0, err, sizeof err);
  *   int32_t next = attnrt_sample(sampler, logits, attnrt_model_vocab_size(m));
@@ -55,9 +58,12 @@ enum {
 typedef struct attnrt_model attnrt_model;
 
 /* Loads a compiled model and its weights. dlopens library_path, reads and
- * checks its manifest (abi_version, fields), maps weights_path read-only and
- * validates every manifest weight against it (presence, shape, dtype, finite
- * values) before anything runs. F16/BF16 weights are widened to f32 once,
+ * checks its manifest (abi_version, fields), maps the weights read-only and
+ * validates every manifest weight against them (presence, shape, dtype,
+ * finite values) before anything runs. weights_path is a .safetensors file,
+ * a shard index (model.safetensors.index.json: the shards it names, in its
+ * folder), or a folder holding model.safetensors or
+ * model.safetensors.index.json. F16/BF16 weights are widened to f32 once,
  * here. Returns NULL with a message naming the file, the tensor and what is
  * wrong on any failure. */
 ATTNRT_API attnrt_model *attnrt_model_load(const char *library_path,
@@ -99,6 +105,50 @@ ATTNRT_API const char *attnrt_model_warnings(const attnrt_model *model);
  * returns 1; returns 0 (and does nothing) otherwise. The setting belongs to
  * the loaded library, so it affects every model loaded from the same file. */
 ATTNRT_API int attnrt_model_set_num_threads(attnrt_model *model, int32_t n);
+
+/*===----------------------------- Model folders ------------------------===*/
+
+/* A Hugging Face model folder (config.json, model.safetensors or shards)
+ * loaded in one call: the library is compiled by attn-compile on first use
+ * and cached; later loads reuse it while nothing it depends on changed. */
+
+/* Receives one progress line (no newline) at a time, e.g. "compiling ...". */
+typedef void (*attnrt_log_fn)(void *user, const char *line);
+
+typedef struct {
+  int64_t context;       /* KV cache positions; 0 = min(the config's, 4096) */
+  const char *compiler;  /* attn-compile to run; NULL: $ATTN_COMPILE, else attn-compile
+                            next to the running executable, else ../bin/attn-compile
+                            relative to libattnrt.so, else PATH */
+  const char *cache_dir; /* NULL: MODEL_DIR/.attn when that folder is writable, else
+                            $XDG_CACHE_HOME/attn (default ~/.cache/attn) */
+  attnrt_log_fn log;     /* progress lines ("compiling ..."), may be NULL */
+  void *log_user;
+} attnrt_load_options;
+
+/* Every field 0 / NULL. */
+ATTNRT_API attnrt_load_options attnrt_load_default_options(void);
+
+/* Loads model_dir: finds its library in the cache, or compiles it there
+ * (spawning `attn-compile MODEL_DIR -o TMP --quiet --max-seq N`, no shell),
+ * then loads it and the folder's weights as attnrt_model_load does
+ * (model.safetensors, else model.safetensors.index.json and its shards).
+ * The cache key is the bytes of config.json, the context, the host CPU
+ * (/proc/cpuinfo's model name and flags), a hash of the attn-compile
+ * executable and the runtime's model ABI version; a library is used only
+ * when its sidecar holds exactly this key, and rebuilt otherwise (and once
+ * more when a cached library does not load). Folder permission bits are
+ * honoured even for root: a read-only model folder is never written.
+ * options may be NULL (the defaults). Fails with one line naming what
+ * failed: no compiler, attn-compile's own error line, an unwritable cache,
+ * the weights. */
+ATTNRT_API attnrt_model *attnrt_model_load_dir(const char *model_dir,
+    const attnrt_load_options *options, char *error, size_t error_size);
+
+/* The library a model was loaded from, and whether this load compiled it
+ * (ran attn-compile: 0 for attnrt_model_load and for a cache hit). */
+ATTNRT_API const char *attnrt_model_library_path(const attnrt_model *model);
+ATTNRT_API int attnrt_model_was_compiled(const attnrt_model *model);
 
 /*===------------------------------- Sessions ---------------------------===*/
 

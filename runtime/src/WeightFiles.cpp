@@ -1,0 +1,213 @@
+//===- WeightFiles.cpp - the safetensors files of a model -----------------===//
+
+#include "WeightFiles.h"
+
+#include "Json.h"
+#include "Support.h"
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <sys/stat.h>
+
+namespace attnrt {
+
+static bool endsWith(const std::string &text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// `dir` + "/" + `name`, without doubling a trailing slash.
+static std::string joinPath(const std::string &dir, const std::string &name) {
+  if (dir.empty())
+    return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+/// The folder part of `path` ("" for a bare file name).
+static std::string parentDir(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return "";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// A name that stays inside the index's folder: no '/', not "." or "..",
+/// not empty, no NUL (JSON strings may escape one).
+static bool isPlainFileName(const std::string &name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+bool WeightFiles::open(const std::string &path, std::string &error) {
+  closeAll();
+  files.clear();
+  entries.clear();
+  byName.clear();
+  openWarnings.clear();
+
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    // A model folder: the single file wins, as in transformers.
+    std::string single = joinPath(path, "model.safetensors");
+    std::string index = joinPath(path, "model.safetensors.index.json");
+    if (stat(single.c_str(), &st) == 0)
+      return openFile(single, error);
+    if (stat(index.c_str(), &st) == 0)
+      return openIndex(index, error);
+    error = "weights folder " + quote(path) +
+            ": holds neither model.safetensors nor "
+            "model.safetensors.index.json";
+    return false;
+  }
+  if (endsWith(path, ".json"))
+    return openIndex(path, error);
+  return openFile(path, error);
+}
+
+bool WeightFiles::openFile(const std::string &path, std::string &error) {
+  setWhere = "weights file " + quote(path) + ": ";
+  auto file = std::make_unique<SafetensorsFile>();
+  if (!file->open(path, error))
+    return false;
+  for (size_t t = 0; t < file->tensors().size(); ++t)
+    entries.push_back({0, t});
+  files.push_back(std::move(file));
+  for (size_t i = 0; i < entries.size(); ++i)
+    byName.emplace(tensor(i).name, i);
+  return true;
+}
+
+bool WeightFiles::openIndex(const std::string &path, std::string &error) {
+  setWhere = "index " + quote(path) + ": ";
+  MappedFile indexFile;
+  std::string message;
+  if (!indexFile.open(path, message)) {
+    error = setWhere + message;
+    return false;
+  }
+  if (indexFile.size() > maxIndexBytes) {
+    error = setWhere + format("is %zu bytes, larger than the %llu-byte limit",
+                              indexFile.size(),
+                              static_cast<unsigned long long>(maxIndexBytes));
+    return false;
+  }
+  Json root;
+  std::string_view text(reinterpret_cast<const char *>(indexFile.data()),
+                        indexFile.size());
+  if (!parseJson(text, root, message)) {
+    error = setWhere + "not valid JSON: " + message;
+    return false;
+  }
+  indexFile.reset();
+  if (!root.is_object()) {
+    error = setWhere + format("is %s, not a JSON object", jsonKindName(root));
+    return false;
+  }
+  const Json *weightMap = jsonFind(root, "weight_map");
+  if (!weightMap) {
+    error = setWhere + "has no \"weight_map\"";
+    return false;
+  }
+  if (!weightMap->is_object()) {
+    error = setWhere + format("\"weight_map\" is %s, not an object",
+                              jsonKindName(*weightMap));
+    return false;
+  }
+
+  // The shards in name order, each with the first tensor (in name order:
+  // object members are sorted) that names it, for messages.
+  std::map<std::string, std::string> shards;
+  for (const auto &[name, shard] : weightMap->items()) {
+    if (!shard.is_string()) {
+      error = setWhere + "\"weight_map\" entry " + quote(name) + " is " +
+              jsonKindName(shard) + ", not a shard file name";
+      return false;
+    }
+    const std::string &shardName = shard.get_ref<const std::string &>();
+    if (!isPlainFileName(shardName)) {
+      error = setWhere + "tensor " + quote(name) + " names shard " +
+              quote(shardName) +
+              ", which is not a plain file name in the index's folder";
+      return false;
+    }
+    shards.emplace(shardName, name);
+  }
+  std::vector<std::string> shardNames;
+  // Views of the map's keys, which stay put.
+  std::map<std::string_view, size_t> shardIndex;
+  for (const auto &[shardName, namedBy] : shards) {
+    shardIndex.emplace(std::string_view(shardName), shardNames.size());
+    shardNames.push_back(shardName);
+  }
+
+  std::string dir = parentDir(path);
+  for (size_t s = 0; s < shardNames.size(); ++s) {
+    auto file = std::make_unique<SafetensorsFile>();
+    std::string shardWhere = setWhere + "shard " + quote(shardNames[s]) +
+                             " (named by tensor " +
+                             quote(shards[shardNames[s]]) + "): ";
+    if (!file->open(joinPath(dir, shardNames[s]), error, shardWhere))
+      return false;
+    files.push_back(std::move(file));
+  }
+
+  // Every tensor of every shard, to catch one stored twice.
+  std::unordered_map<std::string_view, size_t> holder;
+  for (size_t s = 0; s < files.size(); ++s) {
+    for (const TensorInfo &t : files[s]->tensors()) {
+      auto [it, added] = holder.emplace(t.name, s);
+      if (!added) {
+        error = setWhere + "tensor " + quote(t.name) + " is in both shard " +
+                quote(shardNames[it->second]) + " and shard " +
+                quote(shardNames[s]);
+        return false;
+      }
+    }
+  }
+
+  std::vector<std::vector<bool>> named(files.size());
+  for (size_t s = 0; s < files.size(); ++s)
+    named[s].assign(files[s]->tensors().size(), false);
+  for (const auto &[name, shard] : weightMap->items()) {
+    size_t s =
+        shardIndex.at(std::string_view(shard.get_ref<const std::string &>()));
+    int64_t t = files[s]->find(name);
+    if (t < 0) {
+      error = setWhere + "tensor " + quote(name) + " is mapped to shard " +
+              quote(shardNames[s]) + ", which does not hold it";
+      return false;
+    }
+    named[s][static_cast<size_t>(t)] = true;
+    entries.push_back({s, static_cast<size_t>(t)});
+  }
+  for (size_t s = 0; s < files.size(); ++s)
+    for (size_t t = 0; t < named[s].size(); ++t)
+      if (!named[s][t])
+        openWarnings += setWhere + "tensor " +
+                        quote(files[s]->tensors()[t].name) + " of shard " +
+                        quote(shardNames[s]) +
+                        " is not in the weight_map; ignored\n";
+  for (size_t i = 0; i < entries.size(); ++i)
+    byName.emplace(tensor(i).name, i);
+  return true;
+}
+
+std::string WeightFiles::fileWhere(size_t file) const {
+  return "weights file " + quote(files[file]->path()) + ": ";
+}
+
+int64_t WeightFiles::find(std::string_view name) const {
+  auto it = byName.find(name);
+  return it == byName.end() ? -1 : static_cast<int64_t>(it->second);
+}
+
+void WeightFiles::close(size_t file) { files[file]->unmap(); }
+
+void WeightFiles::closeAll() {
+  for (size_t f = 0; f < files.size(); ++f)
+    close(f);
+}
+
+} // namespace attnrt
