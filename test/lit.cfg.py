@@ -19,6 +19,29 @@ if platform.machine() in ("x86_64", "AMD64"):
 
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "reference", "ops", "model", "corpus"]
 
+# Tests on the trained models (../shared, which CI always has) and on the
+# fetched test data (scripts/test-data.sh) say REQUIRES: shared-models or
+# test-data; without them they are unsupported, except under CI=true, where
+# a missing folder is an error: CI must run them.
+test_data = os.environ.get("ATTN_TEST_DATA") or config.attn_test_data_dir
+shared = os.environ.get("ATTN_SHARED_DIR") or config.attn_shared_dir
+ci = os.environ.get("CI") == "true"
+for feature, path, marker in [
+    ("shared-models", shared, "models/austen-llama/model.safetensors"),
+    ("test-data", test_data, "tokenizers/llama2/tokenizer.json"),
+]:
+    if os.path.exists(os.path.join(path, marker)):
+        config.available_features.add(feature)
+    elif ci:
+        lit_config.fatal("%s is missing (%s): CI must run the %s tests"
+                         % (os.path.join(path, marker), feature, feature))
+config.substitutions.append(("%shared", shared))
+config.substitutions.append(("%testdata", test_data))
+config.environment["ATTN_TEST_DATA"] = test_data
+# Compiled libraries of model folders are cached under the test's own
+# folders, never in $HOME.
+config.environment["XDG_CACHE_HOME"] = os.path.join(config.test_exec_root, "xdg-cache")
+
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%attn_src_root", config.attn_src_root))
 # Kernel tests run lowered IR in mlir-runner; vector.print calls into this.
@@ -32,5 +55,6 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 tools = ["attn-opt", "attn-compile", "attn-run", "attn-make-model", "attn-ref-model",
-         "attn-npy-compare", "mlir-translate", "mlir-runner", "split-file", "llvm-nm"]
+         "attn-npy-compare", "attn-tokenize", "attn-perplexity", "mlir-translate",
+         "mlir-runner", "split-file", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -198,19 +198,26 @@ TEST_F(AttnRunTest, WarningsGoToStderr) {
 TEST_F(AttnRunTest, Help) {
   RunResult result = run(ATTNRT_TEST_ATTN_RUN, {"--help"});
   EXPECT_EQ(result.exitCode, 0);
-  EXPECT_EQ(result.out.rfind("usage: attn-run --lib", 0), 0u) << result.out;
+  EXPECT_EQ(result.out.rfind("usage: attn-run MODEL_DIR", 0), 0u) << result.out;
+  EXPECT_NE(result.out.find("\n       attn-run --lib"), std::string::npos);
 }
 
 TEST_F(AttnRunTest, UsageErrors) {
   std::string lib = mockLibrary();
-  expectError(run(ATTNRT_TEST_ATTN_RUN, {}), "missing --lib");
+  expectError(run(ATTNRT_TEST_ATTN_RUN, {}), "missing MODEL_DIR or --lib");
   expectError(run(ATTNRT_TEST_ATTN_RUN, {"--lib", lib, "--tokens", "1"}),
               "missing --weights");
   expectError(attnRun({}), "missing --tokens");
   expectError(attnRun({"--tokens", "1", "--bogus", "2"}),
               "unknown option '--bogus'");
   expectError(attnRun({"--tokens", "1", "extra"}),
-              "unexpected argument 'extra'");
+              "give either MODEL_DIR or --lib and --weights, not both");
+  expectError(run(ATTNRT_TEST_ATTN_RUN, {"a", "b"}), "unexpected argument 'b'");
+  expectError(attnRun({"-p", "text"}),
+              "-p and -f need MODEL_DIR (its tokenizer); with --lib give "
+              "--tokens");
+  expectError(attnRun({"--tokens", "1", "--ctx", "8"}),
+              "--ctx needs MODEL_DIR");
   expectError(attnRun({"--tokens"}), "missing value for --tokens");
   expectError(attnRun({"--tokens", ""}), "--tokens is empty");
   expectError(attnRun({"--tokens", "1,,2"}), "malformed --tokens '1,,2': "
@@ -224,10 +231,10 @@ TEST_F(AttnRunTest, UsageErrors) {
               "token id 4294967296 in --tokens is out of range");
   expectError(attnRun({"--tokens", "3,-1"}),
               "token id -1 in --tokens is negative");
-  expectError(attnRun({"--tokens", "1", "--generate", "-1"}),
-              "--generate must be an integer >= 0");
+  expectError(attnRun({"--tokens", "1", "--generate", "-2"}),
+              "--generate must be an integer >= -1 (-1: until the end)");
   expectError(attnRun({"--tokens", "1", "--generate", "two"}),
-              "--generate must be an integer >= 0");
+              "--generate must be an integer >= -1");
   expectError(attnRun({"--tokens", "1", "--temperature", "-0.5"}),
               "--temperature must be a number >= 0, got '-0.5'");
   expectError(attnRun({"--tokens", "1", "--temperature", "nan"}),
@@ -277,13 +284,36 @@ TEST_F(AttnRunTest, UnwritableDumpPath) {
               "cannot write '" + dump + "': No such file or directory");
 }
 
-TEST_F(AttnRunTest, CExampleRuns) {
-  RunResult result = run(ATTNRT_TEST_C_EXAMPLE, {mockLibrary(), weights});
+TEST_F(AttnRunTest, GenerateUntilTheContextIsFull) {
+  // -1: as many tokens as the context holds after the prompt (24 - 4).
+  RunResult result = attnRun({"--tokens", "1,2,3,4", "--generate", "-1"});
   ASSERT_EQ(result.exitCode, 0) << result.err;
-  EXPECT_EQ(parseGenerated(":" + result.out).size(), 16u) << result.out;
-  RunResult failure = run(ATTNRT_TEST_C_EXAMPLE, {mockLibrary(), "nothing"});
+  EXPECT_EQ(parseGenerated(lines(result.out)[0]).size(), 20u) << result.out;
+}
+
+TEST_F(AttnRunTest, CExampleRuns) {
+  // docs/runtime.md's example, text in and text out, on the trained LLaMA
+  // model of ../shared (compiled on first use into a cache of this test).
+  std::string model = std::string(ATTN_SHARED_DIR) + "/models/austen-llama";
+  if (readFile(model + "/config.json").empty()) {
+    if (const char *ci = std::getenv("CI"); ci && std::string(ci) == "true")
+      FAIL() << model << " is missing: CI must run this test";
+    GTEST_SKIP() << model << " is missing";
+  }
+  std::string prompt = "It is a truth universally acknowledged";
+  RunResult result = run("/usr/bin/env", {"XDG_CACHE_HOME=" + dir.file("cache"),
+                                          ATTNRT_TEST_C_EXAMPLE, model, prompt});
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  // The prompt, then sampled words.
+  EXPECT_EQ(result.out.rfind(prompt, 0), 0u) << result.out;
+  EXPECT_TRUE(std::regex_search(result.out.substr(prompt.size()),
+                                std::regex("[a-z]+ [a-z]+ [a-z]+")))
+      << result.out;
+  RunResult failure =
+      run(ATTNRT_TEST_C_EXAMPLE, {dir.file("nothing"), prompt});
   EXPECT_EQ(failure.exitCode, 1);
-  EXPECT_NE(failure.err.find("weights file 'nothing'"), std::string::npos);
+  EXPECT_NE(failure.err.find("nothing': config.json: cannot open"), std::string::npos)
+      << failure.err;
 }
 
 } // namespace

@@ -1,133 +1,89 @@
-//===- attn-run.cpp - run a compiled model from the command line ----------===//
+//===- attn-run.cpp - run a model from the command line -------------------===//
+//
+// From a Hugging Face model folder (compiled on first use and cached):
+//
+//   attn-run MODEL_DIR (-p TEXT | -f FILE | --tokens 1,2,3) [-n N] [--ctx N]
+//            [sampling options] [--threads N] [--dump-logits out.npy]
+//
+// prints the prompt and streams the generated text to stdout as tokens come,
+// stops at the end-of-sequence token (generation_config.json or
+// tokenizer_config.json), and ends with the prefill/decode rates on stderr.
+//
+// From a compiled library and its weights (the form tests and scripts use):
 //
 //   attn-run --lib libmodel.so --weights model.safetensors --tokens 1,2,3
-//            [--generate N] [--temperature T] [--top-k K] [--top-p P]
-//            [--seed S] [--threads N] [--dump-logits out.npy]
+//            [--generate N] [sampling options] [--dump-logits out.npy]
 //
-// Prefills the prompt, then generates N tokens: the first is sampled from the
-// prefill's last logits row, and each generated token is fed back with one
-// decode call. Prints (parsed by tests):
+// prints (parsed by tests):
 //   generated: <ids separated by spaces>
 //   prefill: <n> tokens in <ms> ms (<tok/s> tok/s)
 //   decode: <N> tokens in <ms> ms (<tok/s> tok/s)
-// Errors: one line "attn-run: error: ..." on stderr, exit code 1.
 //
-// A thin main over the runtime's C API; links only libattnrt.
+// In both, generation prefills the prompt, samples the first token from the
+// prefill's last logits row and feeds each generated token back with one
+// decode call. Errors: one line "attn-run: error: ..." on stderr, exit code
+// 1. A thin main over the runtime's C API; links only libattnrt.
 //
 //===----------------------------------------------------------------------===//
 
-#include "attnrt/attnrt.h"
+#include "ToolSupport.h"
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cinttypes>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
+
+using namespace attn::tools;
 
 namespace {
 
+const char *const tool = "attn-run";
+
 const char *const usage =
-    "usage: attn-run --lib libmodel.so --weights model.safetensors "
-    "--tokens 1,2,3\n"
-    "                [--generate N] [--temperature T] [--top-k K] [--top-p P]\n"
-    "                [--seed S] [--threads N] [--dump-logits out.npy]\n"
+    "usage: attn-run MODEL_DIR (-p TEXT | -f FILE | --tokens IDS) [-n N] [--ctx N]\n"
+    "                [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
+    "                [--threads N] [--dump-logits out.npy] [--ignore-eos]\n"
+    "       attn-run --lib libmodel.so --weights model.safetensors --tokens IDS\n"
+    "                [--generate N] [sampling and other options as above]\n"
     "\n"
-    "  --lib PATH          model library built by attn-compile\n"
-    "  --weights PATH      safetensors weights matching the library's "
-    "manifest\n"
-    "  --tokens IDS        prompt token ids, comma separated\n"
-    "  --generate N        tokens to generate after the prompt (default 0)\n"
+    "  MODEL_DIR           a Hugging Face folder (config.json, model.safetensors\n"
+    "                      or shards, tokenizer.json); compiled on first use and\n"
+    "                      cached (MODEL_DIR/.attn, else $XDG_CACHE_HOME/attn)\n"
+    "  -p, --prompt TEXT   the prompt, encoded with the folder's tokenizer\n"
+    "  -f, --file FILE     the prompt is the contents of FILE\n"
+    "  --tokens IDS        the prompt as token ids, comma separated\n"
+    "  -n, --generate N    tokens to generate (-1: until end of sequence or the\n"
+    "                      context is full; default -1 with MODEL_DIR, 0 with --lib)\n"
+    "  --ctx N             positions of the KV cache (default: the config's\n"
+    "                      max_position_embeddings, at most 4096)\n"
     "  --temperature T     0 = greedy (default); > 0 samples\n"
     "  --top-k K           keep the K most likely tokens (0 = all, default)\n"
     "  --top-p P           nucleus sampling mass in (0, 1] (default 1)\n"
     "  --seed S            sampling seed (default 0)\n"
     "  --threads N         threads the compiled code may use\n"
-    "  --dump-logits PATH  write float32 .npy logits, [prompt + N, vocab]\n";
+    "  --ignore-eos        do not stop at the end-of-sequence token\n"
+    "  --dump-logits PATH  write float32 .npy logits, [prompt + generated, vocab]\n"
+    "  --lib PATH          a model library built by attn-compile\n"
+    "  --weights PATH      safetensors weights (a file, a shard index or a folder)\n"
+    "  --compiler PATH     the attn-compile to run for MODEL_DIR\n"
+    "  --cache-dir DIR     where MODEL_DIR's compiled library is cached\n";
 
 struct Options {
-  std::string lib, weights, tokens, dumpLogits;
-  bool haveTokens = false;
+  std::string modelDir, lib, weights, tokens, prompt, file, dumpLogits;
+  std::string compiler, cacheDir;
+  bool haveTokens = false, havePrompt = false, haveFile = false;
+  bool haveGenerate = false, ignoreEos = false;
   int64_t generate = 0;
+  int64_t context = 0;
   float temperature = 0.0f;
   int64_t topK = 0;
   float topP = 1.0f;
   uint64_t seed = 0;
   int64_t threads = 0; // 0: leave the library's default.
 };
-
-int fail(const std::string &message) {
-  std::fprintf(stderr, "attn-run: error: %s\n", message.c_str());
-  return 1;
-}
-
-template <typename T> bool parseInteger(std::string_view text, T &value) {
-  if (!text.empty() && text[0] == '+')
-    text.remove_prefix(1);
-  auto result = std::from_chars(text.data(), text.data() + text.size(), value);
-  return !text.empty() && result.ec == std::errc() &&
-         result.ptr == text.data() + text.size();
-}
-
-bool parseFloat(std::string_view text, float &value) {
-  double d;
-  auto result = std::from_chars(text.data(), text.data() + text.size(), d);
-  if (text.empty() || result.ec != std::errc() ||
-      result.ptr != text.data() + text.size() || !std::isfinite(d))
-    return false;
-  value = static_cast<float>(d);
-  return std::isfinite(value);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ')
-    s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ')
-    s.remove_suffix(1);
-  return s;
-}
-
-/// "1,2,3" -> ids; each item a decimal integer in [0, 2^31).
-bool parseTokens(const std::string &text, std::vector<int32_t> &tokens,
-                 std::string &error) {
-  if (trim(text).empty()) {
-    error = "--tokens is empty: the prompt needs at least one token";
-    return false;
-  }
-  std::string_view rest = text;
-  while (true) {
-    size_t comma = rest.find(',');
-    std::string_view item = trim(rest.substr(0, comma));
-    if (item.empty()) {
-      error = "malformed --tokens '" + text + "': empty item";
-      return false;
-    }
-    int64_t id;
-    if (!parseInteger(item, id)) {
-      bool digits = item.find_first_not_of("-+0123456789") == item.npos;
-      error = "malformed --tokens '" + text + "': '" + std::string(item) +
-              (digits ? "' is out of range" : "' is not an integer");
-      return false;
-    }
-    if (id < 0) {
-      error = "token id " + std::to_string(id) + " in --tokens is negative";
-      return false;
-    }
-    if (id > INT32_MAX) {
-      error = "token id " + std::to_string(id) + " in --tokens is out of range";
-      return false;
-    }
-    tokens.push_back(static_cast<int32_t>(id));
-    if (comma == rest.npos)
-      return true;
-    rest.remove_prefix(comma + 1);
-  }
-}
 
 /// Parses argv; returns -1 to continue, otherwise the exit code.
 int parseOptions(int argc, char **argv, Options &options) {
@@ -137,27 +93,43 @@ int parseOptions(int argc, char **argv, Options &options) {
       std::fputs(usage, stdout);
       return 0;
     }
-    if (arg.compare(0, 2, "--") != 0)
-      return fail("unexpected argument '" + arg + "' (see --help)");
+    if (arg.empty() || arg[0] != '-') {
+      if (!options.modelDir.empty())
+        return fail(tool, "unexpected argument '" + arg + "' (see --help)");
+      options.modelDir = arg;
+      continue;
+    }
     std::string name = arg, value;
     bool haveValue = false;
     size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
+    if (arg.compare(0, 2, "--") == 0 && eq != std::string::npos) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
       haveValue = true;
     }
+    if (name == "-p")
+      name = "--prompt";
+    else if (name == "-f")
+      name = "--file";
+    else if (name == "-n")
+      name = "--generate";
+    if (name == "--ignore-eos") {
+      options.ignoreEos = true;
+      continue;
+    }
     static const char *const known[] = {
-        "--lib",   "--weights", "--tokens", "--generate",    "--temperature",
-        "--top-k", "--top-p",   "--seed",   "--dump-logits", "--threads"};
+        "--lib",     "--weights",     "--tokens",   "--generate",
+        "--prompt",  "--file",        "--ctx",      "--temperature",
+        "--top-k",   "--top-p",       "--seed",     "--dump-logits",
+        "--threads", "--compiler",    "--cache-dir"};
     bool isKnown = false;
     for (const char *k : known)
       isKnown |= name == k;
     if (!isKnown)
-      return fail("unknown option '" + name + "' (see --help)");
+      return fail(tool, "unknown option '" + name + "' (see --help)");
     if (!haveValue) {
       if (i + 1 >= argc)
-        return fail("missing value for " + name);
+        return fail(tool, "missing value for " + name);
       value = argv[++i];
     }
 
@@ -168,58 +140,88 @@ int parseOptions(int argc, char **argv, Options &options) {
     } else if (name == "--tokens") {
       options.tokens = value;
       options.haveTokens = true;
+    } else if (name == "--prompt") {
+      options.prompt = value;
+      options.havePrompt = true;
+    } else if (name == "--file") {
+      options.file = value;
+      options.haveFile = true;
+    } else if (name == "--compiler") {
+      options.compiler = value;
+    } else if (name == "--cache-dir") {
+      options.cacheDir = value;
     } else if (name == "--dump-logits") {
       options.dumpLogits = value;
       if (value.empty())
-        return fail("--dump-logits needs a path");
+        return fail(tool, "--dump-logits needs a path");
     } else if (name == "--generate") {
-      if (!parseInteger(value, options.generate) || options.generate < 0)
-        return fail("--generate must be an integer >= 0, got '" + value + "'");
+      if (!parseInteger(value, options.generate) || options.generate < -1)
+        return fail(tool, "--generate must be an integer >= -1 (-1: until "
+                          "the end), got '" + value + "'");
+      options.haveGenerate = true;
+    } else if (name == "--ctx") {
+      if (!parseInteger(value, options.context) || options.context < 1)
+        return fail(tool, "--ctx must be an integer >= 1, got '" + value + "'");
     } else if (name == "--temperature") {
       if (!parseFloat(value, options.temperature) || options.temperature < 0)
-        return fail("--temperature must be a number >= 0, got '" + value + "'");
+        return fail(tool,
+                    "--temperature must be a number >= 0, got '" + value + "'");
     } else if (name == "--top-k") {
       if (!parseInteger(value, options.topK) || options.topK < 0 ||
           options.topK > INT32_MAX)
-        return fail("--top-k must be an integer >= 0 (0 = all), got '" + value +
-                    "'");
+        return fail(tool, "--top-k must be an integer >= 0 (0 = all), got '" +
+                              value + "'");
     } else if (name == "--top-p") {
       if (!parseFloat(value, options.topP) || !(options.topP > 0) ||
           options.topP > 1)
-        return fail("--top-p must be in (0, 1], got '" + value + "'");
+        return fail(tool, "--top-p must be in (0, 1], got '" + value + "'");
     } else if (name == "--seed") {
       if (!parseInteger(value, options.seed))
-        return fail("--seed must be an integer in [0, 2^64), got '" + value +
-                    "'");
+        return fail(tool, "--seed must be an integer in [0, 2^64), got '" +
+                              value + "'");
     } else if (name == "--threads") {
       if (!parseInteger(value, options.threads) || options.threads < 1 ||
           options.threads > 4096)
-        return fail("--threads must be an integer >= 1, got '" + value + "'");
+        return fail(tool,
+                    "--threads must be an integer >= 1, got '" + value + "'");
     }
   }
-  if (options.lib.empty())
-    return fail("missing --lib (see --help)");
-  if (options.weights.empty())
-    return fail("missing --weights (see --help)");
-  if (!options.haveTokens)
-    return fail("missing --tokens (see --help)");
+  bool folder = !options.modelDir.empty();
+  if (folder && (!options.lib.empty() || !options.weights.empty()))
+    return fail(tool, "give either MODEL_DIR or --lib and --weights, not both");
+  if (!folder) {
+    if (options.lib.empty())
+      return fail(tool, "missing MODEL_DIR or --lib (see --help)");
+    if (options.weights.empty())
+      return fail(tool, "missing --weights (see --help)");
+    if (!options.haveTokens)
+      return fail(tool, options.havePrompt || options.haveFile
+                            ? "-p and -f need MODEL_DIR (its tokenizer); with "
+                              "--lib give --tokens"
+                            : "missing --tokens (see --help)");
+    if (options.context)
+      return fail(tool, "--ctx needs MODEL_DIR (a --lib library has its "
+                        "context compiled in)");
+  }
+  if (options.haveTokens + options.havePrompt + options.haveFile != 1)
+    return fail(tool, folder ? "give exactly one of -p TEXT, -f FILE or "
+                               "--tokens IDS"
+                             : "missing --tokens (see --help)");
+  if (!options.haveGenerate)
+    options.generate = folder ? -1 : 0;
   return -1;
 }
 
-struct ModelDeleter {
-  void operator()(attnrt_model *m) const { attnrt_model_free(m); }
-};
-struct SessionDeleter {
-  void operator()(attnrt_session *s) const { attnrt_session_free(s); }
-};
-struct SamplerDeleter {
-  void operator()(attnrt_sampler *s) const { attnrt_sampler_free(s); }
-};
-
-void printRate(const char *what, int64_t tokens, double seconds) {
+void printRate(FILE *out, const char *what, int64_t tokens, double seconds) {
   double rate = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
-  std::printf("%s: %" PRId64 " tokens in %.1f ms (%.1f tok/s)\n", what, tokens,
-              seconds * 1e3, rate);
+  std::fprintf(out, "%s: %" PRId64 " tokens in %.1f ms (%.1f tok/s)\n", what,
+               tokens, seconds * 1e3, rate);
+}
+
+/// Writes `text` to stdout now (the user watches it stream).
+void emit(const char *text, size_t length) {
+  std::fwrite(text, 1, length, stdout);
+  std::fflush(stdout);
 }
 
 int run(int argc, char **argv) {
@@ -227,116 +229,213 @@ int run(int argc, char **argv) {
   int status = parseOptions(argc, argv, options);
   if (status >= 0)
     return status;
-  std::vector<int32_t> prompt;
-  std::string message;
-  if (!parseTokens(options.tokens, prompt, message))
-    return fail(message);
+  bool folder = !options.modelDir.empty();
 
   char error[1024];
-  std::unique_ptr<attnrt_model, ModelDeleter> model(attnrt_model_load(
-      options.lib.c_str(), options.weights.c_str(), error, sizeof(error)));
-  if (!model)
-    return fail(error);
+  ModelPtr model;
+  TokenizerPtr tokenizer;
+  if (folder) {
+    std::string message;
+    model.reset(loadModelFolder(tool, options.modelDir, options.context,
+                                options.compiler, options.cacheDir, message));
+    if (!model)
+      return fail(tool, message);
+    // The tokenizer is optional with --tokens (the output is then ids).
+    tokenizer.reset(
+        attnrt_tokenizer_load(options.modelDir.c_str(), error, sizeof(error)));
+    if (!tokenizer && !options.haveTokens)
+      return fail(tool, error);
+  } else {
+    model.reset(attnrt_model_load(options.lib.c_str(), options.weights.c_str(),
+                                  error, sizeof(error)));
+    if (!model)
+      return fail(tool, error);
+  }
   // Warnings come one per line, each ending in '\n'.
   for (const char *w = attnrt_model_warnings(model.get()); *w;) {
     const char *end = std::strchr(w, '\n');
     size_t length = end ? static_cast<size_t>(end - w) : std::strlen(w);
-    std::fprintf(stderr, "attn-run: warning: %.*s\n", static_cast<int>(length),
-                 w);
+    warn(tool, std::string(w, length));
     w += length + (end ? 1 : 0);
   }
   if (options.threads > 0 &&
       !attnrt_model_set_num_threads(model.get(),
                                     static_cast<int32_t>(options.threads)))
-    std::fprintf(stderr, "attn-run: warning: the library does not export "
-                         "attn_model_set_num_threads; --threads ignored\n");
+    warn(tool, "the library does not export attn_model_set_num_threads; "
+               "--threads ignored");
 
   int64_t vocab = attnrt_model_vocab_size(model.get());
   int64_t maxSeq = attnrt_model_max_seq(model.get());
+  std::string message, promptText;
+  if (tokenizer &&
+      !checkTokenizerFits(tokenizer.get(), model.get(), options.modelDir, message))
+    return fail(tool, message);
+
+  // The prompt.
+  std::vector<int32_t> prompt;
+  if (options.haveTokens) {
+    if (!parseTokenList(options.tokens, "--tokens", prompt, message))
+      return fail(tool, message);
+  } else {
+    std::string what = "-p";
+    promptText = options.prompt;
+    if (options.haveFile) {
+      if (!readTextFile(options.file, promptText, message))
+        return fail(tool, message);
+      what = "'" + options.file + "'";
+    }
+    if (!tokenize(tokenizer.get(), promptText, ATTNRT_TOKENIZE_DEFAULT, what,
+                  prompt, message))
+      return fail(tool, message);
+    if (prompt.empty())
+      return fail(tool, "the prompt encodes to no tokens (this tokenizer adds "
+                        "no BOS): give some text");
+  }
   int64_t promptLength = static_cast<int64_t>(prompt.size());
   for (int64_t i = 0; i < promptLength; ++i)
     if (prompt[i] >= vocab)
-      return fail("token " + std::to_string(prompt[i]) + " at index " +
-                  std::to_string(i) + " is outside the vocabulary [0, " +
-                  std::to_string(vocab) + ")");
-  if (promptLength > maxSeq || options.generate > maxSeq - promptLength)
-    return fail("prompt of " + std::to_string(promptLength) + " tokens plus " +
-                std::to_string(options.generate) +
-                " generated exceeds the context of " + std::to_string(maxSeq) +
-                " positions");
+      return fail(tool, "token " + std::to_string(prompt[i]) + " at index " +
+                            std::to_string(i) +
+                            " is outside the vocabulary [0, " +
+                            std::to_string(vocab) + ")");
+  if (promptLength > maxSeq)
+    return fail(tool, "the prompt is " + std::to_string(promptLength) +
+                          " tokens, longer than the context of " +
+                          std::to_string(maxSeq) + " positions" +
+                          (folder ? " (--ctx)" : ""));
+  int64_t generate = options.generate < 0 ? maxSeq - promptLength : options.generate;
+  if (generate > maxSeq - promptLength)
+    return fail(tool, "prompt of " + std::to_string(promptLength) +
+                          " tokens plus " + std::to_string(generate) +
+                          " generated exceeds the context of " +
+                          std::to_string(maxSeq) + " positions");
 
   attnrt_sampler_params params;
   params.temperature = options.temperature;
   params.top_k = static_cast<int32_t>(options.topK);
   params.top_p = options.topP;
   params.seed = options.seed;
-  std::unique_ptr<attnrt_sampler, SamplerDeleter> sampler(
-      attnrt_sampler_create(&params, vocab, error, sizeof(error)));
+  SamplerPtr sampler(attnrt_sampler_create(&params, vocab, error, sizeof(error)));
   if (!sampler)
-    return fail(error);
-  std::unique_ptr<attnrt_session, SessionDeleter> session(
-      attnrt_session_create(model.get(), error, sizeof(error)));
+    return fail(tool, error);
+  SessionPtr session(attnrt_session_create(model.get(), error, sizeof(error)));
   if (!session)
-    return fail(error);
+    return fail(tool, error);
+
+  // Text output: the prompt as written, then the continuation streamed by a
+  // detokenizer primed with the prompt (so " the" after it keeps its
+  // space).
+  DetokenizerPtr detokenizer;
+  if (folder && tokenizer) {
+    detokenizer.reset(
+        attnrt_detokenizer_create(tokenizer.get(), 1, error, sizeof(error)));
+    if (!detokenizer)
+      return fail(tool, error);
+    for (int32_t id : prompt)
+      if (!attnrt_detokenizer_step(detokenizer.get(), id, nullptr, error,
+                                   sizeof(error)))
+        return fail(tool, error);
+    if (options.haveTokens &&
+        !detokenize(tokenizer.get(), prompt, true, promptText, message))
+      return fail(tool, message);
+  }
 
   // Every buffer exists before the clock starts. With --dump-logits each
   // call writes its rows in place; otherwise one row is reused.
   bool dump = !options.dumpLogits.empty();
-  int64_t rows = dump ? promptLength + options.generate : 1;
+  int64_t rows = dump ? promptLength + generate : 1;
   std::vector<float> logits(static_cast<size_t>(rows * vocab));
   std::vector<int32_t> generated;
-  generated.reserve(static_cast<size_t>(options.generate));
+  generated.reserve(static_cast<size_t>(generate));
   if (dump) {
     // Fail on an unwritable path now, not after the run.
     FILE *probe = std::fopen(options.dumpLogits.c_str(), "wb");
     if (!probe)
-      return fail("cannot write '" + options.dumpLogits +
-                  "': " + std::strerror(errno));
+      return fail(tool, "cannot write '" + options.dumpLogits +
+                            "': " + std::strerror(errno));
     std::fclose(probe);
   }
+  if (detokenizer)
+    emit(promptText.data(), promptText.size());
 
   using Clock = std::chrono::steady_clock;
   auto prefillStart = Clock::now();
   if (attnrt_prefill(session.get(), prompt.data(), promptLength, logits.data(),
                      dump ? 1 : 0, error, sizeof(error)) != ATTNRT_OK)
-    return fail(error);
+    return fail(tool, error);
   auto prefillEnd = Clock::now();
 
-  // Decode time covers sampling too: it is the cost per generated token.
+  // Decode time covers sampling and printing too: it is the cost per
+  // generated token.
   const float *row =
       dump ? logits.data() + (promptLength - 1) * vocab : logits.data();
   auto decodeStart = Clock::now();
-  for (int64_t i = 0; i < options.generate; ++i) {
+  int64_t decoded = 0;
+  bool warnedNoText = false;
+  for (int64_t i = 0; i < generate; ++i) {
     int32_t token = attnrt_sample(sampler.get(), row, vocab);
     if (token < 0)
-      return fail("every logit is NaN: nothing to sample");
+      return fail(tool, "every logit is NaN: nothing to sample");
     generated.push_back(token);
-    float *out =
-        dump ? logits.data() + (promptLength + i) * vocab : logits.data();
+    // The end-of-sequence token ends the text; it is not fed back.
+    if (tokenizer && !options.ignoreEos &&
+        attnrt_tokenizer_is_eos(tokenizer.get(), token))
+      break;
+    // A model may have more ids than its tokenizer (a vocabulary padded for
+    // speed); such a token has no text.
+    if (detokenizer && !attnrt_tokenizer_piece(tokenizer.get(), token)) {
+      if (!warnedNoText)
+        warn(tool, "generated token " + std::to_string(token) +
+                       " is not in the tokenizer; tokens without text are "
+                       "not printed");
+      warnedNoText = true;
+    } else if (detokenizer) {
+      size_t length = 0;
+      const char *piece = attnrt_detokenizer_step(detokenizer.get(), token,
+                                                  &length, error, sizeof(error));
+      if (!piece)
+        return fail(tool, error);
+      emit(piece, length);
+    }
+    float *out = dump ? logits.data() + (promptLength + i) * vocab : logits.data();
     if (attnrt_decode(session.get(), token, out, error, sizeof(error)) !=
         ATTNRT_OK)
-      return fail(error);
+      return fail(tool, error);
+    ++decoded;
     row = out;
   }
   auto decodeEnd = Clock::now();
+  if (dump)
+    rows = promptLength + decoded;
 
-  std::string line = "generated:";
-  for (int32_t token : generated)
-    line += " " + std::to_string(token);
-  std::printf("%s\n", line.c_str());
-  printRate("prefill", promptLength,
+  FILE *rates = stdout;
+  if (detokenizer) {
+    size_t length = 0;
+    const char *rest =
+        attnrt_detokenizer_flush(detokenizer.get(), &length, error, sizeof(error));
+    if (!rest)
+      return fail(tool, error);
+    emit(rest, length);
+    emit("\n", 1);
+    rates = stderr;
+  } else {
+    std::string line = "generated:";
+    for (int32_t token : generated)
+      line += " " + std::to_string(token);
+    std::printf("%s\n", line.c_str());
+  }
+  printRate(rates, "prefill", promptLength,
             std::chrono::duration<double>(prefillEnd - prefillStart).count());
-  printRate("decode", options.generate,
-            options.generate
-                ? std::chrono::duration<double>(decodeEnd - decodeStart).count()
-                : 0.0);
+  printRate(rates, "decode", decoded,
+            decoded ? std::chrono::duration<double>(decodeEnd - decodeStart).count()
+                    : 0.0);
   std::fflush(stdout);
 
   if (dump) {
     int64_t shape[2] = {rows, vocab};
     if (attnrt_npy_write_f32(options.dumpLogits.c_str(), logits.data(), 2,
                              shape, error, sizeof(error)) != ATTNRT_OK)
-      return fail(error);
+      return fail(tool, error);
   }
   return 0;
 }

@@ -164,4 +164,37 @@ bool detokenize(const attnrt_tokenizer *tokenizer,
   return true;
 }
 
+static void logLine(void *tool, const char *line) {
+  std::fprintf(stderr, "%s: %s\n", static_cast<const char *>(tool), line);
+}
+
+attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
+                              int64_t context, const std::string &compiler,
+                              const std::string &cacheDir, std::string &error) {
+  attnrt_load_options load = attnrt_load_default_options();
+  load.context = context;
+  load.compiler = compiler.empty() ? nullptr : compiler.c_str();
+  load.cache_dir = cacheDir.empty() ? nullptr : cacheDir.c_str();
+  load.log = logLine;
+  load.log_user = const_cast<char *>(tool);
+  char message[1024];
+  attnrt_model *model =
+      attnrt_model_load_dir(dir.c_str(), &load, message, sizeof(message));
+  if (!model)
+    error = message;
+  return model;
+}
+
+bool checkTokenizerFits(const attnrt_tokenizer *tokenizer,
+                        const attnrt_model *model, const std::string &dir,
+                        std::string &error) {
+  int64_t ids = attnrt_tokenizer_vocab_size(tokenizer);
+  int64_t vocab = attnrt_model_vocab_size(model);
+  if (ids <= vocab)
+    return true;
+  error = dir + "/tokenizer.json has ids up to " + std::to_string(ids - 1) +
+          " but the model's vocabulary is " + std::to_string(vocab) + " tokens";
+  return false;
+}
+
 } // namespace attn::tools

@@ -61,6 +61,18 @@ bool detokenize(const attnrt_tokenizer *tokenizer,
                 const std::vector<int32_t> &ids, bool skipSpecial,
                 std::string &text, std::string &error);
 
+/// A Hugging Face model folder through attnrt_model_load_dir (compiled on
+/// first use); progress lines go to stderr as "<tool>: ...". `compiler` and
+/// `cacheDir` may be empty (the defaults).
+attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
+                              int64_t context, const std::string &compiler,
+                              const std::string &cacheDir, std::string &error);
+
+/// Fails when the tokenizer has ids the model has no logits for.
+bool checkTokenizerFits(const attnrt_tokenizer *tokenizer,
+                        const attnrt_model *model, const std::string &dir,
+                        std::string &error);
+
 struct TokenizerDeleter {
   void operator()(attnrt_tokenizer *t) const { attnrt_tokenizer_free(t); }
 };
