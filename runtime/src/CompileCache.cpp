@@ -26,10 +26,6 @@ extern char **environ;
 
 namespace attnrt {
 
-/// attn-compile's default context (kDefaultMaxSeq in ModelCompiler.h): the
-/// config's positions, at most this.
-constexpr int64_t defaultContext = 4096;
-
 /// What attn-compile prints on stderr that is kept for the error message.
 constexpr size_t maxCompilerOutput = size_t(1) << 20;
 
@@ -213,25 +209,6 @@ static std::string cpuIdentity() {
   return out.empty() ? "cpu: unknown\n" : out;
 }
 
-/// The config's positions (n_positions for GPT-2, else
-/// max_position_embeddings), or 0 when it does not state them plainly; the
-/// compiler then applies its own default or reports the config.
-static int64_t configPositions(const std::string &config) {
-  Json root;
-  std::string ignored;
-  if (!parseJson(config, root, ignored))
-    return 0;
-  const Json *type = jsonFind(root, "model_type");
-  bool gpt2 = type && type->is_string() &&
-              type->get_ref<const std::string &>() == "gpt2";
-  const Json *positions =
-      jsonFind(root, gpt2 ? "n_positions" : "max_position_embeddings");
-  int64_t n = 0;
-  if (!positions || !jsonInteger(*positions, n) || n < 1)
-    return 0;
-  return n;
-}
-
 //===----------------------------------------------------------------------===//
 // Finding the compiler
 //===----------------------------------------------------------------------===//
@@ -346,12 +323,10 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
     return false;
   }
 
-  if (settings.context > 0) {
-    maxSeq = settings.context;
-  } else {
-    int64_t positions = configPositions(config);
-    maxSeq = positions > 0 ? std::min(positions, defaultContext) : 0;
-  }
+  // Without a context the compiler's default applies (min(the config's
+  // positions, 4096)): it is a function of the config and the compiler,
+  // which the key holds.
+  maxSeq = settings.context > 0 ? settings.context : 0;
   options = {"--quiet"};
   if (maxSeq > 0) {
     options.push_back("--max-seq");
