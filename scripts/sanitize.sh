@@ -39,7 +39,7 @@ run_asan() {
     attnrt-stress-model attnrt-folder-test \
     attn-e2e-ops-test attn-e2e-model-test attn-fuzzers \
     attn-opt attn-compile attn-run attn-make-model attn-ref-model \
-    attn-npy-compare
+    attn-npy-compare attn-tokenize attn-perplexity
   echo "   built $(elapsed "$t0")"
 
   t0=$SECONDS
@@ -61,7 +61,8 @@ run_asan() {
   # attn-opt on every broken-IR corpus, attn-compile on broken configs, and
   # the attn-make-model -> attn-compile -> attn-run chain on good and bad
   # inputs (generate.test runs attn-run on a tiny model against the
-  # reference).
+  # reference), and the text tools on the trained models (e2e/text:
+  # tokenize, generate from a folder, perplexity, their bad inputs).
   "$LLVM_LIT" -sv -j "$jobs" \
     "$asan_dir/test/Dialect" \
     "$asan_dir/test/Compiler" \
