@@ -22,6 +22,35 @@ using namespace mlir::attn;
 
 namespace {
 
+/// A layer's weights as values, bound from its table entries
+/// (LayerEntries, same fields and order); null where the model has none.
+struct LayerValues {
+  Value attentionNorm, attentionNormBias, qkv, qkvBias, output, outputBias,
+      mlpNorm, mlpNormBias, gate, up, upBias, down, downBias;
+
+  /// Binds `values` (the present entries of `entries`, in order).
+  static LayerValues bind(const LayerEntries &entries, ValueRange values) {
+    LayerValues w;
+    Value *fields[] = {&w.attentionNorm, &w.attentionNormBias, &w.qkv,
+                       &w.qkvBias,       &w.output,            &w.outputBias,
+                       &w.mlpNorm,       &w.mlpNormBias,       &w.gate,
+                       &w.up,            &w.upBias,            &w.down,
+                       &w.downBias};
+    size_t field = 0, next = 0;
+    const_cast<LayerEntries &>(entries).forEachField([&](int64_t &entry) {
+      if (entry >= 0)
+        *fields[field] = values[next++];
+      ++field;
+    });
+    return w;
+  }
+};
+
+/// The weights outside the layers as values.
+struct GlobalValues {
+  Value tokenEmbedding, positionEmbedding, finalNorm, finalNormBias, head;
+};
+
 /// Builds one function body at a time; `seq` is the static sequence length
 /// of the activations, or ShapedType::kDynamic.
 class ModelIRBuilder {
@@ -89,99 +118,105 @@ public:
                                scaleAttr, b.getUnitAttr());
   }
 
-  /// One GPT-2 layer: pre-LayerNorm attention and GELU MLP, projections
-  /// packed from Conv1D weights, with biases. `w` holds the layer's table
-  /// entries (ModelLayout::layers).
-  SmallVector<Value> gpt2Layer(Value x, ValueRange w, Value kc, Value vc,
-                               Value pos) {
-    int64_t d = config.hiddenSize, f = config.intermediateSize;
-    FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.normEpsilon));
-    Value rows = tensor::DimOp::create(b, loc, x, 0);
-    Value h = LayerNormOp::create(b, loc, x, w[0], w[1], eps);
-    Value qkv = linear(h, w[2], w[3], WeightLayout::Packed, 3 * d);
-    Value q = columns(qkv, rows, 0, d);
-    Value k = columns(qkv, rows, d, d);
-    Value v = columns(qkv, rows, 2 * d, d);
-    auto [kc1, vc1, keys, values] = cacheStep(k, v, kc, vc, pos, rows);
-    Value a = attention(q, keys, values, std::nullopt);
-    Value o = linear(a, w[4], w[5], WeightLayout::Packed, d);
-    Value x1 = ResidualAddOp::create(b, loc, x, o);
-    Value h2 = LayerNormOp::create(b, loc, x1, w[6], w[7], eps);
-    Value up = linear(h2, w[8], w[9], WeightLayout::Packed, f);
-    Value act = GeluOp::create(b, loc, up, config.gelu);
-    Value down = linear(act, w[10], w[11], WeightLayout::Packed, d);
-    Value x2 = ResidualAddOp::create(b, loc, x1, down);
-    return {x2, kc1, vc1};
+  /// The model's norm of `x`.
+  Value norm(Value x, Value gain, Value bias) {
+    FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.norm.epsilon));
+    if (config.norm.kind == NormKind::LayerNorm)
+      return LayerNormOp::create(b, loc, x, gain, bias, eps);
+    return RmsNormOp::create(b, loc, x, gain, eps);
   }
 
-  /// One LLaMA layer: RMSNorm, RoPE'd grouped-query attention, SwiGLU MLP,
-  /// projections packed from nn.Linear weights (q, k and v as one), no
-  /// biases. `w` holds the layer's table entries (ModelLayout::layers).
-  SmallVector<Value> llamaLayer(Value x, ValueRange w, Value kc, Value vc,
-                                Value pos) {
-    int64_t d = config.hiddenSize, f = config.intermediateSize;
+  /// Rotary embedding of queries or keys.
+  Value rope(Value x, Value pos) {
+    const PositionSpec &positions = config.positions;
+    FloatAttr theta = b.getF32FloatAttr(static_cast<float>(positions.theta));
+    IntegerAttr headDim = b.getI64IntegerAttr(config.headDim);
+    auto pairing = RopePairingAttr::get(b.getContext(), positions.pairing);
+    return RopeOp::create(b, loc, x, pos, headDim, theta, pairing);
+  }
+
+  /// The activation of the MLP from its input `h`.
+  Value mlp(Value h, const LayerValues &w) {
+    int64_t f = config.intermediateSize;
+    switch (config.mlp.kind) {
+    case MlpKind::SwiGlu: {
+      Value gate = linear(h, w.gate, Value(), WeightLayout::Packed, f);
+      Value up = linear(h, w.up, w.upBias, WeightLayout::Packed, f);
+      return SwigluOp::create(b, loc, gate, up);
+    }
+    case MlpKind::Gelu: {
+      Value up = linear(h, w.up, w.upBias, WeightLayout::Packed, f);
+      return GeluOp::create(b, loc, up, config.mlp.gelu);
+    }
+    case MlpKind::Relu:
+      break;
+    }
+    llvm_unreachable("MLP kind the family readers never produce");
+  }
+
+  /// One decoder layer as the description says. `w` holds the layer's
+  /// table entries (ModelLayout::layers).
+  SmallVector<Value> layer(Value x, const LayerValues &w, Value kc, Value vc,
+                           Value pos) {
+    int64_t d = config.hiddenSize;
     int64_t qf = config.queryFeatures(), kvf = config.kvFeatures();
-    FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.normEpsilon));
-    FloatAttr theta = b.getF32FloatAttr(static_cast<float>(config.ropeTheta));
     Value rows = tensor::DimOp::create(b, loc, x, 0);
-    Value h = RmsNormOp::create(b, loc, x, w[0], eps);
-    Value qkv = linear(h, w[1], Value(), WeightLayout::Packed, qf + 2 * kvf);
+    Value h = norm(x, w.attentionNorm, w.attentionNormBias);
+    Value qkv = linear(h, w.qkv, w.qkvBias, WeightLayout::Packed, qf + 2 * kvf);
     Value q = columns(qkv, rows, 0, qf);
     Value k = columns(qkv, rows, qf, kvf);
     Value v = columns(qkv, rows, qf + kvf, kvf);
-    IntegerAttr headDim = b.getI64IntegerAttr(config.headDim);
-    auto pairing = RopePairingAttr::get(b.getContext(), RopePairing::RotateHalf);
-    q = RopeOp::create(b, loc, q, pos, headDim, theta, pairing);
-    k = RopeOp::create(b, loc, k, pos, headDim, theta, pairing);
+    if (config.positions.kind == PositionKind::Rotary) {
+      q = rope(q, pos);
+      k = rope(k, pos);
+    }
     auto [kc1, vc1, keys, values] = cacheStep(k, v, kc, vc, pos, rows);
-    Value a = attention(q, keys, values, std::nullopt);
-    Value o = linear(a, w[2], Value(), WeightLayout::Packed, d);
+    std::optional<double> scale;
+    if (config.attention.scale > 0)
+      scale = config.attention.scale;
+    Value a = attention(q, keys, values, scale);
+    Value o = linear(a, w.output, w.outputBias, WeightLayout::Packed, d);
     Value x1 = ResidualAddOp::create(b, loc, x, o);
-    Value h2 = RmsNormOp::create(b, loc, x1, w[3], eps);
-    Value gate = linear(h2, w[4], Value(), WeightLayout::Packed, f);
-    Value up = linear(h2, w[5], Value(), WeightLayout::Packed, f);
-    Value act = SwigluOp::create(b, loc, gate, up);
-    Value down = linear(act, w[6], Value(), WeightLayout::Packed, d);
+    Value h2 = norm(x1, w.mlpNorm, w.mlpNormBias);
+    Value act = mlp(h2, w);
+    Value down = linear(act, w.down, w.downBias, WeightLayout::Packed, d);
     Value x2 = ResidualAddOp::create(b, loc, x1, down);
     return {x2, kc1, vc1};
   }
 
-  /// The embedded prompt: token embeddings, plus learned positions for GPT-2.
-  Value embed(Value tokens, ValueRange globals, Value pos, int64_t seq) {
+  /// The embedded prompt: token embeddings, plus learned positions.
+  Value embed(Value tokens, const GlobalValues &globals, Value pos, int64_t seq) {
     Value x = EmbeddingOp::create(b, loc, activations(seq, config.hiddenSize),
-                                  globals[0], tokens);
-    if (config.family != ModelFamily::Gpt2)
+                                  globals.tokenEmbedding, tokens);
+    if (config.positions.kind != PositionKind::Learned)
       return x;
-    // ids = pos + [0, n): the positions of this call's tokens.
+    // ids = offset + pos + [0, n): the table rows of this call's positions.
     Value rows = tensor::DimOp::create(b, loc, tokens, 0);
     SmallVector<Value> dynamicSizes;
     if (ShapedType::isDynamic(seq))
       dynamicSizes.push_back(rows);
     Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{seq},
                                          b.getI64Type(), dynamicSizes);
+    Value first = arith::AddIOp::create(b, loc, pos, index(config.positions.offset));
     auto ids = linalg::GenericOp::create(
         b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
         ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
         ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange) {
           Value i = linalg::IndexOp::create(nb, l, 0);
-          Value position = arith::AddIOp::create(nb, l, pos, i);
+          Value position = arith::AddIOp::create(nb, l, first, i);
           Value asInt = arith::IndexCastOp::create(nb, l, nb.getI64Type(), position);
           linalg::YieldOp::create(nb, l, asInt);
         });
-    Value positions = EmbeddingOp::create(
-        b, loc, activations(seq, config.hiddenSize), globals[1], ids.getResult(0));
+    Value positions =
+        EmbeddingOp::create(b, loc, activations(seq, config.hiddenSize),
+                            globals.positionEmbedding, ids.getResult(0));
     return ResidualAddOp::create(b, loc, x, positions);
   }
 
   /// Final norm and output projection of the last `rows` positions.
-  Value logits(Value x, ValueRange globals, Value rows) {
-    FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.normEpsilon));
-    Value h;
-    if (config.family == ModelFamily::Gpt2)
-      h = LayerNormOp::create(b, loc, x, globals[2], globals[3], eps);
-    else
-      h = RmsNormOp::create(b, loc, x, globals[1], eps);
+  Value logits(Value x, const GlobalValues &globals, Value rows) {
+    Value h = norm(x, globals.finalNorm, globals.finalNormBias);
     auto hType = cast<RankedTensorType>(h.getType());
     Value n = tensor::DimOp::create(b, loc, h, 0);
     Value start = arith::SubIOp::create(b, loc, n, rows);
@@ -191,9 +226,8 @@ public:
     Value last = tensor::ExtractSliceOp::create(
         b, loc, activations(ShapedType::kDynamic, hType.getDimSize(1)), h,
         offsets, sizes, strides);
-    // GPT-2 and tied LLaMA project with the (packed) token embedding.
-    Value output = config.tieEmbeddings ? globals.front() : globals.back();
-    return linear(last, output, Value(), WeightLayout::Packed, config.vocabSize);
+    return linear(last, globals.head, Value(), WeightLayout::Packed,
+                  config.vocabSize);
   }
 
   OpBuilder &b;
@@ -208,7 +242,8 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
                                 const ModelLayout &layout, int64_t seq,
                                 int64_t maxSeq) {
   ModelIRBuilder ir(b, loc, config, maxSeq);
-  ArrayRef<int64_t> entries = layout.layers.front();
+  // Every layer has the same entries (only their table indices differ).
+  SmallVector<int64_t, 16> entries = layout.layers.front().list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
   for (int64_t entry : entries)
     inputs.push_back(RankedTensorType::get(layout.shape(entry), b.getF32Type()));
@@ -226,9 +261,8 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
   ValueRange weights = args.slice(1, entries.size());
   Value kc = args[1 + entries.size()], vc = args[2 + entries.size()];
   Value pos = args.back();
-  SmallVector<Value> out = config.family == ModelFamily::Gpt2
-                               ? ir.gpt2Layer(x, weights, kc, vc, pos)
-                               : ir.llamaLayer(x, weights, kc, vc, pos);
+  SmallVector<Value> out = ir.layer(
+      x, LayerValues::bind(layout.layers.front(), weights), kc, vc, pos);
   func::ReturnOp::create(b, loc, out);
   return func;
 }
@@ -346,11 +380,17 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
         values.push_back(weightTensors[argOfEntry[entry]]);
       return values;
     };
-    SmallVector<Value> globals = tensors(layout.globals);
+    auto tensorOf = [&](int64_t entry) {
+      return entry < 0 ? Value() : weightTensors[argOfEntry[entry]];
+    };
+    const GlobalEntries &g = layout.globals;
+    GlobalValues globals{tensorOf(g.tokenEmbedding), tensorOf(g.positionEmbedding),
+                         tensorOf(g.finalNorm), tensorOf(g.finalNormBias),
+                         tensorOf(g.head)};
     Value x = ir.embed(asTensor(b, loc, tokens, false), globals, pos, seq);
     for (int64_t layer = 0; layer < config.numLayers; ++layer) {
       SmallVector<Value> operands = {x};
-      llvm::append_range(operands, tensors(layout.layers[layer]));
+      llvm::append_range(operands, tensors(layout.layers[layer].list()));
       Value kc = asTensor(b, loc, cacheArgs[2 * layer], /*writable=*/true);
       Value vc = asTensor(b, loc, cacheArgs[2 * layer + 1], /*writable=*/true);
       operands.append({kc, vc, pos});

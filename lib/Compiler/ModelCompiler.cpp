@@ -34,12 +34,12 @@ llvm::Expected<int64_t> mlir::attn::resolveMaxSeq(const ModelConfig &config,
   // a longer one is the user's choice.
   if (requested == 0)
     return std::min(config.maxPositions, kDefaultMaxSeq);
-  // GPT-2's learned positions end at n_positions; RoPE has no table.
-  if (config.family == ModelFamily::Gpt2 && requested > config.maxPositions)
+  // A learned position table ends at its size; RoPE has no table.
+  if (config.positionsBounded && requested > config.maxPositions)
     return llvm::createStringError(
-        "--max-seq " + std::to_string(requested) +
-        " exceeds the " + std::to_string(config.maxPositions) +
-        " learned positions of this GPT-2 model (n_positions)");
+        "--max-seq " + std::to_string(requested) + " exceeds the " +
+        std::to_string(config.maxPositions) + " learned positions of this " +
+        config.architecture + " model (" + config.maxPositionsKey + ")");
   if (requested > (int64_t(1) << 20))
     return llvm::createStringError("--max-seq " + std::to_string(requested) +
                                    " is larger than the supported 1048576");

@@ -17,6 +17,15 @@ llvm::SmallVector<int64_t, 3> ModelLayout::shape(int64_t entry) const {
   return llvm::SmallVector<int64_t, 3>(dims.begin(), dims.end());
 }
 
+llvm::SmallVector<int64_t, 16> LayerEntries::list() const {
+  llvm::SmallVector<int64_t, 16> entries;
+  const_cast<LayerEntries *>(this)->forEachField([&](int64_t &entry) {
+    if (entry >= 0)
+      entries.push_back(entry);
+  });
+  return entries;
+}
+
 ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
                                         int64_t blockSize) {
   ModelLayout layout;
@@ -25,16 +34,30 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
   llvm::StringMap<int64_t> index;
   for (auto [i, weight] : llvm::enumerate(layout.weights))
     index[weight.name] = static_cast<int64_t>(i);
+  const WeightNames &names = config.names;
+  auto weightOf = [&](const std::string &module) {
+    return index.lookup(module + names.weightSuffix);
+  };
+  // A module's bias or gain bias, or -1 when the model has none.
+  auto biasOf = [&](const std::string &module, bool present) -> int64_t {
+    return present ? index.lookup(module + names.biasSuffix) : -1;
+  };
 
-  // A packed buffer of the named weights, concatenated along the outputs;
-  // returns its table entry. Its sources are then read only by packing.
-  auto pack = [&](std::string name, llvm::ArrayRef<std::string> sources,
+  // A packed buffer of the modules' weights, concatenated along the
+  // outputs; returns its table entry. Its sources are then read only by
+  // packing.
+  // `outIn` is the storage of the weights: the checkpoint's projection
+  // layout, but always [vocab, hidden] for an embedding table.
+  auto pack = [&](std::string name, llvm::ArrayRef<std::string> modules,
                   bool outIn) {
     PackedWeight packed;
+    // Module prefixes end in '.': the buffer is named after the module.
+    if (!name.empty() && name.back() == '.')
+      name.pop_back();
     packed.name = std::move(name);
     packed.blockSize = blockSize;
-    for (const std::string &source : sources) {
-      int64_t weight = index.lookup(source);
+    for (const std::string &module : modules) {
+      int64_t weight = weightOf(module);
       const WeightSpec &spec = layout.weights[weight];
       int64_t rows = outIn ? spec.shape[0] : spec.shape[1];
       packed.inFeatures = outIn ? spec.shape[1] : spec.shape[0];
@@ -46,56 +69,49 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
     return static_cast<int64_t>(layout.weights.size() + layout.packed.size() - 1);
   };
 
-  if (config.family == ModelFamily::Gpt2) {
-    // wte is both the embedding table and the (tied) output projection: the
-    // embedding reads its rows from the packed copy.
-    int64_t wte = pack("wte", {"wte.weight"}, /*outIn=*/true);
-    layout.globals = {wte, index.lookup("wpe.weight"),
-                      index.lookup("ln_f.weight"), index.lookup("ln_f.bias")};
-    for (int64_t i = 0; i < config.numLayers; ++i) {
-      std::string p = "h." + std::to_string(i) + ".";
-      auto raw = [&](const char *suffix) { return index.lookup(p + suffix); };
-      auto packedConv1D = [&](const char *suffix) {
-        return pack(p + suffix, {p + suffix + ".weight"}, /*outIn=*/false);
-      };
-      layout.layers.push_back(
-          {raw("ln_1.weight"), raw("ln_1.bias"), packedConv1D("attn.c_attn"),
-           raw("attn.c_attn.bias"), packedConv1D("attn.c_proj"),
-           raw("attn.c_proj.bias"), raw("ln_2.weight"), raw("ln_2.bias"),
-           packedConv1D("mlp.c_fc"), raw("mlp.c_fc.bias"),
-           packedConv1D("mlp.c_proj"), raw("mlp.c_proj.bias")});
+  bool normBias = config.norm.hasBias();
+  bool outIn = config.linearOutIn;
+  for (int64_t i = 0; i < config.numLayers; ++i) {
+    std::string p = names.layerPrefix(i);
+    LayerEntries entries;
+    entries.attentionNorm = weightOf(p + names.attentionNorm);
+    entries.attentionNormBias = biasOf(p + names.attentionNorm, normBias);
+    // One projection for q, k and v: the input is read once.
+    if (config.attention.qkv == QkvStorage::Fused) {
+      entries.qkv = pack(p + names.qkv, {p + names.qkv}, outIn);
+      entries.qkvBias = biasOf(p + names.qkv, config.attention.qkvBias);
+    } else {
+      entries.qkv = pack(p + "qkv",
+                         {p + names.query, p + names.key, p + names.value}, outIn);
     }
-    return layout;
+    entries.output = pack(p + names.output, {p + names.output}, outIn);
+    entries.outputBias = biasOf(p + names.output, config.attention.outputBias);
+    entries.mlpNorm = weightOf(p + names.mlpNorm);
+    entries.mlpNormBias = biasOf(p + names.mlpNorm, normBias);
+    if (config.mlp.kind == MlpKind::SwiGlu)
+      entries.gate = pack(p + names.gate, {p + names.gate}, outIn);
+    entries.up = pack(p + names.up, {p + names.up}, outIn);
+    entries.upBias = biasOf(p + names.up, config.mlp.bias);
+    entries.down = pack(p + names.down, {p + names.down}, outIn);
+    entries.downBias = biasOf(p + names.down, config.mlp.bias);
+    layout.layers.push_back(entries);
   }
 
-  for (int64_t i = 0; i < config.numLayers; ++i) {
-    std::string p = "model.layers." + std::to_string(i) + ".";
-    auto raw = [&](const char *suffix) { return index.lookup(p + suffix); };
-    auto packed = [&](const char *name, llvm::ArrayRef<const char *> suffixes) {
-      std::vector<std::string> sources;
-      for (const char *suffix : suffixes)
-        sources.push_back(p + suffix);
-      return pack(p + name, sources, /*outIn=*/true);
-    };
-    // One projection for q, k and v: the input is read once.
-    layout.layers.push_back(
-        {raw("input_layernorm.weight"),
-         packed("self_attn.qkv_proj",
-                {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                 "self_attn.v_proj.weight"}),
-         packed("self_attn.o_proj", {"self_attn.o_proj.weight"}),
-         raw("post_attention_layernorm.weight"),
-         packed("mlp.gate_proj", {"mlp.gate_proj.weight"}),
-         packed("mlp.up_proj", {"mlp.up_proj.weight"}),
-         packed("mlp.down_proj", {"mlp.down_proj.weight"})});
+  GlobalEntries &globals = layout.globals;
+  if (config.tieEmbeddings) {
+    // The token embedding is also the output projection: the embedding
+    // reads its rows from the packed copy.
+    globals.tokenEmbedding = pack("lm_head", {names.tokenEmbedding}, /*outIn=*/true);
+    globals.head = globals.tokenEmbedding;
+  } else {
+    globals.tokenEmbedding = weightOf(names.tokenEmbedding);
   }
-  int64_t embed = index.lookup("model.embed_tokens.weight");
-  int64_t norm = index.lookup("model.norm.weight");
-  if (config.tieEmbeddings)
-    layout.globals = {pack("lm_head", {"model.embed_tokens.weight"}, true), norm};
-  else
-    layout.globals = {embed, norm,
-                      pack("lm_head", {"lm_head.weight"}, /*outIn=*/true)};
+  if (config.positions.kind == PositionKind::Learned)
+    globals.positionEmbedding = weightOf(names.positionEmbedding);
+  globals.finalNorm = weightOf(names.finalNorm);
+  globals.finalNormBias = biasOf(names.finalNorm, normBias);
+  if (!config.tieEmbeddings)
+    globals.head = pack("lm_head", {names.head}, /*outIn=*/true);
   return layout;
 }
 

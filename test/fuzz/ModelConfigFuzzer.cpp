@@ -52,9 +52,9 @@ void checkConfig(const ModelConfig &c) {
   FUZZ_CHECK(c.numHeads % c.numKvHeads == 0, "kv heads %lld do not divide %lld",
              static_cast<long long>(c.numKvHeads),
              static_cast<long long>(c.numHeads));
-  if (c.family == ModelFamily::Gpt2)
+  if (c.architecture == "gpt2")
     FUZZ_CHECK(c.headDim * c.numHeads == c.hiddenSize, "gpt2 head split");
-  else
+  if (c.positions.kind == PositionKind::Rotary)
     FUZZ_CHECK(c.headDim % 2 == 0, "odd rotary head_dim");
   // Epsilon and theta become f32 attributes: they must stay positive and
   // finite as f32 (test/Compiler/config-f32-range.test).
@@ -62,9 +62,9 @@ void checkConfig(const ModelConfig &c) {
     float f = static_cast<float>(v);
     return f > 0 && std::isfinite(f);
   };
-  FUZZ_CHECK(f32Positive(c.normEpsilon) && f32Positive(c.ropeTheta),
+  FUZZ_CHECK(f32Positive(c.norm.epsilon) && f32Positive(c.positions.theta),
              "epsilon %g / theta %g accepted outside the f32 range",
-             c.normEpsilon, c.ropeTheta);
+             c.norm.epsilon, c.positions.theta);
 
   // Every weight's element count and the KV cache size fit int64.
   int64_t total = 0;

@@ -1,9 +1,15 @@
-//===- ModelConfig.h - Hugging Face model descriptions ----------*- C++ -*-===//
+//===- ModelConfig.h - a decoder-only model as data ------------*- C++ -*-===//
 //
-// Reads a Hugging Face style config.json (GPT-2 and LLaMA families) into one
-// family-neutral description, rejecting unknown families, unsupported options
-// and inconsistent values with an error that names the key. Also knows how
-// each family's checkpoints name their tensors.
+// Every model the compiler builds is one ModelConfig: a family-neutral
+// description of a decoder-only transformer (norms and where they sit, the
+// position scheme, the attention variant, the MLP, the residual wiring, the
+// embedding and head) plus the names and layouts of its weights in a
+// checkpoint. One block builder reads it (ModelBuilder.cpp), and so do the
+// weight table, the manifest and the summary; nothing else knows a family.
+//
+// A Hugging Face config.json becomes one through the reader of its
+// model_type (lib/Compiler/families/<Family>.cpp, one small file each), which
+// rejects what the description cannot express with an error naming the key.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,11 +29,80 @@
 namespace mlir {
 namespace attn {
 
-enum class ModelFamily { Gpt2, Llama };
+enum class NormKind { LayerNorm, RmsNorm };
+
+/// LayerNorm (gain and bias) or RMSNorm (gain); `gainOffset` is added to the
+/// stored gain (Gemma stores w and multiplies by 1 + w).
+struct NormSpec {
+  NormKind kind = NormKind::RmsNorm;
+  double epsilon = 1e-5;
+  double gainOffset = 0;
+  bool hasBias() const { return kind == NormKind::LayerNorm; }
+};
+
+enum class PositionKind { None, Learned, Sinusoidal, Rotary };
+
+struct PositionSpec {
+  PositionKind kind = PositionKind::None;
+  /// Learned: row `offset + p` of the table holds position p (OPT: 2).
+  int64_t offset = 0;
+  /// Rotary.
+  RopePairing pairing = RopePairing::RotateHalf;
+  /// Features of each head that rotate (the first ones); 0 = all.
+  int64_t rotaryDims = 0;
+  double theta = 10000.0;
+};
+
+enum class MlpKind { Gelu, Relu, SwiGlu };
+
+struct MlpSpec {
+  MlpKind kind = MlpKind::SwiGlu;
+  GeluApproximation gelu = GeluApproximation::Tanh;
+  bool bias = false;
+};
+
+/// Where q, k and v come from in the checkpoint.
+enum class QkvStorage {
+  Separate, ///< three weights (LLaMA's q_proj, k_proj, v_proj)
+  Fused,    ///< one weight, rows q | k | v (GPT-2's c_attn)
+};
+
+struct AttentionSpec {
+  QkvStorage qkv = QkvStorage::Separate;
+  bool qkvBias = false;
+  bool outputBias = false;
+  /// The scores' scale; 0 = 1/sqrt(head_dim).
+  double scale = 0;
+};
+
+/// The checkpoint's weight names: `layer` holds "{}" for the layer index;
+/// the others are complete names (without the optional prefixes).
+struct WeightNames {
+  std::string tokenEmbedding, positionEmbedding;
+  std::string layer; ///< e.g. "model.layers.{}."
+  /// Within a layer (appended to `layer`): norm names are prefixes to which
+  /// "weight" and "bias" are appended.
+  std::string attentionNorm, mlpNorm;
+  std::string query, key, value, qkv, output;
+  std::string gate, up, down;
+  std::string finalNorm; ///< a prefix, as the layer norms
+  std::string head;      ///< the output projection when not tied
+  /// Weights that are "weight" and "bias" of one module: appended suffixes.
+  std::string weightSuffix = "weight", biasSuffix = "bias";
+  /// Names a checkpoint may put before every name (GPT-2's "transformer.").
+  std::vector<std::string> prefixes;
+  /// Buffers checkpoints carry that are not weights (causal-mask buffers,
+  /// rotary inv_freq, a tied lm_head copy).
+  std::vector<std::string> ignoredSuffixes;
+
+  /// `layer` with the index filled in.
+  std::string layerPrefix(int64_t index) const;
+};
 
 /// The dimensions and options of a decoder-only transformer.
 struct ModelConfig {
-  ModelFamily family = ModelFamily::Gpt2;
+  /// The family (model_type), for the manifest and messages.
+  std::string architecture;
   int64_t vocabSize = 0;
   int64_t hiddenSize = 0;
   int64_t numLayers = 0;
@@ -37,18 +112,22 @@ struct ModelConfig {
   int64_t intermediateSize = 0;
   /// Positions the model was built for (n_positions, max_position_embeddings).
   int64_t maxPositions = 0;
-  /// LayerNorm (GPT-2) or RMSNorm (LLaMA) epsilon.
-  double normEpsilon = 0;
-  /// GPT-2's MLP activation.
-  GeluApproximation gelu = GeluApproximation::Tanh;
-  /// LLaMA's RoPE base.
-  double ropeTheta = 10000.0;
+  /// Whether positions past maxPositions are meaningless (a learned table),
+  /// and the config key that sets it (for messages).
+  bool positionsBounded = false;
+  std::string maxPositionsKey;
+
+  NormSpec norm;
+  PositionSpec positions;
+  AttentionSpec attention;
+  MlpSpec mlp;
+  /// Checkpoint projections are nn.Linear [out, in] (else Conv1D [in, out]).
+  bool linearOutIn = true;
   /// Whether the output projection reuses the token embedding.
   bool tieEmbeddings = true;
+  WeightNames names;
 
-  llvm::StringRef familyName() const {
-    return family == ModelFamily::Gpt2 ? "gpt2" : "llama";
-  }
+  llvm::StringRef familyName() const { return architecture; }
   /// Features of all query heads (differs from hiddenSize when head_dim is set).
   int64_t queryFeatures() const { return numHeads * headDim; }
   int64_t kvFeatures() const { return numKvHeads * headDim; }
@@ -64,8 +143,7 @@ llvm::Expected<ModelConfig> loadModelConfig(llvm::StringRef path);
 /// What a weight tensor is, for the parameter summary.
 enum class WeightRole { Embedding, Attention, Mlp, Norm, Output };
 
-/// One tensor the compiled model reads, named as Hugging Face checkpoints
-/// name it.
+/// One tensor the compiled model reads, named as the checkpoint names it.
 struct WeightSpec {
   std::string name;
   llvm::SmallVector<int64_t, 2> shape;
@@ -81,12 +159,10 @@ struct WeightSpec {
 /// projection (when not tied).
 std::vector<WeightSpec> modelWeights(const ModelConfig &config);
 
-/// Prefixes a checkpoint may put before the names above
-/// (GPT-2's "transformer.").
+/// Prefixes a checkpoint may put before the names above.
 std::vector<std::string> weightNamePrefixes(const ModelConfig &config);
 
-/// Name suffixes of buffers checkpoints carry that are not weights (GPT-2's
-/// causal-mask buffers, LLaMA's rotary inv_freq, a tied lm_head copy).
+/// Name suffixes of buffers checkpoints carry that are not weights.
 std::vector<std::string> ignoredTensorSuffixes(const ModelConfig &config);
 
 } // namespace attn

@@ -46,21 +46,44 @@ struct PackedWeight {
   int64_t bytes() const { return blocks() * inFeatures * blockSize * 4; }
 };
 
+/// The table entries of one layer; -1 where the model has none. The
+/// projections are packed: q, k and v as one [q | k | v] buffer.
+struct LayerEntries {
+  int64_t attentionNorm = -1, attentionNormBias = -1;
+  int64_t qkv = -1, qkvBias = -1;
+  int64_t output = -1, outputBias = -1;
+  int64_t mlpNorm = -1, mlpNormBias = -1;
+  int64_t gate = -1, up = -1, upBias = -1, down = -1, downBias = -1;
+
+  /// The fields in their fixed order, present or not.
+  template <typename F> void forEachField(F &&f) {
+    for (int64_t *field :
+         {&attentionNorm, &attentionNormBias, &qkv, &qkvBias, &output,
+          &outputBias, &mlpNorm, &mlpNormBias, &gate, &up, &upBias, &down,
+          &downBias})
+      f(*field);
+  }
+  /// The present entries in that order: what a block function takes.
+  llvm::SmallVector<int64_t, 16> list() const;
+};
+
+/// The table entries outside the layers; -1 where the model has none.
+struct GlobalEntries {
+  /// The token embedding: the packed output projection when tied (the
+  /// embedding reads rows of the packed copy), else the checkpoint's table.
+  int64_t tokenEmbedding = -1;
+  int64_t positionEmbedding = -1;
+  int64_t finalNorm = -1, finalNormBias = -1;
+  /// The packed output projection (tokenEmbedding when tied).
+  int64_t head = -1;
+};
+
 struct ModelLayout {
   std::vector<WeightSpec> weights;
   std::vector<bool> usedAtRunTime;
   std::vector<PackedWeight> packed;
-  /// Table entries of each layer, in the order the layer function takes
-  /// them. GPT-2: ln_1 (gain, bias), c_attn (packed, bias), c_proj (packed,
-  /// bias), ln_2 (gain, bias), c_fc (packed, bias), mlp.c_proj (packed,
-  /// bias). LLaMA: input_layernorm, qkv (packed), o_proj (packed),
-  /// post_attention_layernorm, gate (packed), up (packed), down (packed).
-  std::vector<llvm::SmallVector<int64_t, 12>> layers;
-  /// Entries outside the layers. GPT-2: wte (packed; the embedding table
-  /// and the output projection), wpe, ln_f (gain, bias). LLaMA: the token
-  /// embedding (the packed output projection when tied), model.norm, and
-  /// lm_head (packed) when not tied.
-  llvm::SmallVector<int64_t, 4> globals;
+  std::vector<LayerEntries> layers;
+  GlobalEntries globals;
 
   int64_t tableSize() const {
     return static_cast<int64_t>(weights.size() + packed.size());

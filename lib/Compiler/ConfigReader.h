@@ -1,0 +1,192 @@
+//===- ConfigReader.h - typed keys of a config.json -------------*- C++ -*-===//
+//
+// What every family reader (families/*.cpp) uses to read config.json: typed
+// keys with defaults and limits, every error naming the file and the key
+// (the first error wins), and the rejection of keys that select what the
+// model description cannot express.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_LIB_COMPILER_CONFIGREADER_H
+#define ATTN_LIB_COMPILER_CONFIGREADER_H
+
+#include "attn/Compiler/ModelConfig.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+namespace mlir {
+namespace attn {
+
+using JsonValue = llvm::json::Value;
+
+/// Reads typed keys of one config object; every error names the file and
+/// the key, and the first one wins.
+class ConfigReader {
+public:
+  ConfigReader(const llvm::json::Object &object, llvm::StringRef fileName)
+      : object(object), fileName(fileName) {}
+
+  /// A positive integer no larger than `limit`; `fallback` when the key is
+  /// absent or null (nullopt: the key is required); 0 once rejected.
+  int64_t positive(llvm::StringRef key, std::optional<int64_t> fallback,
+                   int64_t limit) {
+    const JsonValue *value = object.get(key);
+    if (!value || value->getAsNull()) {
+      if (!fallback)
+        fail("missing key '" + key + "'");
+      return fallback.value_or(0);
+    }
+    std::optional<int64_t> integer = value->getAsInteger();
+    if (!integer || value->kind() == JsonValue::Boolean) {
+      fail("key '" + key + "' must be an integer, got " + render(*value));
+      return 0;
+    }
+    if (*integer <= 0) {
+      fail("key '" + key + "' must be positive, got " +
+           std::to_string(*integer));
+      return 0;
+    }
+    if (*integer > limit) {
+      fail("key '" + key + "' is " + std::to_string(*integer) +
+           ", larger than the supported " + std::to_string(limit));
+      // Not the value: later defaults multiply it (n_inner = 4 n_embd).
+      return 0;
+    }
+    return *integer;
+  }
+
+  /// A positive number that stays positive and finite as an f32 (the attn
+  /// IR holds epsilons and RoPE theta as f32 attributes); `fallback` when
+  /// absent or null.
+  double positiveNumber(llvm::StringRef key, double fallback) {
+    const JsonValue *value = object.get(key);
+    if (!value || value->getAsNull())
+      return fallback;
+    std::optional<double> number = value->getAsNumber();
+    if (!number || !std::isfinite(*number) || *number <= 0) {
+      fail("key '" + key + "' must be a positive number, got " +
+           render(*value));
+      return fallback;
+    }
+    if (*number < std::numeric_limits<float>::min() ||
+        *number > std::numeric_limits<float>::max()) {
+      fail("key '" + key + "' is " + render(*value) +
+           ", outside the f32 range the model computes in");
+      return fallback;
+    }
+    return *number;
+  }
+
+  /// Whether the key is present and not null.
+  bool has(llvm::StringRef key) const {
+    const JsonValue *value = object.get(key);
+    return value && !value->getAsNull();
+  }
+
+  bool boolean(llvm::StringRef key, bool fallback) {
+    const JsonValue *value = object.get(key);
+    if (!value || value->getAsNull())
+      return fallback;
+    std::optional<bool> flag = value->getAsBoolean();
+    if (!flag) {
+      fail("key '" + key + "' must be true or false, got " + render(*value));
+      return fallback;
+    }
+    return *flag;
+  }
+
+  std::string string(llvm::StringRef key, llvm::StringRef fallback) {
+    const JsonValue *value = object.get(key);
+    if (!value || value->getAsNull())
+      return fallback.str();
+    std::optional<llvm::StringRef> text = value->getAsString();
+    if (!text) {
+      fail("key '" + key + "' must be a string, got " + render(*value));
+      return fallback.str();
+    }
+    return text->str();
+  }
+
+  /// Rejects a key that selects an option we do not implement unless it is
+  /// absent, null, or equal to its harmless default.
+  void unsupportedUnless(llvm::StringRef key,
+                         llvm::function_ref<bool(const JsonValue &)> harmless,
+                         llvm::StringRef what) {
+    const JsonValue *value = object.get(key);
+    if (value && !value->getAsNull() && !harmless(*value))
+      fail("key '" + key + "' is not supported: " + what + " (got " +
+           render(*value) + ")");
+  }
+
+  void fail(const llvm::Twine &message) {
+    if (!error)
+      error = (fileName + ": " + message).str();
+  }
+
+  llvm::Error takeError() {
+    if (!error)
+      return llvm::Error::success();
+    return llvm::createStringError(*error);
+  }
+
+  /// `'text'` with the escapes of a JSON string (control bytes as \n,
+  /// \u001b, ...), shortened: a hostile value cannot break the one-line
+  /// message.
+  static std::string quote(llvm::StringRef text) {
+    std::string json = render(JsonValue(text.str()));
+    if (json.size() >= 2 && json.front() == '"' && json.back() == '"')
+      json = json.substr(1, json.size() - 2);
+    else if (!json.empty() && json.front() == '"')
+      json = json.substr(1);
+    return "'" + json + "'";
+  }
+
+  static std::string render(const JsonValue &value) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << value;
+    if (text.size() > 60)
+      text = text.substr(0, 57) + "...";
+    return text;
+  }
+
+private:
+  const llvm::json::Object &object;
+  llvm::StringRef fileName;
+  std::optional<std::string> error;
+};
+
+// Sanity limits: far above any model this compiler is meant for, low enough
+// that sizes stay far from int64 overflow.
+inline constexpr int64_t kMaxWidth = 1 << 16;
+inline constexpr int64_t kMaxLayers = 1024;
+inline constexpr int64_t kMaxVocab = 1 << 24;
+inline constexpr int64_t kMaxPositions = 1 << 20;
+inline constexpr int64_t kMaxHeads = 4096;
+
+/// A family's config.json reader: fills a ModelConfig (description and
+/// weight names) from the keys, reporting through the reader.
+using FamilyReader = ModelConfig (*)(ConfigReader &reader);
+
+/// Fails unless `small` divides `big` (names both keys).
+void checkDivides(ConfigReader &reader, llvm::StringRef bigKey, int64_t big,
+                  llvm::StringRef smallKey, int64_t small);
+
+/// Whether a JSON value is `false` (the harmless value of many flags).
+inline bool isFalse(const JsonValue &value) {
+  return value.getAsBoolean() == false;
+}
+
+ModelConfig readGpt2(ConfigReader &reader);
+ModelConfig readLlama(ConfigReader &reader);
+
+} // namespace attn
+} // namespace mlir
+
+#endif // ATTN_LIB_COMPILER_CONFIGREADER_H

@@ -1,0 +1,78 @@
+//===- Gpt2.cpp - model_type "gpt2" ---------------------------------------===//
+//
+// GPT-2 (modeling_gpt2.py): learned positions, pre-LayerNorm blocks, one
+// Conv1D [in, out] c_attn for q|k|v with biases, a GELU MLP with biases, a
+// final LayerNorm, the output projection tied to the token embedding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../ConfigReader.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+ModelConfig mlir::attn::readGpt2(ConfigReader &reader) {
+  ModelConfig config;
+  config.architecture = "gpt2";
+  config.numLayers = reader.positive("n_layer", std::nullopt, kMaxLayers);
+  config.hiddenSize = reader.positive("n_embd", std::nullopt, kMaxWidth);
+  config.numHeads = reader.positive("n_head", std::nullopt, kMaxHeads);
+  config.numKvHeads = config.numHeads;
+  config.intermediateSize =
+      reader.positive("n_inner", 4 * config.hiddenSize, 4 * kMaxWidth);
+  config.maxPositions =
+      reader.positive("n_positions", std::nullopt, kMaxPositions);
+  config.positionsBounded = true;
+  config.maxPositionsKey = "n_positions";
+  config.vocabSize = reader.positive("vocab_size", std::nullopt, kMaxVocab);
+  checkDivides(reader, "n_embd", config.hiddenSize, "n_head", config.numHeads);
+  if (config.numHeads > 0)
+    config.headDim = config.hiddenSize / config.numHeads;
+
+  config.norm.kind = NormKind::LayerNorm;
+  config.norm.epsilon = reader.positiveNumber("layer_norm_epsilon", 1e-5);
+  config.positions.kind = PositionKind::Learned;
+  config.attention.qkv = QkvStorage::Fused;
+  config.attention.qkvBias = true;
+  config.attention.outputBias = true;
+  config.mlp.kind = MlpKind::Gelu;
+  config.mlp.bias = true;
+  config.linearOutIn = false;
+  config.tieEmbeddings = true;
+
+  std::string activation = reader.string("activation_function", "gelu_new");
+  // gelu_fast computes the same tanh formula as gelu_new.
+  if (activation == "gelu_new" || activation == "gelu_pytorch_tanh" ||
+      activation == "gelu_fast")
+    config.mlp.gelu = GeluApproximation::Tanh;
+  else if (activation == "gelu")
+    config.mlp.gelu = GeluApproximation::Erf;
+  else
+    reader.fail("key 'activation_function' is " +
+                ConfigReader::quote(activation) +
+                "; supported: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu");
+
+  reader.unsupportedUnless("scale_attn_by_inverse_layer_idx", isFalse,
+                           "per-layer attention scaling");
+  reader.unsupportedUnless("add_cross_attention", isFalse,
+                           "cross-attention (decoder-only models only)");
+  reader.unsupportedUnless(
+      "scale_attn_weights",
+      [](const JsonValue &v) { return v.getAsBoolean() == true; },
+      "unscaled attention scores");
+
+  WeightNames &n = config.names;
+  n.tokenEmbedding = "wte.";
+  n.positionEmbedding = "wpe.";
+  n.layer = "h.{}.";
+  n.attentionNorm = "ln_1.";
+  n.qkv = "attn.c_attn.";
+  n.output = "attn.c_proj.";
+  n.mlpNorm = "ln_2.";
+  n.up = "mlp.c_fc.";
+  n.down = "mlp.c_proj.";
+  n.finalNorm = "ln_f.";
+  n.prefixes = {"transformer."};
+  n.ignoredSuffixes = {".attn.bias", ".attn.masked_bias", "lm_head.weight"};
+  return config;
+}
