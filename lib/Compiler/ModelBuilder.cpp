@@ -26,7 +26,7 @@ namespace {
 /// (LayerEntries, same fields and order); null where the model has none.
 struct LayerValues {
   Value attentionNorm, attentionNormBias, qkv, qkvBias, output, outputBias,
-      mlpNorm, mlpNormBias, gate, up, upBias, down, downBias;
+      mlpNorm, mlpNormBias, gate, gateBias, up, upBias, down, downBias;
 
   /// Binds `values` (the present entries of `entries`, in order).
   static LayerValues bind(const LayerEntries &entries, ValueRange values) {
@@ -34,8 +34,8 @@ struct LayerValues {
     Value *fields[] = {&w.attentionNorm, &w.attentionNormBias, &w.qkv,
                        &w.qkvBias,       &w.output,            &w.outputBias,
                        &w.mlpNorm,       &w.mlpNormBias,       &w.gate,
-                       &w.up,            &w.upBias,            &w.down,
-                       &w.downBias};
+                       &w.gateBias,      &w.up,                &w.upBias,
+                       &w.down,          &w.downBias};
     size_t field = 0, next = 0;
     const_cast<LayerEntries &>(entries).forEachField([&](int64_t &entry) {
       if (entry >= 0)
@@ -48,7 +48,8 @@ struct LayerValues {
 
 /// The weights outside the layers as values.
 struct GlobalValues {
-  Value tokenEmbedding, positionEmbedding, finalNorm, finalNormBias, head;
+  Value tokenEmbedding, positionEmbedding, embeddingNorm, embeddingNormBias,
+      finalNorm, finalNormBias, head, headBias;
 };
 
 /// Builds one function body at a time; `seq` is the static sequence length
@@ -140,7 +141,7 @@ public:
     int64_t f = config.intermediateSize;
     switch (config.mlp.kind) {
     case MlpKind::SwiGlu: {
-      Value gate = linear(h, w.gate, Value(), WeightLayout::Packed, f);
+      Value gate = linear(h, w.gate, w.gateBias, WeightLayout::Packed, f);
       Value up = linear(h, w.up, w.upBias, WeightLayout::Packed, f);
       return SwigluOp::create(b, loc, gate, up);
     }
@@ -154,14 +155,14 @@ public:
     llvm_unreachable("MLP kind the family readers never produce");
   }
 
-  /// One decoder layer as the description says. `w` holds the layer's
-  /// table entries (ModelLayout::layers).
-  SmallVector<Value> layer(Value x, const LayerValues &w, Value kc, Value vc,
-                           Value pos) {
+  /// The attention sublayer of `h` (the normed input, or the input with
+  /// post-norm): its output projection, and the updated caches.
+  std::tuple<Value, Value, Value> attentionSublayer(Value h, const LayerValues &w,
+                                                    Value kc, Value vc,
+                                                    Value pos) {
     int64_t d = config.hiddenSize;
     int64_t qf = config.queryFeatures(), kvf = config.kvFeatures();
-    Value rows = tensor::DimOp::create(b, loc, x, 0);
-    Value h = norm(x, w.attentionNorm, w.attentionNormBias);
+    Value rows = tensor::DimOp::create(b, loc, h, 0);
     Value qkv = linear(h, w.qkv, w.qkvBias, WeightLayout::Packed, qf + 2 * kvf);
     Value q = columns(qkv, rows, 0, qf);
     Value k = columns(qkv, rows, qf, kvf);
@@ -176,11 +177,40 @@ public:
       scale = config.attention.scale;
     Value a = attention(q, keys, values, scale);
     Value o = linear(a, w.output, w.outputBias, WeightLayout::Packed, d);
-    Value x1 = ResidualAddOp::create(b, loc, x, o);
-    Value h2 = norm(x1, w.mlpNorm, w.mlpNormBias);
-    Value act = mlp(h2, w);
-    Value down = linear(act, w.down, w.downBias, WeightLayout::Packed, d);
-    Value x2 = ResidualAddOp::create(b, loc, x1, down);
+    return {o, kc1, vc1};
+  }
+
+  /// The MLP sublayer of `h`: its down projection.
+  Value mlpSublayer(Value h, const LayerValues &w) {
+    return linear(mlp(h, w), w.down, w.downBias, WeightLayout::Packed,
+                  config.hiddenSize);
+  }
+
+  /// One decoder layer as the description says. `w` holds the layer's
+  /// table entries (ModelLayout::layers).
+  SmallVector<Value> layer(Value x, const LayerValues &w, Value kc, Value vc,
+                           Value pos) {
+    const BlockSpec &block = config.block;
+    auto add = [&](Value a, Value c) {
+      return ResidualAddOp::create(b, loc, a, c).getResult();
+    };
+    if (!block.preNorm) {
+      // x1 = norm(x + attention(x)), x2 = norm(x1 + mlp(x1)).
+      auto [o, kc1, vc1] = attentionSublayer(x, w, kc, vc, pos);
+      Value x1 = norm(add(x, o), w.attentionNorm, w.attentionNormBias);
+      Value x2 = norm(add(x1, mlpSublayer(x1, w)), w.mlpNorm, w.mlpNormBias);
+      return {x2, kc1, vc1};
+    }
+    Value h = norm(x, w.attentionNorm, w.attentionNormBias);
+    auto [o, kc1, vc1] = attentionSublayer(h, w, kc, vc, pos);
+    if (block.parallel) {
+      // x + attention(norm1(x)) + mlp(norm2(x)) (or of the one norm).
+      Value h2 = block.sharedNorm ? h : norm(x, w.mlpNorm, w.mlpNormBias);
+      Value m = mlpSublayer(h2, w);
+      return {add(add(x, o), m), kc1, vc1};
+    }
+    Value x1 = add(x, o);
+    Value x2 = add(x1, mlpSublayer(norm(x1, w.mlpNorm, w.mlpNormBias), w));
     return {x2, kc1, vc1};
   }
 
@@ -188,6 +218,8 @@ public:
   Value embed(Value tokens, const GlobalValues &globals, Value pos, int64_t seq) {
     Value x = EmbeddingOp::create(b, loc, activations(seq, config.hiddenSize),
                                   globals.tokenEmbedding, tokens);
+    if (config.embeddingNorm)
+      x = norm(x, globals.embeddingNorm, globals.embeddingNormBias);
     if (config.positions.kind != PositionKind::Learned)
       return x;
     // ids = offset + pos + [0, n): the table rows of this call's positions.
@@ -216,7 +248,9 @@ public:
 
   /// Final norm and output projection of the last `rows` positions.
   Value logits(Value x, const GlobalValues &globals, Value rows) {
-    Value h = norm(x, globals.finalNorm, globals.finalNormBias);
+    Value h = config.block.finalNorm
+                  ? norm(x, globals.finalNorm, globals.finalNormBias)
+                  : x;
     auto hType = cast<RankedTensorType>(h.getType());
     Value n = tensor::DimOp::create(b, loc, h, 0);
     Value start = arith::SubIOp::create(b, loc, n, rows);
@@ -226,7 +260,7 @@ public:
     Value last = tensor::ExtractSliceOp::create(
         b, loc, activations(ShapedType::kDynamic, hType.getDimSize(1)), h,
         offsets, sizes, strides);
-    return linear(last, globals.head, Value(), WeightLayout::Packed,
+    return linear(last, globals.head, globals.headBias, WeightLayout::Packed,
                   config.vocabSize);
   }
 
@@ -384,9 +418,14 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
       return entry < 0 ? Value() : weightTensors[argOfEntry[entry]];
     };
     const GlobalEntries &g = layout.globals;
-    GlobalValues globals{tensorOf(g.tokenEmbedding), tensorOf(g.positionEmbedding),
-                         tensorOf(g.finalNorm), tensorOf(g.finalNormBias),
-                         tensorOf(g.head)};
+    GlobalValues globals{tensorOf(g.tokenEmbedding),
+                         tensorOf(g.positionEmbedding),
+                         tensorOf(g.embeddingNorm),
+                         tensorOf(g.embeddingNormBias),
+                         tensorOf(g.finalNorm),
+                         tensorOf(g.finalNormBias),
+                         tensorOf(g.head),
+                         tensorOf(g.headBias)};
     Value x = ir.embed(asTensor(b, loc, tokens, false), globals, pos, seq);
     for (int64_t layer = 0; layer < config.numLayers; ++layer) {
       SmallVector<Value> operands = {x};
@@ -465,6 +504,46 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
       const PackedWeight::Source &source = packed.sources[s];
       Value src = entry->getArgument(s);
       Value rowOffset = index(offset);
+      // The weight's row of packed row r (PackedWeight::Source::sourceRow)
+      // as index arithmetic.
+      auto sourceRow = [&](OpBuilder &rb, Location rl, Value r) -> Value {
+        auto c = [&](int64_t v) -> Value {
+          return arith::ConstantIndexOp::create(rb, rl, v);
+        };
+        Value row = r;
+        if (source.heads > 0) {
+          Value perGroup = c(source.heads * source.headDim);
+          Value group = arith::DivUIOp::create(rb, rl, r, perGroup);
+          Value head = arith::RemUIOp::create(
+              rb, rl, arith::DivUIOp::create(rb, rl, r, c(source.headDim)),
+              c(source.heads));
+          Value lane = arith::RemUIOp::create(rb, rl, r, c(source.headDim));
+          Value slot = arith::AddIOp::create(
+              rb, rl, arith::MulIOp::create(rb, rl, head, c(source.groups)),
+              group);
+          row = arith::AddIOp::create(
+              rb, rl, arith::MulIOp::create(rb, rl, slot, c(source.headDim)),
+              lane);
+        }
+        if (source.rowBegin != 0)
+          row = arith::AddIOp::create(rb, rl, row, c(source.rowBegin));
+        return row;
+      };
+      if (packed.vector) {
+        scf::ForOp::create(
+            b, loc, zero, index(source.rows), one, ValueRange{},
+            [&](OpBuilder &fb, Location fl, Value r, ValueRange) {
+              Value value = memref::LoadOp::create(
+                  fb, fl, src, ValueRange{sourceRow(fb, fl, r)});
+              memref::StoreOp::create(
+                  fb, fl, value, dst,
+                  ValueRange{arith::AddIOp::create(fb, fl, r, rowOffset)});
+              scf::YieldOp::create(fb, fl);
+            });
+        offset += source.rows;
+        continue;
+      }
+      // One parallel loop over the weight's storage-major dimension.
       int64_t outer = source.outIn ? source.rows : packed.inFeatures;
       int64_t inner = source.outIn ? packed.inFeatures : source.rows;
       scf::ParallelOp::create(
@@ -474,15 +553,22 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
                 pb, pl, zero, index(inner), one, ValueRange{},
                 [&](OpBuilder &fb, Location fl, Value j, ValueRange) {
                   Value i = ivs[0];
-                  Value value = memref::LoadOp::create(fb, fl, src, ValueRange{i, j});
-                  Value n = source.outIn ? i : j, k = source.outIn ? j : i;
+                  Value r = source.outIn ? i : j, k = source.outIn ? j : i;
+                  Value row = sourceRow(fb, fl, r);
+                  Value value = memref::LoadOp::create(
+                      fb, fl, src,
+                      source.outIn ? ValueRange{row, k} : ValueRange{k, row});
                   storePacked(fb, fl, value, dst,
-                              arith::AddIOp::create(fb, fl, n, rowOffset), k,
+                              arith::AddIOp::create(fb, fl, r, rowOffset), k,
                               packed.blockSize);
                   scf::YieldOp::create(fb, fl);
                 });
           });
       offset += source.rows;
+    }
+    if (packed.vector) {
+      func::ReturnOp::create(b, loc);
+      continue;
     }
     // The last block's lanes past the output features are zero.
     int64_t padded = packed.blocks() * packed.blockSize;

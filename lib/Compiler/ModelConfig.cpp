@@ -166,11 +166,13 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
     add(names.positionEmbedding + names.weightSuffix,
         {config.maxPositions + config.positions.offset, d},
         WeightRole::Embedding);
+  if (config.embeddingNorm)
+    norm(names.embeddingNorm, -1);
   for (int64_t i = 0; i < config.numLayers; ++i) {
     std::string p = names.layerPrefix(i);
     norm(p + names.attentionNorm, i);
     bool qkvBias = config.attention.qkvBias;
-    if (config.attention.qkv == QkvStorage::Fused) {
+    if (config.attention.qkv != QkvStorage::Separate) {
       projection(p + names.qkv, qf + 2 * kvf, d, qkvBias, WeightRole::Attention, i);
     } else {
       projection(p + names.query, qf, d, qkvBias, WeightRole::Attention, i);
@@ -179,15 +181,24 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
     }
     projection(p + names.output, d, qf, config.attention.outputBias,
                WeightRole::Attention, i);
-    norm(p + names.mlpNorm, i);
-    if (config.mlp.kind == MlpKind::SwiGlu)
-      projection(p + names.gate, f, d, config.mlp.bias, WeightRole::Mlp, i);
-    projection(p + names.up, f, d, config.mlp.bias, WeightRole::Mlp, i);
+    if (!(config.block.parallel && config.block.sharedNorm))
+      norm(p + names.mlpNorm, i);
+    if (config.mlp.fusedGateUp) {
+      projection(p + names.gateUp, 2 * f, d, config.mlp.bias, WeightRole::Mlp, i);
+    } else {
+      if (config.mlp.kind == MlpKind::SwiGlu)
+        projection(p + names.gate, f, d, config.mlp.bias, WeightRole::Mlp, i);
+      projection(p + names.up, f, d, config.mlp.bias, WeightRole::Mlp, i);
+    }
     projection(p + names.down, d, f, config.mlp.bias, WeightRole::Mlp, i);
   }
-  norm(names.finalNorm, -1);
-  if (!config.tieEmbeddings)
+  if (config.block.finalNorm)
+    norm(names.finalNorm, -1);
+  if (!config.tieEmbeddings) {
     add(names.head + names.weightSuffix, {v, d}, WeightRole::Output);
+    if (config.headBias)
+      add(names.head + names.biasSuffix, {v}, WeightRole::Output);
+  }
   return weights;
 }
 

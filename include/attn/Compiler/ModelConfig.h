@@ -59,12 +59,16 @@ struct MlpSpec {
   MlpKind kind = MlpKind::SwiGlu;
   GeluApproximation gelu = GeluApproximation::Tanh;
   bool bias = false;
+  /// SwiGLU's gate and up as one weight, rows gate | up (Phi-3).
+  bool fusedGateUp = false;
 };
 
 /// Where q, k and v come from in the checkpoint.
 enum class QkvStorage {
-  Separate, ///< three weights (LLaMA's q_proj, k_proj, v_proj)
-  Fused,    ///< one weight, rows q | k | v (GPT-2's c_attn)
+  Separate,     ///< three weights (LLaMA's q_proj, k_proj, v_proj)
+  Fused,        ///< one weight, rows q | k | v (GPT-2's c_attn, Phi-3)
+  FusedPerHead, ///< one weight, rows per head: [heads][q, k, v][head_dim]
+                ///< (GPT-NeoX's and BLOOM's query_key_value)
 };
 
 struct AttentionSpec {
@@ -75,16 +79,32 @@ struct AttentionSpec {
   double scale = 0;
 };
 
+/// How a block's sublayers read and write the residual stream.
+struct BlockSpec {
+  /// Norms before the sublayers (x + f(norm(x))); else after the residual
+  /// add (norm(x + f(x)): the original transformer, OPT's
+  /// do_layer_norm_before false).
+  bool preNorm = true;
+  /// Attention and MLP both read the block's input and add to it at once
+  /// (GPT-J, GPT-NeoX); `sharedNorm`: from one norm (GPT-J's ln_1).
+  bool parallel = false;
+  bool sharedNorm = false;
+  /// A norm after the last block (absent with post-norm OPT).
+  bool finalNorm = true;
+};
+
 /// The checkpoint's weight names: `layer` holds "{}" for the layer index;
 /// the others are complete names (without the optional prefixes).
 struct WeightNames {
   std::string tokenEmbedding, positionEmbedding;
+  std::string embeddingNorm; ///< a prefix (BLOOM's word_embeddings_layernorm)
   std::string layer; ///< e.g. "model.layers.{}."
   /// Within a layer (appended to `layer`): norm names are prefixes to which
   /// "weight" and "bias" are appended.
   std::string attentionNorm, mlpNorm;
   std::string query, key, value, qkv, output;
   std::string gate, up, down;
+  std::string gateUp; ///< the fused gate | up module (MlpSpec::fusedGateUp)
   std::string finalNorm; ///< a prefix, as the layer norms
   std::string head;      ///< the output projection when not tied
   /// Weights that are "weight" and "bias" of one module: appended suffixes.
@@ -121,6 +141,11 @@ struct ModelConfig {
   PositionSpec positions;
   AttentionSpec attention;
   MlpSpec mlp;
+  BlockSpec block;
+  /// A LayerNorm (the model's norm kind) right after the token embedding.
+  bool embeddingNorm = false;
+  /// A bias on the output projection (GPT-J's lm_head).
+  bool headBias = false;
   /// Checkpoint projections are nn.Linear [out, in] (else Conv1D [in, out]).
   bool linearOutIn = true;
   /// Whether the output projection reuses the token embedding.

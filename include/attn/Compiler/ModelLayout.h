@@ -24,7 +24,9 @@ namespace mlir {
 namespace attn {
 
 /// A projection in the packed layout: output features of one or more
-/// checkpoint weights, concatenated, in blocks of blockSize.
+/// checkpoint weights (or row ranges of them, or reordered rows),
+/// concatenated, in blocks of blockSize; or a bias vector assembled the
+/// same way.
 struct PackedWeight {
   /// A checkpoint weight that contributes `rows` output features.
   struct Source {
@@ -32,18 +34,41 @@ struct PackedWeight {
     /// [out, in] (nn.Linear); otherwise [in, out] (Conv1D).
     bool outIn;
     int64_t rows;
+    /// The first output feature of the weight taken (the up half of a
+    /// fused gate|up weight).
+    int64_t rowBegin = 0;
+    /// With heads > 0 the weight's features are grouped per head,
+    /// [heads][groups][headDim] (GPT-NeoX's and BLOOM's fused
+    /// query_key_value: groups q, k, v), and are packed group-major,
+    /// [groups][heads][headDim], so q, k and v are contiguous.
+    int64_t heads = 0, groups = 0, headDim = 0;
+
+    /// The weight's feature packed as feature `r` of this source.
+    int64_t sourceRow(int64_t r) const {
+      if (heads == 0)
+        return rowBegin + r;
+      int64_t group = r / (heads * headDim), head = r / headDim % heads;
+      return rowBegin + (head * groups + group) * headDim + r % headDim;
+    }
   };
   std::string name;
   int64_t inFeatures = 0;
   int64_t outFeatures = 0;
   int64_t blockSize = 0;
+  /// A vector (a bias assembled from several, or reordered): [outFeatures],
+  /// not blocks.
+  bool vector = false;
   llvm::SmallVector<Source, 3> sources;
 
   int64_t blocks() const { return (outFeatures + blockSize - 1) / blockSize; }
   llvm::SmallVector<int64_t, 3> shape() const {
+    if (vector)
+      return {outFeatures};
     return {blocks(), inFeatures, blockSize};
   }
-  int64_t bytes() const { return blocks() * inFeatures * blockSize * 4; }
+  int64_t bytes() const {
+    return vector ? outFeatures * 4 : blocks() * inFeatures * blockSize * 4;
+  }
 };
 
 /// The table entries of one layer; -1 where the model has none. The
@@ -53,14 +78,15 @@ struct LayerEntries {
   int64_t qkv = -1, qkvBias = -1;
   int64_t output = -1, outputBias = -1;
   int64_t mlpNorm = -1, mlpNormBias = -1;
-  int64_t gate = -1, up = -1, upBias = -1, down = -1, downBias = -1;
+  int64_t gate = -1, gateBias = -1, up = -1, upBias = -1, down = -1,
+          downBias = -1;
 
   /// The fields in their fixed order, present or not.
   template <typename F> void forEachField(F &&f) {
     for (int64_t *field :
          {&attentionNorm, &attentionNormBias, &qkv, &qkvBias, &output,
-          &outputBias, &mlpNorm, &mlpNormBias, &gate, &up, &upBias, &down,
-          &downBias})
+          &outputBias, &mlpNorm, &mlpNormBias, &gate, &gateBias, &up, &upBias,
+          &down, &downBias})
       f(*field);
   }
   /// The present entries in that order: what a block function takes.
@@ -73,9 +99,10 @@ struct GlobalEntries {
   /// embedding reads rows of the packed copy), else the checkpoint's table.
   int64_t tokenEmbedding = -1;
   int64_t positionEmbedding = -1;
+  int64_t embeddingNorm = -1, embeddingNormBias = -1;
   int64_t finalNorm = -1, finalNormBias = -1;
-  /// The packed output projection (tokenEmbedding when tied).
-  int64_t head = -1;
+  /// The packed output projection (tokenEmbedding when tied), its bias.
+  int64_t head = -1, headBias = -1;
 };
 
 struct ModelLayout {
