@@ -854,10 +854,6 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
   if (spec.rotaryFraction != 0 && f != Family::GPTNeoX && f != Family::Phi3)
     return "a rotary fraction (rotary_pct, partial_rotary_factor) applies "
            "only to gpt_neox and phi3 models";
-  if (spec.rotaryFraction != 0 &&
-      !(spec.rotaryFraction > 0 && spec.rotaryFraction <= 1))
-    return "the rotary fraction must be in (0, 1], got " +
-           jsonDouble(spec.rotaryFraction);
   if (spec.rotaryDim != 0 && f != Family::GPTJ)
     return "rotary_dim applies only to gptj models";
   if (!spec.parallelResidual && f != Family::GPTNeoX)
@@ -961,6 +957,10 @@ std::string validateSpec(const ModelSpec &spec) {
 
   // Rotary dims.
   int64_t hd = effectiveHeadDim(spec);
+  if (spec.rotaryFraction != 0 &&
+      !(spec.rotaryFraction > 0 && spec.rotaryFraction <= 1))
+    return "the rotary fraction must be in (0, 1], got " +
+           jsonDouble(spec.rotaryFraction);
   if (hasRope(family)) {
     if (hd % 2 != 0)
       return "head dim (" + std::to_string(hd) +
