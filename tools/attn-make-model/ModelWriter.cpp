@@ -771,9 +771,10 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
     if (name == "tiny-opt-postln")
       s.layerNormBefore = false, s.wordEmbedProjDim = 32;
   } else if (name == "tiny-bloom") {
+    // Tied; the embedding std scales word_embeddings_layernorm here.
     s.family = Family::Bloom;
     s.layers = 2, s.hidden = 64, s.heads = 4, s.vocab = 97;
-    s.tieEmbeddings = true;
+    s.tieEmbeddings = true, s.embeddingStd = kTiedEmbeddingStd;
   } else if (name == "tiny-xglm") {
     s.family = Family::XGLM;
     s.layers = 2, s.hidden = 64, s.heads = 4, s.ffn = 256, s.vocab = 97;
@@ -1300,10 +1301,18 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
     bool neox = family == Family::GPTNeoX;
     std::string root = neox ? "gpt_neox." : "transformer.";
     std::string attn = neox ? "attention." : "self_attention.";
-    add(root + (neox ? "embed_in.weight" : "word_embeddings.weight"), {v, d},
-        0.0, spec.embeddingStd);
-    if (!neox)
-      layerNorm(root + "word_embeddings_layernorm", d);
+    if (neox) {
+      add(root + "embed_in.weight", {v, d}, 0.0, spec.embeddingStd);
+    } else {
+      // The residual stream starts at LayerNorm(embedding), whose scale is
+      // the norm's, not the embedding's: --embedding-std scales the norm.
+      double s = spec.embeddingStd;
+      add(root + "word_embeddings.weight", {v, d}, 0.0, 1.0);
+      add(root + "word_embeddings_layernorm.weight", {d}, s, 0.1 * s);
+      add(root + "word_embeddings_layernorm.bias", {d}, 0.0,
+          (spec.sharp ? 0.5 : 0.1) * s)
+          .nonZero = true;
+    }
     for (int64_t i = 0; i < spec.layers; ++i) {
       std::string l = root + (neox ? "layers." : "h.") + std::to_string(i) + ".";
       layerNorm(l + "input_layernorm", d);

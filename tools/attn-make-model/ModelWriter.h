@@ -176,7 +176,11 @@ struct ModelSpec {
   /// logit of the input token itself (|e_t|^2 ~ hidden) dominates, so the
   /// argmax of every position is its input token whatever the layers do:
   /// bugs change logit values but not argmaxes, and greedy generation
-  /// repeats the last token. 0.25 makes argmaxes depend on the layers.
+  /// repeats the last token. 0.25 makes argmaxes depend on the layers
+  /// (gemma and xglm, which multiply embeddings by sqrt(hidden): 0.25 /
+  /// sqrt(hidden)). bloom normalizes its embeddings first, so there this is
+  /// the scale of word_embeddings_layernorm (gain S (1 + N(0, 0.1)), bias
+  /// N(0, 0.1 S)) and the embeddings are N(0, 1).
   double embeddingStd = 1.0;
 };
 
