@@ -243,10 +243,18 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
       scores: ALiBi slopes times distances, or a T5 relative bias.
     - `kv_len` (optional, `index`) is the number of valid keys; keys at
       `j >= kv_len` are masked. It defaults to `seq_kv`.
-    - `causal` aligns queries to the end of the valid keys: query `i` sits at
-      position `kv_len - seq_q + i` and sees keys `j <= kv_len - seq_q + i`.
-      With `seq_q == kv_len` this is the usual lower-triangular mask; with
-      `seq_q == 1` it is a decode step over the whole cache.
+    - Query `i` sits at position `p_i = kv_len - seq_q + i` (aligned to the
+      end of the valid keys) and key `j` at position `j`.
+    - `causal`: query `i` sees keys `j <= p_i`. With `seq_q == kv_len` this
+      is the usual lower-triangular mask; with `seq_q == 1` it is a decode
+      step over the whole cache.
+    - `window(W)` (with `causal`, `W >= 1`): query `i` sees only the `W`
+      keys `p_i - W < j <= p_i` (Mistral's sliding window, as Hugging Face
+      masks it: `kv_idx > q_idx - sliding_window`).
+    - `alibi(slopes)` (one finite slope per head): adds `slope_h * (j - p_i)`
+      to the scaled scores of head `h` (ALiBi; BLOOM adds `slope_h * j`,
+      which differs by a constant along each row and so gives the same
+      softmax). It is computed where the score is, never stored.
 
     A query row that sees no key at all (every key masked, e.g. causal with
     `seq_q > kv_len`) yields zeros, not NaN.
@@ -256,17 +264,27 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     %o = attn.attention %q, %k, %v heads(12) kv_heads(4) causal kv_len(%n)
         : tensor<1x768xf32>, tensor<?x256xf32>, tensor<?x256xf32> -> tensor<1x768xf32>
     ```
+    A prompt with a sliding window of 4096 keys, and one with ALiBi:
+    ```mlir
+    %w = attn.attention %q, %k, %v heads(32) kv_heads(8) causal window(4096)
+        : tensor<?x4096xf32>, tensor<?x1024xf32>, tensor<?x1024xf32> -> tensor<?x4096xf32>
+    %a = attn.attention %q, %k, %v heads(4) causal alibi([2.500000e-01, 6.250000e-02, 1.562500e-02, 3.906250e-03])
+        : tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+    ```
   }];
   let arguments = (ins Attn_Tensor2D:$query, Attn_Tensor2D:$key, Attn_Tensor2D:$value,
                        Optional<Attn_Tensor3D>:$bias, Optional<Index>:$kv_len,
                        I64Attr:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<F32Attr>:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<DenseF32ArrayAttr>:$alibi);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `heads` `(` $heads `)` (`kv_heads` `(` $kv_heads^ `)`)?
-    (`scale` `(` $scale^ `)`)? (`causal` $causal^)?
+    (`scale` `(` $scale^ `)`)? (`causal` $causal^)? (`window` `(` $window^ `)`)?
+    (`alibi` `(` $alibi^ `)`)?
     (`bias` `(` $bias^ `:` type($bias) `)`)? (`kv_len` `(` $kv_len^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
@@ -499,7 +517,9 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
     bias operand: `query` `[seq_q, heads * head_dim]`, `key` and `value`
     `[kv_len, kv_heads * head_dim]` (every row valid; a cache is sliced to
     its valid prefix first), the result written into `init`. With `causal`,
-    query `i` sees keys `j <= kv_len - seq_q + i`.
+    query `i` sees keys `j <= kv_len - seq_q + i`; `window` and `alibi` are
+    those of `attn.attention`. The kernel starts each block's key loop at
+    the window's first key and adds the ALiBi term as it computes scores.
 
     `attn-lower-attention` turns it, after bufferization, into a
     FlashAttention-2 style kernel: per KV head and block of query rows (the
@@ -518,11 +538,12 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
   let arguments = (ins Attn_TensorOrMemRef:$query, Attn_TensorOrMemRef:$key,
                        Attn_TensorOrMemRef:$value, Attn_TensorOrMemRef:$init,
                        I64Attr:$heads, I64Attr:$kv_heads, F32Attr:$scale,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<DenseF32ArrayAttr>:$alibi);
   let results = (outs Variadic<RankedTensorOf<[F32]>>:$result);
   let assemblyFormat = [{
     `heads` `(` $heads `)` `kv_heads` `(` $kv_heads `)` `scale` `(` $scale `)`
-    (`causal` $causal^)?
+    (`causal` $causal^)? (`window` `(` $window^ `)`)? (`alibi` `(` $alibi^ `)`)?
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
     `outs` `(` $init `:` type($init) `)` attr-dict (`->` type($result)^)?
   }];

@@ -116,7 +116,8 @@ public:
     return AttentionOp::create(b, loc, qType, q, keys, values, /*bias=*/Value(),
                                /*kv_len=*/Value(),
                                b.getI64IntegerAttr(config.numHeads), kvHeads,
-                               scaleAttr, b.getUnitAttr());
+                               scaleAttr, b.getUnitAttr(), /*window=*/IntegerAttr(),
+                               /*alibi=*/DenseF32ArrayAttr());
   }
 
   /// The model's norm of `x`.

@@ -190,7 +190,28 @@ struct Attention {
   int64_t heads, kvHeads, group, headDim;
   float scale;
   bool causal;
+  /// Keys a query sees with a sliding window; 0: no window.
+  int64_t window = 0;
+  /// ALiBi slopes, one per query head; empty: none.
+  ArrayRef<float> alibi;
 };
+
+/// The ALiBi slope of query head `head`, from a constant vector of all of
+/// them (read once per row and block).
+Value alibiSlope(KernelBuilder &k, const Attention &a, Value head) {
+  auto type = VectorType::get({a.heads}, k.b.getF32Type());
+  Value slopes = arith::ConstantOp::create(
+      k.b, k.loc, DenseElementsAttr::get(type, a.alibi));
+  return vector::ExtractOp::create(k.b, k.loc, slopes, ArrayRef<OpFoldResult>{head});
+}
+
+/// slope * (key - position) for i32 key and position vectors: the distance
+/// is exact as an integer, so the bias is rounded once.
+Value alibiBias(KernelBuilder &k, Value slope, Value key, Value position) {
+  Value distance = arith::SubIOp::create(k.b, k.loc, key, position);
+  Value asFloat = arith::SIToFPOp::create(k.b, k.loc, k.vectorType, distance);
+  return arith::MulFOp::create(k.b, k.loc, slope, asFloat);
+}
 
 /// Rows of the output (position, query head) for block row r, as values.
 struct RowCoordinates {
@@ -296,6 +317,7 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
   Value scores = k.scratch({keyBlock, paddedRows});
   auto positionMemref = MemRefType::get({paddedRows}, k.b.getI32Type());
   Value rowPosition = memref::AllocaOp::create(k.b, k.loc, positionMemref);
+  Value rowSlope = a.alibi.empty() ? Value() : k.scratch({paddedRows});
 
   // Row state, the transposed scaled queries, and each row's last visible key.
   Value scale = k.f32(a.scale);
@@ -309,6 +331,12 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
     memref::StoreOp::create(
         k.b, k.loc, arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), last),
         rowPosition, ValueRange{r});
+    if (rowSlope) {
+      Value head = k.add(k.mul(kvHead, k.index(a.group)),
+                         arith::RemUIOp::create(k.b, k.loc, r, k.index(a.group)));
+      memref::StoreOp::create(k.b, k.loc, alibiSlope(k, a, head), rowSlope,
+                              ValueRange{r});
+    }
     // Rows past the block's last position read position 0's query and are
     // never stored.
     Value valid = arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::slt, r, validRows);
@@ -321,13 +349,19 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
     });
   });
 
-  // Keys past the diagonal of the block's last position are never visited.
+  // Keys past the diagonal of the block's last position, and before the
+  // window of its first, are never visited.
   Value kvEnd = kvLen;
   if (a.causal)
     kvEnd = k.minIndex(kvLen, k.maxIndex(k.add(k.add(firstPosition, positions), diagonal),
                                          k.index(0)));
+  Value kvBegin = k.index(0);
+  if (a.window)
+    kvBegin = k.maxIndex(kvBegin, arith::SubIOp::create(
+                                      k.b, k.loc, k.add(firstPosition, diagonal),
+                                      k.index(a.window - 1)));
   Value lastKey = arith::SubIOp::create(k.b, k.loc, kvLen, k.index(1));
-  k.forLoop(k.index(0), kvEnd, k.index(keyBlock), [&](Value kb) {
+  k.forLoop(kvBegin, kvEnd, k.index(keyBlock), [&](Value kb) {
     Value keys = k.minIndex(k.index(keyBlock), arith::SubIOp::create(k.b, k.loc, kvEnd, kb));
     // St[j][r] = K[kb + j] . Qt[:, r], 8 keys x 2 row vectors at a time.
     const int64_t tileKeys = 8, tileVectors = paddedRows % (2 * w) == 0 ? 2 : 1;
@@ -336,9 +370,25 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
       for (int64_t t = 0; t < tileKeys; ++t)
         keyRows.push_back(k.minIndex(k.add(kb, k.index(j0 + t)), lastKey));
       k.forLoop(k.index(0), k.index(paddedRows), k.index(tileVectors * w), [&](Value r0) {
-        SmallVector<Value> zeros(tileKeys * tileVectors, k.splat(0.0f));
+        // The dot products accumulate onto the ALiBi term, or onto zero.
+        SmallVector<Value> init(tileKeys * tileVectors, k.splat(0.0f));
+        if (rowSlope) {
+          for (int64_t c = 0; c < tileVectors; ++c) {
+            Value r = k.add(r0, k.index(c * w));
+            Value slope = k.load(rowSlope, ValueRange{r});
+            Value position = vector::LoadOp::create(k.b, k.loc, k.positionType,
+                                                    rowPosition, ValueRange{r});
+            for (int64_t t = 0; t < tileKeys; ++t) {
+              Value key = vector::BroadcastOp::create(
+                  k.b, k.loc, k.positionType,
+                  arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(),
+                                             k.add(kb, k.index(j0 + t))));
+              init[t * tileVectors + c] = alibiBias(k, slope, key, position);
+            }
+          }
+        }
         auto loop = scf::ForOp::create(
-            k.b, k.loc, k.index(0), k.index(d), k.index(1), zeros,
+            k.b, k.loc, k.index(0), k.index(d), k.index(1), init,
             [&](OpBuilder &nb, Location, Value dd, ValueRange carried) {
               OpBuilder::InsertionGuard guard(k.b);
               k.b.setInsertionPointToEnd(nb.getInsertionBlock());
@@ -364,8 +414,8 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
 
     // Online softmax down the lanes, one vector of rows at a time. `masked`:
     // key kb + j must exist in this block (j < keys) and, when causal, lie at
-    // or before the row's position; blocks wholly below the diagonal skip
-    // those tests.
+    // or before the row's position (and within its window); blocks wholly
+    // below the diagonal (and inside every row's window) skip those tests.
     Value keysI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), keys);
     Value kbI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), kb);
     auto softmax = [&](bool masked) {
@@ -373,6 +423,14 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
         Value last = masked ? vector::LoadOp::create(k.b, k.loc, k.positionType,
                                                      rowPosition, ValueRange{r0})
                             : Value();
+        Value firstInWindow;
+        if (masked && a.window)
+          firstInWindow = arith::SubIOp::create(
+              k.b, k.loc, last,
+              arith::ConstantOp::create(
+                  k.b, k.loc,
+                  DenseElementsAttr::get(k.positionType,
+                                         k.b.getI32IntegerAttr(a.window - 1))));
         Value mOld = k.load(maxima, ValueRange{r0});
         SmallVector<Value> visible(keyBlock), s(keyBlock), maxTerms;
         for (int64_t j = 0; j < keyBlock; ++j) {
@@ -393,6 +451,11 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
             Value beforeRow = arith::CmpIOp::create(
                 k.b, k.loc, arith::CmpIPredicate::sle, key, last);
             visible[j] = arith::AndIOp::create(k.b, k.loc, visible[j], beforeRow);
+            if (firstInWindow)
+              visible[j] = arith::AndIOp::create(
+                  k.b, k.loc, visible[j],
+                  arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::sge, key,
+                                        firstInWindow));
           }
           maxTerms.push_back(
               arith::SelectOp::create(k.b, k.loc, visible[j], s[j], k.negInf()));
@@ -436,6 +499,15 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
           k.b, k.loc, fullBlock,
           arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::sle, blockLast,
                                 firstLast));
+    }
+    if (a.window) {
+      // ... and whose first key is in the window of the last valid row.
+      Value lastPosition = k.add(k.add(firstPosition, positions), diagonal);
+      Value lastFirst = arith::SubIOp::create(k.b, k.loc, lastPosition,
+                                              k.index(a.window));
+      fullBlock = arith::AndIOp::create(
+          k.b, k.loc, fullBlock,
+          arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::sge, kb, lastFirst));
     }
     scf::IfOp::create(
         k.b, k.loc, fullBlock,
@@ -481,7 +553,9 @@ void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
   Value maxima = k.scratch({rows}), sums = k.scratch({rows}), alpha = k.scratch({rows});
   Value probs = k.scratch({rows, keyBlock});
   Value scale = k.splat(a.scale);
-  SmallVector<Value> lastKeyOfRow;
+  // Per row: the last visible key, the first one in its window, and its
+  // position and ALiBi slope.
+  SmallVector<Value> lastKeyOfRow, firstKeyOfRow, positionOfRow, slopeOfRow;
   for (int64_t r = 0; r < rows; ++r) {
     RowCoordinates row = rowCoordinates(k, a, kvHead, k.index(0), k.index(r));
     for (int64_t c = 0; c < vectors; ++c) {
@@ -491,9 +565,21 @@ void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
     }
     memref::StoreOp::create(k.b, k.loc, k.f32(-INFINITY), maxima, ValueRange{k.index(r)});
     memref::StoreOp::create(k.b, k.loc, k.f32(0.0f), sums, ValueRange{k.index(r)});
-    Value last = a.causal ? k.add(row.position, diagonal)
+    auto asI32 = [&](Value index) -> Value {
+      return arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), index);
+    };
+    Value position = k.add(row.position, diagonal);
+    Value last = a.causal ? position
                           : arith::SubIOp::create(k.b, k.loc, kvLen, k.index(1));
-    lastKeyOfRow.push_back(arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), last));
+    lastKeyOfRow.push_back(asI32(last));
+    if (a.window)
+      firstKeyOfRow.push_back(
+          asI32(arith::SubIOp::create(k.b, k.loc, position, k.index(a.window - 1))));
+    if (!a.alibi.empty()) {
+      positionOfRow.push_back(asI32(position));
+      Value head = k.add(k.mul(kvHead, k.index(a.group)), k.index(r % a.group));
+      slopeOfRow.push_back(k.broadcast(alibiSlope(k, a, head)));
+    }
   }
   Value lastKey = arith::SubIOp::create(k.b, k.loc, kvLen, k.index(1));
   auto lane = VectorType::get({w}, k.b.getI32Type());
@@ -532,8 +618,21 @@ void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
         Value beforeRow = arith::CmpIOp::create(
             k.b, k.loc, arith::CmpIPredicate::sle, key,
             vector::BroadcastOp::create(k.b, k.loc, lane, lastKeyOfRow[r]));
-        visible.push_back(arith::AndIOp::create(k.b, k.loc, inBlock, beforeRow));
-        s.push_back(k.load(probs, ValueRange{rr, k.index(v * w)}));
+        Value seen = arith::AndIOp::create(k.b, k.loc, inBlock, beforeRow);
+        if (a.window)
+          seen = arith::AndIOp::create(
+              k.b, k.loc, seen,
+              arith::CmpIOp::create(
+                  k.b, k.loc, arith::CmpIPredicate::sge, key,
+                  vector::BroadcastOp::create(k.b, k.loc, lane, firstKeyOfRow[r])));
+        visible.push_back(seen);
+        Value score = k.load(probs, ValueRange{rr, k.index(v * w)});
+        if (!a.alibi.empty())
+          score = arith::AddFOp::create(
+              k.b, k.loc, score,
+              alibiBias(k, slopeOfRow[r], key,
+                        vector::BroadcastOp::create(k.b, k.loc, lane, positionOfRow[r])));
+        s.push_back(score);
         Value masked = arith::SelectOp::create(k.b, k.loc, visible.back(), s.back(), k.negInf());
         blockMax = arith::MaximumFOp::create(
             k.b, k.loc, blockMax,
@@ -646,6 +745,9 @@ LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
   a.headDim = op.getHeadDim();
   a.scale = op.getScale().convertToFloat();
   a.causal = op.getCausal();
+  a.window = static_cast<int64_t>(op.getWindow().value_or(0));
+  if (std::optional<ArrayRef<float>> alibi = op.getAlibi())
+    a.alibi = *alibi;
   // Rows are whole vectors of head_dim: narrow the vectors for an odd
   // head_dim (every real model's is a multiple of 16).
   while (a.headDim % width != 0)
@@ -665,24 +767,31 @@ LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
     int64_t rows = staticSeqQ * a.group;
     int64_t maxSplits = std::max<int64_t>(
         1, (tiling.decodeTasks + a.kvHeads - 1) / a.kvHeads);
+    // Keys before the first row's window are never visited.
+    Value keysBegin = zero;
+    if (a.window)
+      keysBegin = k.maxIndex(
+          zero, arith::SubIOp::create(rewriter, loc, kvLen,
+                                      k.index(staticSeqQ + a.window - 1)));
     if (maxSplits == 1) {
       scf::ParallelOp::create(
           rewriter, loc, ValueRange{zero}, ValueRange{k.index(a.kvHeads)}, ValueRange{one},
           [&](OpBuilder &b, Location l, ValueRange ivs) {
             KernelBuilder inner(b, l, width, tiling.fastExp);
-            emitFewRowBlock(inner, a, ivs[0], staticSeqQ, kvLen, inner.index(0),
-                            kvLen, PartialSink{});
+            emitFewRowBlock(inner, a, ivs[0], staticSeqQ, kvLen, keysBegin, kvLen,
+                            PartialSink{});
           });
       rewriter.eraseOp(op);
       return success();
     }
-    // splits = clamp(ceil(kv_len / split-keys), 1, maxSplits), each a whole
+    // splits = clamp(ceil(keys / split-keys), 1, maxSplits), each a whole
     // number of key blocks.
     int64_t keyBlock = 2 * width;
-    Value wanted = arith::CeilDivUIOp::create(rewriter, loc, kvLen,
+    Value keys = arith::SubIOp::create(rewriter, loc, kvLen, keysBegin);
+    Value wanted = arith::CeilDivUIOp::create(rewriter, loc, keys,
                                               k.index(tiling.splitKeys));
     Value splits = k.maxIndex(k.minIndex(wanted, k.index(maxSplits)), one);
-    Value perSplit = arith::CeilDivUIOp::create(rewriter, loc, kvLen, splits);
+    Value perSplit = arith::CeilDivUIOp::create(rewriter, loc, keys, splits);
     Value chunk = k.mul(arith::CeilDivUIOp::create(rewriter, loc, perSplit,
                                                    k.index(keyBlock)),
                         k.index(keyBlock));
@@ -698,7 +807,8 @@ LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
         rewriter, loc, ValueRange{zero, zero}, ValueRange{k.index(a.kvHeads), splits},
         ValueRange{one, one}, [&](OpBuilder &b, Location l, ValueRange ivs) {
           KernelBuilder inner(b, l, width, tiling.fastExp);
-          Value begin = inner.minIndex(inner.mul(ivs[1], chunk), kvLen);
+          Value begin =
+              inner.minIndex(inner.add(keysBegin, inner.mul(ivs[1], chunk)), kvLen);
           Value end = inner.minIndex(inner.add(begin, chunk), kvLen);
           PartialSink split = sink;
           split.split = ivs[1];

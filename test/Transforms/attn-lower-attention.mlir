@@ -112,3 +112,42 @@ func.func @decode_many_heads(%q: memref<1x1024xf32>, %k: memref<?x1024xf32>, %v:
   attn.flash_attention heads(16) kv_heads(16) scale(0.125) causal ins(%q, %k, %v : memref<1x1024xf32>, memref<?x1024xf32>, memref<?x1024xf32>) outs(%out : memref<1x1024xf32>)
   return
 }
+
+// -----
+
+// A window: each block's key loop starts at its first row's window,
+// max(0, first position + kv_len - seq_q - 99), and the masked softmax also
+// tests key >= row position - 99. ALiBi: each row's slope comes from a
+// constant of all heads' slopes; the score tiles start from
+// slope * float(key - position) instead of zero.
+// CHECK-LABEL: func.func @prefill_window_alibi
+// CHECK-DAG: %[[C99:.*]] = arith.constant 99 : index
+// CHECK-DAG: %[[SLOPES:.*]] = arith.constant dense<[2.500000e-01, 6.250000e-02, 1.562500e-02, 3.906250e-03]> : vector<4xf32>
+// CHECK: vector.extract %[[SLOPES]][%{{.*}}] : f32 from vector<4xf32>
+// CHECK: %[[FIRST:.*]] = arith.subi %{{.*}}, %[[C99]] : index
+// CHECK: %[[BEGIN:.*]] = arith.maxsi %[[FIRST]], %c0 : index
+// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %{{.*}} step %c32
+// CHECK: %[[D:.*]] = arith.subi %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK: %[[DF:.*]] = arith.sitofp %[[D]] : vector<16xi32> to vector<16xf32>
+// CHECK: %[[BIAS:.*]] = arith.mulf %{{.*}}, %[[DF]] : vector<16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args(%{{.*}} = %[[BIAS]],
+// CHECK: arith.cmpi sge, %{{.*}}, %{{.*}} : vector<16xi32>
+func.func @prefill_window_alibi(%q: memref<?x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf32>, %out: memref<?x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.17677669) causal window(100) alibi([0.25, 0.0625, 0.015625, 0.00390625]) ins(%q, %k, %v : memref<?x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<?x128xf32>)
+  return
+}
+
+// -----
+
+// Decode with a window: the keys before the window of the first row,
+// kv_len - 1 - 99, are neither visited nor split among the tasks.
+// CHECK-LABEL: func.func @decode_window
+// CHECK: %[[DIM:.*]] = memref.dim %{{.*}}, %c0 : memref<?x64xf32>
+// CHECK: %[[FIRST:.*]] = arith.subi %[[DIM]], %c100 : index
+// CHECK: %[[BEGIN:.*]] = arith.maxsi %[[FIRST]], %c0 : index
+// CHECK: %[[KEYS:.*]] = arith.subi %[[DIM]], %[[BEGIN]] : index
+// CHECK: arith.ceildivui %[[KEYS]], %c256 : index
+func.func @decode_window(%q: memref<1x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf32>, %out: memref<1x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.17677669) causal window(100) ins(%q, %k, %v : memref<1x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<1x128xf32>)
+  return
+}

@@ -34,6 +34,11 @@ struct AttentionShape {
   int64_t heads, groupSize, headDim;
   double scale;
   bool causal;
+  /// Keys a query sees with a sliding window (0: no window).
+  int64_t window;
+  /// ALiBi slopes (empty: none); `slopes` holds them as a tensor constant.
+  ArrayRef<float> alibi;
+  Value slopes;
   Value query, key, value, bias;
   /// Valid keys: min(kv_len, seq_kv).
   Value kvLength;
@@ -110,7 +115,11 @@ static SmallVector<Value> onlineSoftmaxStep(OpBuilder &b, Location loc,
   Value zeros = filledTensor(b, loc, {bq, bk}, floatConstant(b, loc, 0.0));
   Value scores = matmul(b, loc, qBlock, kBlock, zeros, /*transposeB=*/true);
 
-  // S = scale * S + bias, -inf where the key is not visible (causal).
+  // S = scale * S + bias + slope (j - p_i), -inf where the key is not
+  // visible (causal, window).
+  Value slope;
+  if (!shape.alibi.empty())
+    slope = tensor::ExtractOp::create(b, loc, shape.slopes, ValueRange{head});
   SmallVector<Value> inputs = {scores};
   SmallVector<AffineMap> maps = {id2};
   if (shape.bias) {
@@ -134,13 +143,32 @@ static SmallVector<Value> onlineSoftmaxStep(OpBuilder &b, Location loc,
         Value s = arith::MulFOp::create(nb, l, args[0], scale);
         if (shape.bias)
           s = arith::AddFOp::create(nb, l, s, args[1]);
-        if (!shape.causal)
+        if (!shape.causal && !slope)
           return s;
-        // Key kb + j is visible from query qb + i iff kb + j <= qb + i + offset.
+        // Query qb + i sits at position p = qb + i + offset, key kb + j at
+        // kb + j.
         Value row = arith::AddIOp::create(nb, l, qb, linalg::IndexOp::create(nb, l, 0));
         Value col = arith::AddIOp::create(nb, l, kb, linalg::IndexOp::create(nb, l, 1));
         Value last = arith::AddIOp::create(nb, l, row, shape.diagonalOffset);
+        if (slope) {
+          // The distance is exact as an integer; one rounding in the product.
+          Value distance = arith::IndexCastOp::create(
+              nb, l, nb.getI64Type(), arith::SubIOp::create(nb, l, col, last));
+          Value asFloat = arith::SIToFPOp::create(nb, l, nb.getF32Type(), distance);
+          s = arith::AddFOp::create(nb, l, s,
+                                    arith::MulFOp::create(nb, l, slope, asFloat));
+        }
+        if (!shape.causal)
+          return s;
         Value visible = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, col, last);
+        if (shape.window) {
+          // ... and, with a window, col > p - window.
+          Value first = arith::SubIOp::create(
+              nb, l, last, arith::ConstantIndexOp::create(nb, l, shape.window - 1));
+          visible = arith::AndIOp::create(
+              nb, l, visible,
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, col, first));
+        }
         return arith::SelectOp::create(nb, l, visible, s, negativeInfinity(nb, l))
             .getResult();
       });
@@ -191,7 +219,15 @@ static Value attendQueryBlock(OpBuilder &b, Location loc,
   OpFoldResult headDim = b.getIndexAttr(shape.headDim);
   Value qBlock = slice2D(b, loc, shape.query, qb, qCol, bq, headDim);
 
-  // Keys past the causal diagonal of the block's last row are never visited.
+  // Keys past the causal diagonal of the block's last row, and before the
+  // window of its first row, are never visited.
+  Value kvBegin = arith::ConstantIndexOp::create(b, loc, 0);
+  if (shape.window) {
+    Value first = arith::SubIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, qb, shape.diagonalOffset),
+        arith::ConstantIndexOp::create(b, loc, shape.window - 1));
+    kvBegin = arith::MaxSIOp::create(b, loc, first, kvBegin);
+  }
   Value kvEnd = shape.kvLength;
   if (shape.causal) {
     Value end = arith::AddIOp::create(
@@ -204,10 +240,9 @@ static Value attendQueryBlock(OpBuilder &b, Location loc,
   Value acc = filledTensor(b, loc, {bq, headDim}, floatConstant(b, loc, 0.0));
   Value m = filledTensor(b, loc, {bq}, negativeInfinity(b, loc));
   Value l = filledTensor(b, loc, {bq}, floatConstant(b, loc, 0.0));
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   Value kvStep = arith::ConstantIndexOp::create(b, loc, shape.kvBlockSize());
   auto kvLoop = scf::ForOp::create(
-      b, loc, c0, kvEnd, kvStep, ValueRange{acc, m, l},
+      b, loc, kvBegin, kvEnd, kvStep, ValueRange{acc, m, l},
       [&](OpBuilder &nb, Location l2, Value kb, ValueRange carried) {
         Value bk = blockExtent(nb, l2, shape.kvBlockSize(), kvEnd, kb);
         SmallVector<Value> next =
@@ -245,6 +280,14 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     shape.headDim = op.getHeadDim();
     shape.scale = op.getEffectiveScale();
     shape.causal = op.getCausal();
+    shape.window = static_cast<int64_t>(op.getWindow().value_or(0));
+    if (std::optional<ArrayRef<float>> alibi = op.getAlibi()) {
+      shape.alibi = *alibi;
+      auto type = RankedTensorType::get({static_cast<int64_t>(alibi->size())},
+                                        rewriter.getF32Type());
+      shape.slopes = arith::ConstantOp::create(
+          rewriter, loc, DenseElementsAttr::get(type, *alibi));
+    }
     shape.query = adaptor.getQuery();
     shape.key = adaptor.getKey();
     shape.value = adaptor.getValue();
@@ -330,7 +373,8 @@ struct AttentionToKernel : OpConversionPattern<AttentionOp> {
         value, init, rewriter.getI64IntegerAttr(op.getHeads()),
         rewriter.getI64IntegerAttr(op.getNumKvHeads()),
         rewriter.getF32FloatAttr(static_cast<float>(op.getEffectiveScale())),
-        op.getCausal() ? rewriter.getUnitAttr() : UnitAttr());
+        op.getCausal() ? rewriter.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
+        op.getAlibiAttr());
     rewriter.replaceOp(op, castIfNeeded(rewriter, loc, kernel.getResult()[0],
                                         resultType));
     return success();

@@ -58,3 +58,15 @@ func.func @biased(%q: tensor<?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf3
   %0 = attn.attention %q, %k, %v heads(2) causal bias(%bias : tensor<2x?x?xf32>) : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
   return %0 : tensor<?x64xf32>
 }
+
+// -----
+
+// The window and the ALiBi slopes go to the kernel as they are.
+// CHECK-LABEL: func.func @window_alibi
+// CHECK: attn.flash_attention heads(2) kv_heads(1) scale(1.250000e-01) causal window(16) alibi([5.000000e-01, 2.500000e-01]) ins
+// LINALG-LABEL: func.func @window_alibi
+// LINALG-NOT: attn.flash_attention
+func.func @window_alibi(%q: tensor<?x128xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>) -> tensor<?x128xf32> {
+  %0 = attn.attention %q, %k, %v heads(2) kv_heads(1) causal window(16) alibi([0.5, 0.25]) : tensor<?x128xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x128xf32>
+  return %0 : tensor<?x128xf32>
+}

@@ -116,3 +116,29 @@ func.func @attention_bias(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?
   %0 = attn.attention %q, %k, %v heads(2) bias(%b : tensor<2x?x?xf32>) : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
+
+// -----
+
+// A window starts each query block's key loop at the first row's window
+// (max(0, qb + kv_len - seq_q - (W - 1))) and masks keys before each row's;
+// ALiBi adds slope[head] * (key - position), the distance converted exactly.
+// CHECK-LABEL: func.func @window_alibi
+// CHECK: %[[SLOPES:.*]] = arith.constant dense<[5.000000e-01, 2.500000e-01]> : tensor<2xf32>
+// CHECK: scf.for %[[HEAD:.*]] = %{{.*}} to %c2
+// CHECK: %[[C15:.*]] = arith.constant 15 : index
+// CHECK: %[[FIRST:.*]] = arith.subi %{{.*}}, %[[C15]] : index
+// CHECK: %[[BEGIN:.*]] = arith.maxsi %[[FIRST]], %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %{{.*}} step %c16
+// CHECK: %[[SLOPE:.*]] = tensor.extract %[[SLOPES]][%[[HEAD]]] : tensor<2xf32>
+// CHECK: linalg.generic
+// CHECK:   %[[DIST:.*]] = arith.subi %[[KEY:.*]], %[[POS:.*]] : index
+// CHECK:   %[[D64:.*]] = arith.index_cast %[[DIST]] : index to i64
+// CHECK:   %[[DF:.*]] = arith.sitofp %[[D64]] : i64 to f32
+// CHECK:   arith.mulf %[[SLOPE]], %[[DF]] : f32
+// CHECK:   arith.cmpi sle, %[[KEY]], %[[POS]] : index
+// CHECK:   %[[LOW:.*]] = arith.subi %[[POS]], %{{.*}} : index
+// CHECK:   arith.cmpi sge, %[[KEY]], %[[LOW]] : index
+func.func @window_alibi(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %v: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %0 = attn.attention %q, %k, %v heads(2) causal window(16) alibi([0.5, 0.25]) : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}

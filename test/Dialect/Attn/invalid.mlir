@@ -542,3 +542,35 @@ func.func @relu_integer(%x: tensor<4x8xi32>) -> tensor<4x8xi32> {
   %0 = attn.relu %x : tensor<4x8xi32>
   return %0 : tensor<4x8xi32>
 }
+
+// -----
+
+func.func @attention_window_zero(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'attn.attention' op window must be at least 1, got 0}}
+  %0 = attn.attention %q, %k, %v heads(2) causal window(0) : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @attention_window_not_causal(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'attn.attention' op window requires causal attention}}
+  %0 = attn.attention %q, %k, %v heads(2) window(8) : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @attention_alibi_slope_count(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'attn.attention' op alibi has 3 slopes, expected one per head (2)}}
+  %0 = attn.attention %q, %k, %v heads(2) causal alibi([0.5, 0.25, 0.125]) : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @attention_alibi_slope_infinite(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'attn.attention' op alibi slope of head 1 must be finite, got +Inf}}
+  %0 = "attn.attention"(%q, %k, %v) <{heads = 2 : i64, causal, alibi = array<f32: 0.5, 0x7F800000>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}

@@ -141,3 +141,11 @@ func.func @gemm_geglu_without_up(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, 
   %0 = attn.gemm geglu_erf ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
   return %0 : tensor<4x80xf32>
 }
+
+// -----
+
+func.func @flash_attention_window_not_causal(%q: tensor<?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{window requires causal attention}}
+  %0 = attn.flash_attention heads(2) kv_heads(2) scale(0.125) window(4) ins(%q, %k, %v : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}

@@ -152,6 +152,19 @@ func.func @attention_alibi_bias(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: te
 
 // -----
 
+// A sliding window, and ALiBi from per-head slopes.
+// CHECK-LABEL: func.func @attention_window_alibi
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} heads(2) causal window(4096) : tensor<?x8xf32>
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} heads(2) causal window(16) alibi([2.500000e-01, 6.250000e-02]) kv_len(%{{.*}}) : tensor<1x8xf32>
+func.func @attention_window_alibi(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>,
+                                  %q1: tensor<1x8xf32>, %n: index) -> (tensor<?x8xf32>, tensor<1x8xf32>) {
+  %0 = attn.attention %q, %k, %v heads(2) causal window(4096) : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  %1 = attn.attention %q1, %k, %v heads(2) causal window(16) alibi([0.25, 0.0625]) kv_len(%n) : tensor<1x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<1x8xf32>
+  return %0, %1 : tensor<?x8xf32>, tensor<1x8xf32>
+}
+
+// -----
+
 // A bias shared by all heads has one row in dimension 0.
 // CHECK-LABEL: func.func @attention_shared_bias
 // CHECK: bias(%{{.*}} : tensor<1x3x3xf32>)

@@ -525,7 +525,25 @@ struct AttentionCase {
   int64_t biasHeads;
   /// 0: default 1/sqrt(head_dim).
   double scale;
+  /// A sliding window of that many keys (0: none).
+  int64_t window = 0;
+  /// ALiBi computed in the op from HF's slopes for `heads`.
+  bool alibi = false;
 };
+
+/// HF's ALiBi slopes as the f32 values the op holds.
+std::vector<float> alibiSlopes(int64_t heads) {
+  std::vector<double> slopes = ref::alibiSlopes(heads);
+  return std::vector<float>(slopes.begin(), slopes.end());
+}
+
+/// `alibi([...])` with digits enough to read back each f32.
+std::string alibiAttribute(int64_t heads) {
+  std::string text = " alibi([";
+  for (auto [h, slope] : llvm::enumerate(alibiSlopes(heads)))
+    text += (h ? ", " : "") + llvm::formatv("{0:e8}", static_cast<double>(slope)).str();
+  return text + "])";
+}
 
 std::string attentionFunction(size_t index, const AttentionCase &c) {
   int64_t qf = c.heads * c.headDim, kf = c.kvHeads * c.headDim;
@@ -539,6 +557,10 @@ std::string attentionFunction(size_t index, const AttentionCase &c) {
     options += llvm::formatv(" scale({0:e})", c.scale).str();
   if (c.causal)
     options += " causal";
+  if (c.window)
+    options += llvm::formatv(" window({0})", c.window).str();
+  if (c.alibi)
+    options += alibiAttribute(c.heads);
   return llvm::formatv(R"mlir(
     func.func @attention{0}(%q: tensor<?x{1}xf32>, %k: tensor<?x{2}xf32>, %v: tensor<?x{2}xf32>{3}) -> tensor<?x{1}xf32> {
       %0 = attn.attention %q, %k, %v {4}{5} : tensor<?x{1}xf32>, tensor<?x{2}xf32>, tensor<?x{2}xf32> -> tensor<?x{1}xf32>
@@ -553,6 +575,12 @@ const std::vector<AttentionCase> kAttentionCases = {
     {2, 1, 128, true, 0, 0.0},  // multi-query, head_dim 128
     {4, 4, 32, true, 4, 0.0},   // ALiBi per-head bias
     {2, 2, 64, false, 1, 0.3},  // shared bias, explicit scale
+    {4, 2, 64, true, 0, 0.0, 7},               // sliding window, GQA
+    {2, 2, 32, true, 0, 0.0, 1},               // a window of one key: itself
+    {8, 8, 32, true, 0, 0.0, 0, true},         // ALiBi in the op, 8 heads
+    {12, 4, 32, true, 0, 0.0, 0, true},        // ALiBi, 12 heads (odd powers), GQA
+    {4, 1, 64, true, 0, 0.0, 33, true},        // window and ALiBi, multi-query
+    {2, 2, 32, false, 0, 0.0, 0, true},        // ALiBi without a mask
 };
 
 void checkAttention(const CompiledModule &module, size_t index,
@@ -583,6 +611,10 @@ void checkAttention(const CompiledModule &module, size_t index,
   params.causal = c.causal;
   params.bias = c.biasHeads ? bias.data() : nullptr;
   params.biasHeads = c.biasHeads ? c.biasHeads : 1;
+  params.window = c.window;
+  std::vector<float> slopes = alibiSlopes(c.heads);
+  std::vector<double> slopesAsDouble(slopes.begin(), slopes.end());
+  params.alibiSlopes = c.alibi ? slopesAsDouble.data() : nullptr;
   EXPECT_CLOSE(out.values(), ref::attention(q, seqQ, k, v, seqKv, params), kOpTolerance)
       << name << " seqQ=" << seqQ << " seqKv=" << seqKv;
 }
@@ -687,6 +719,67 @@ TEST(Attention, DecodeOverAStaticCacheWithKvLen) {
         params.kvLen = kvLen;
         EXPECT_CLOSE(out.values(), ref::attention(q, seqQ, k, v, maxSeq, params), kOpTolerance)
             << name << " kernel=" << kernel << " kv_len=" << kvLen << " seqQ=" << seqQ;
+      }
+    }
+  }
+}
+
+// Decode shapes (static rows that fit a vector: the kernel's few-row path)
+// with a window and ALiBi, over caches long enough that the kernel splits
+// the keys across tasks (flash-decoding) and the window starts mid-cache.
+TEST(Attention, WindowAndAlibiOnDecodeShapes) {
+  const int64_t heads = 4, kvHeads = 2, headDim = 32, maxSeq = 640;
+  const int64_t qf = heads * headDim, kf = kvHeads * headDim;
+  struct Variant {
+    const char *name;
+    int64_t rows, window;
+    bool alibi;
+  };
+  const Variant variants[] = {{"one_w16", 1, 16, false},   {"one_w300", 1, 300, false},
+                              {"three_w16", 3, 16, false}, {"one_alibi", 1, 0, true},
+                              {"three_alibi_w300", 3, 300, true}};
+  std::string source;
+  for (const Variant &variant : variants) {
+    std::string options = " causal";
+    if (variant.window)
+      options += llvm::formatv(" window({0})", variant.window).str();
+    if (variant.alibi)
+      options += alibiAttribute(heads);
+    source += llvm::formatv(R"mlir(
+    func.func @{3}(%q: tensor<{4}x{0}xf32>, %k: tensor<{2}x{1}xf32>, %v: tensor<{2}x{1}xf32>, %n: index) -> tensor<{4}x{0}xf32> {
+      %0 = attn.attention %q, %k, %v heads(4) kv_heads(2){5} kv_len(%n) : tensor<{4}x{0}xf32>, tensor<{2}x{1}xf32>, tensor<{2}x{1}xf32> -> tensor<{4}x{0}xf32>
+      return %0 : tensor<{4}x{0}xf32>
+    })mlir", qf, kf, maxSeq, variant.name, variant.rows, options).str();
+  }
+  std::vector<float> slopes = alibiSlopes(heads);
+  std::vector<double> slopesAsDouble(slopes.begin(), slopes.end());
+  for (bool kernel : {false, true}) {
+    CompileOptions options;
+    options.configure = [kernel](AttnPipelineOptions &pipeline) {
+      pipeline.attentionKernel = kernel;
+    };
+    auto module = compileOrDie(source, options);
+    ASSERT_TRUE(module);
+    std::vector<float> k = random(maxSeq * kf, 1.0f, 410), v = random(maxSeq * kf, 1.0f, 411);
+    for (int64_t kvLen : {5, 17, 100, 257, 600, 640}) {
+      for (const Variant &variant : variants) {
+        std::vector<float> q = random(variant.rows * qf, 1.0f, 412 + kvLen);
+        Buffer2D qBuf(q, {variant.rows, qf}), kBuf(k, {maxSeq, kf}), vBuf(v, {maxSeq, kf});
+        Buffer2D out(std::vector<float>(variant.rows * qf), {variant.rows, qf});
+        ASSERT_TRUE(module->call(variant.name, qBuf.memref(), kBuf.memref(), vBuf.memref(),
+                                 kvLen, out.memref()));
+        ref::AttentionParams params;
+        params.heads = heads;
+        params.kvHeads = kvHeads;
+        params.headDim = headDim;
+        params.scale = static_cast<double>(static_cast<float>(ref::defaultScale(headDim)));
+        params.causal = true;
+        params.kvLen = kvLen;
+        params.window = variant.window;
+        params.alibiSlopes = variant.alibi ? slopesAsDouble.data() : nullptr;
+        EXPECT_CLOSE(out.values(), ref::attention(q, variant.rows, k, v, maxSeq, params),
+                     kOpTolerance)
+            << variant.name << " kernel=" << kernel << " kv_len=" << kvLen;
       }
     }
   }

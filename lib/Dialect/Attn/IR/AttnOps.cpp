@@ -298,6 +298,33 @@ int64_t AttentionOp::getHeadDim() {
          static_cast<int64_t>(getHeads());
 }
 
+/// The window and ALiBi slopes of attention and flash_attention: a window
+/// of at least one key on causal attention, one finite slope per head.
+static LogicalResult verifyPositionTerms(Operation *op, int64_t heads,
+                                         bool causal,
+                                         std::optional<uint64_t> window,
+                                         std::optional<ArrayRef<float>> alibi) {
+  if (window) {
+    if (static_cast<int64_t>(*window) < 1)
+      return op->emitOpError() << "window must be at least 1, got "
+                               << static_cast<int64_t>(*window);
+    if (!causal)
+      return op->emitOpError("window requires causal attention");
+  }
+  if (alibi) {
+    if (static_cast<int64_t>(alibi->size()) != heads)
+      return op->emitOpError() << "alibi has " << alibi->size()
+                               << " slopes, expected one per head (" << heads
+                               << ")";
+    for (auto [h, slope] : llvm::enumerate(*alibi))
+      if (!std::isfinite(slope))
+        return op->emitOpError() << "alibi slope of head " << h
+                                 << " must be finite, got "
+                                 << floatToString(APFloat(slope));
+  }
+  return success();
+}
+
 double AttentionOp::getEffectiveScale() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToDouble();
@@ -319,6 +346,9 @@ LogicalResult AttentionOp::verify() {
       return emitOpError() << "scale must be finite and non-zero, got "
                            << floatToString(*scale);
   }
+  if (failed(verifyPositionTerms(*this, heads, getCausal(), getWindow(),
+                                 getAlibi())))
+    return failure();
 
   RankedTensorType query = getQuery().getType(), key = getKey().getType(),
                    value = getValue().getType(),
@@ -585,7 +615,7 @@ LogicalResult FlashAttentionOp::verify() {
                          "memrefs");
   if (onTensors != (getNumResults() == 1))
     return emitOpError("has one result on tensors and none on memrefs");
-  return success();
+  return verifyPositionTerms(*this, heads, getCausal(), getWindow(), getAlibi());
 }
 
 #define GET_OP_CLASSES
