@@ -680,14 +680,15 @@ void readActivation(ConfigReader &r, const std::string &key,
     c.activation = Activation::Silu;
   else if (act == "gelu")
     c.activation = Activation::GeluErf;
-  else if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+  else if (act == "gelu_new" || act == "gelu_pytorch_tanh" ||
+           act == "gelu_fast")
     c.activation = Activation::GeluTanh;
   else if (act == "relu")
     c.activation = Activation::Relu;
   else
     r.setError("unsupported " + key + " \"" + act +
                "\" (supported: silu, gelu, gelu_new, gelu_pytorch_tanh, "
-               "relu)");
+               "gelu_fast, relu)");
 }
 
 /// Mixture-of-experts and multimodal configs: errors naming the key, even
@@ -859,8 +860,8 @@ void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
             "original_max_position_embeddings = " +
             numberText(implicit) +
             "; the reference follows transformers >= 5 (the explicit "
-            "factor); transformers 4.4x-4.5x replaced the factor by the "
-            "ratio");
+            "factor); transformers 4 releases since DeepSeek-V3's yarn "
+            "changes replaced the factor by the ratio");
     }
   } else if (type == "llama3") {
     sc.type = RopeScaling::Type::Llama3;
@@ -900,7 +901,8 @@ void parseGpt2(ConfigReader &r, ModelConfig &c) {
   c.normEps = r.number("layer_norm_epsilon", 1e-5);
   c.tieEmbeddings = true;
   std::string act = r.string("activation_function", "gelu_new");
-  if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+  // gelu_fast's 0.7978845608 is sqrt(2/pi) to 3e-11: the tanh form.
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast")
     c.gelu = GeluApproximation::Tanh;
   else if (act == "gelu")
     c.gelu = GeluApproximation::Erf;

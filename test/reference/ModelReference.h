@@ -61,7 +61,7 @@ enum class Architecture {
 /// The MLP activation, by HF ACT2FN name.
 enum class Activation {
   GeluErf,  ///< gelu
-  GeluTanh, ///< gelu_new, gelu_pytorch_tanh (and BLOOM's bloom_gelu)
+  GeluTanh, ///< gelu_new, gelu_pytorch_tanh, gelu_fast (and BLOOM's gelu)
   Relu,     ///< relu
   Silu,     ///< silu, swish
 };
@@ -90,8 +90,8 @@ struct ModelConfig {
   double ropeTheta = 10000.0;
   /// Whether the output head is the token embedding matrix.
   bool tieEmbeddings = true;
-  /// GPT-2 activation_function: gelu_new / gelu_pytorch_tanh = Tanh,
-  /// gelu = Erf (also set, as `activation`, for GPT-2).
+  /// GPT-2 activation_function: gelu_new / gelu_pytorch_tanh / gelu_fast =
+  /// Tanh, gelu = Erf (also set, as `activation`, for GPT-2).
   GeluApproximation gelu = GeluApproximation::Tanh;
   /// The MLP activation (of the gate for the gated families).
   Activation activation = Activation::Silu;
