@@ -1610,6 +1610,24 @@ TEST(FamilyForward, StepByStepWithAnExplicitCache) {
   EXPECT_EQ(cache.length, 10);
   EXPECT_FALSE(b.model->forwardCached(tokens, 0, rows, error));
   EXPECT_TRUE(contains(error, "prefill length 0")) << error;
+
+  // Fixed position tables end the sequence (GPT-2, OPT, GPT-J: HF indexes
+  // them); RoPE, ALiBi and XGLM's growing table do not.
+  for (const char *type : {"gpt2", "opt", "gptj", "llama", "bloom", "xglm"}) {
+    Spec s = baseSpec(type);
+    if (s.maxPos > 64)
+      s.maxPos = 64; // BLOOM has no max_position_embeddings key anyway
+    Built m = build(s);
+    ASSERT_TRUE(m.model) << type;
+    bool fixed = std::string(type) == "gpt2" || std::string(type) == "opt" ||
+                 std::string(type) == "gptj";
+    std::vector<float> logits;
+    EXPECT_EQ(m.model->forward(someTokens(65, s.vocab), logits, error), !fixed)
+        << type << ": " << error;
+    if (fixed)
+      EXPECT_TRUE(contains(error, "65 tokens; the model takes 1 to 64"))
+          << error;
+  }
 }
 
 /// rope_scaling "dynamic" past max_position_embeddings: a full forward of

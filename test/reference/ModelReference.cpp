@@ -1816,11 +1816,14 @@ bool ModelReference::step(const std::vector<int64_t> &tokens, KvCache &cache,
                           std::string &error) const {
   const ModelConfig &c = modelConfig;
   int64_t n = static_cast<int64_t>(tokens.size());
-  // Only a learned position table limits the length (GPT-2 wpe, OPT
-  // embed_positions); RoPE and ALiBi run past max_position_embeddings (as
-  // rope scaling means to), and XGLM grows its sinusoidal table.
+  // Only a fixed position table limits the length (GPT-2 wpe, OPT
+  // embed_positions, GPT-J's sin/cos table of n_positions rows): HF fails
+  // past it. RoPE computed per call and ALiBi run past
+  // max_position_embeddings (as rope scaling means to), and XGLM grows its
+  // sinusoidal table.
   int64_t limit = c.architecture == Architecture::GPT2 ||
-                          c.architecture == Architecture::OPT
+                          c.architecture == Architecture::OPT ||
+                          c.architecture == Architecture::GPTJ
                       ? c.maxPositions
                       : kNoPositionLimit;
   if (n < 1 || cache.length < 0 || cache.length + n > limit) {
