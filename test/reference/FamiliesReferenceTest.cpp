@@ -154,6 +154,12 @@ std::string configJson(const Spec &s) {
         << ", \"sliding_window\": "
         << (s.window ? std::to_string(s.window) : "null") << ",\n";
     j << ropeScalingJson(s);
+  } else if (t == "gpt2") {
+    j << "\"n_embd\": " << s.hidden << ", \"n_layer\": " << s.layers
+      << ", \"n_head\": " << s.heads << ", \"n_inner\": " << s.ffn
+      << ", \"n_positions\": " << s.maxPos
+      << ", \"layer_norm_epsilon\": " << num(s.eps)
+      << ", \"activation_function\": \"" << s.act << "\",\n";
   } else if (t == "gpt_neox") {
     j << "\"hidden_size\": " << s.hidden
       << ", \"num_hidden_layers\": " << s.layers
@@ -251,6 +257,10 @@ Spec baseSpec(const std::string &type) {
     s.headDim = 16;
     s.rotaryDim = 4;
     s.act = "gelu_new";
+  } else if (type == "gpt2") {
+    s.act = "gelu_new";
+    s.tie = true;
+    s.rotaryDim = 0;
   } else if (type == "opt") {
     s.act = "relu";
     s.tie = true;
@@ -329,7 +339,9 @@ Weights makeWeights(const ModelConfig &config, uint64_t seed) {
     } else if (isEmbedding) {
       stddev = 1.0f;
     } else {
-      double fanIn = static_cast<double>(shape.back());
+      // nn.Linear is [out, in]; GPT-2's Conv1D is [in, out].
+      bool conv1d = config.architecture == Architecture::GPT2;
+      double fanIn = static_cast<double>(conv1d ? shape.front() : shape.back());
       stddev = static_cast<float>((isQkv ? 2.0 : 1.0) / std::sqrt(fanIn));
     }
     std::vector<float> v = ref::randomTensor(n, stddev, seed ^ fnv(name));
@@ -789,6 +801,37 @@ std::vector<float> independent(const Spec &s, const Weights &w,
     return headOut(x, "lm_head.weight", "model.embed_tokens.weight");
   }
 
+  if (t == "gpt2") {
+    // Conv1D: y = x W + b with W stored [in, out]; c_attn is [q | k | v].
+    auto conv1d = [&](const Mat &in, const std::string &name) {
+      const std::vector<float> &W = w.at(name + ".weight"),
+                               &b = w.at(name + ".bias");
+      size_t inDim = in[0].size(), out = b.size();
+      Mat y(in.size(), Vec(out));
+      for (size_t r = 0; r < in.size(); ++r)
+        for (size_t o = 0; o < out; ++o) {
+          double acc = b[o];
+          for (size_t i = 0; i < inDim; ++i)
+            acc += in[r][i] * W[i * out + o];
+          y[r][o] = acc;
+        }
+      return y;
+    };
+    x = add(embed(w.at("wte.weight"), d, tokens),
+            embed(w.at("wpe.weight"), d, positions));
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = "h." + std::to_string(l) + ".";
+      Mat qkv = conv1d(layerNormHF(x, w, p + "ln_1", s.eps), p + "attn.c_attn");
+      Mat a = attentionHF(cols(qkv, 0, d), cols(qkv, d, d), cols(qkv, 2 * d, d),
+                          s.heads, s.heads, hd, 0, bugs, nullptr);
+      x = add(x, conv1d(a, p + "attn.c_proj"));
+      Mat u = conv1d(layerNormHF(x, w, p + "ln_2", s.eps), p + "mlp.c_fc");
+      x = add(x, conv1d(activated(u, s.act), p + "mlp.c_proj"));
+    }
+    x = layerNormHF(x, w, "ln_f", s.eps);
+    return headOut(x, "wte.weight", "wte.weight");
+  }
+
   if (t == "gpt_neox") {
     x = embed(w.at("gpt_neox.embed_in.weight"), d, tokens);
     for (int64_t l = 0; l < s.layers; ++l) {
@@ -1207,6 +1250,10 @@ TEST(FamilyConfig, DefaultsOfAbsentKeys) {
   EXPECT_EQ(j.ropePairing, ref::RopePairing::Interleaved);
   EXPECT_EQ(j.activation, ref::Activation::GeluTanh);
   EXPECT_FALSE(j.tieEmbeddings);
+  j = parse("\"model_type\": \"gptj\", \"n_embd\": 256, \"n_layer\": 1, "
+            "\"n_head\": 2, \"vocab_size\": 10, \"activation_function\": "
+            "\"gelu_fast\"");
+  EXPECT_EQ(j.activation, ref::Activation::GeluTanh); // 0.7978845608
 
   ModelConfig o = parse("\"model_type\": \"opt\", \"hidden_size\": 32, "
                         "\"num_hidden_layers\": 1, \"num_attention_heads\": 4, "
@@ -1279,12 +1326,13 @@ TEST(FamilyConfig, RopeScalingKeys) {
   EXPECT_EQ(c.ropeScaling.attentionFactor, 0.9);
   EXPECT_TRUE(c.notes.empty());
   // Qwen2.5's recipe (factor 4 with original == max): v5 keeps the factor,
-  // v4.4x-4.5x replaced it by the ratio 1: a note says so.
+  // later v4 releases replaced it by the ratio 1: a note says so.
   c = parse("\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
             "\"original_max_position_embeddings\": 4096}");
   EXPECT_EQ(c.ropeScaling.factor, 4.0);
   ASSERT_EQ(c.notes.size(), 1u);
-  EXPECT_TRUE(contains(c.notes[0], "transformers 4.4x-4.5x")) << c.notes[0];
+  EXPECT_TRUE(contains(c.notes[0], "replaced the factor by the ratio"))
+      << c.notes[0];
   c = parse("\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
             "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
             "\"original_max_position_embeddings\": 8192}, \"rope_theta\": "
@@ -1422,6 +1470,7 @@ std::vector<Case> cases() {
   };
   for (const char *type : kFamilies)
     add(type, baseSpec(type));
+  add("gpt2", baseSpec("gpt2"));
 
   Spec s = baseSpec("mistral");
   s.window = 0;
@@ -1561,6 +1610,24 @@ TEST(FamilyForward, StepByStepWithAnExplicitCache) {
   EXPECT_EQ(cache.length, 10);
   EXPECT_FALSE(b.model->forwardCached(tokens, 0, rows, error));
   EXPECT_TRUE(contains(error, "prefill length 0")) << error;
+
+  // Fixed position tables end the sequence (GPT-2, OPT, GPT-J: HF indexes
+  // them); RoPE, ALiBi and XGLM's growing table do not.
+  for (const char *type : {"gpt2", "opt", "gptj", "llama", "bloom", "xglm"}) {
+    Spec s = baseSpec(type);
+    if (s.maxPos > 64)
+      s.maxPos = 64; // BLOOM has no max_position_embeddings key anyway
+    Built m = build(s);
+    ASSERT_TRUE(m.model) << type;
+    bool fixed = std::string(type) == "gpt2" || std::string(type) == "opt" ||
+                 std::string(type) == "gptj";
+    std::vector<float> logits;
+    EXPECT_EQ(m.model->forward(someTokens(65, s.vocab), logits, error), !fixed)
+        << type << ": " << error;
+    if (fixed)
+      EXPECT_TRUE(contains(error, "65 tokens; the model takes 1 to 64"))
+          << error;
+  }
 }
 
 /// rope_scaling "dynamic" past max_position_embeddings: a full forward of

@@ -680,14 +680,15 @@ void readActivation(ConfigReader &r, const std::string &key,
     c.activation = Activation::Silu;
   else if (act == "gelu")
     c.activation = Activation::GeluErf;
-  else if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+  else if (act == "gelu_new" || act == "gelu_pytorch_tanh" ||
+           act == "gelu_fast")
     c.activation = Activation::GeluTanh;
   else if (act == "relu")
     c.activation = Activation::Relu;
   else
     r.setError("unsupported " + key + " \"" + act +
                "\" (supported: silu, gelu, gelu_new, gelu_pytorch_tanh, "
-               "relu)");
+               "gelu_fast, relu)");
 }
 
 /// Mixture-of-experts and multimodal configs: errors naming the key, even
@@ -859,8 +860,8 @@ void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
             "original_max_position_embeddings = " +
             numberText(implicit) +
             "; the reference follows transformers >= 5 (the explicit "
-            "factor); transformers 4.4x-4.5x replaced the factor by the "
-            "ratio");
+            "factor); transformers 4 releases since DeepSeek-V3's yarn "
+            "changes replaced the factor by the ratio");
     }
   } else if (type == "llama3") {
     sc.type = RopeScaling::Type::Llama3;
@@ -900,7 +901,8 @@ void parseGpt2(ConfigReader &r, ModelConfig &c) {
   c.normEps = r.number("layer_norm_epsilon", 1e-5);
   c.tieEmbeddings = true;
   std::string act = r.string("activation_function", "gelu_new");
-  if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+  // gelu_fast's 0.7978845608 is sqrt(2/pi) to 3e-11: the tanh form.
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast")
     c.gelu = GeluApproximation::Tanh;
   else if (act == "gelu")
     c.gelu = GeluApproximation::Erf;
@@ -1814,11 +1816,14 @@ bool ModelReference::step(const std::vector<int64_t> &tokens, KvCache &cache,
                           std::string &error) const {
   const ModelConfig &c = modelConfig;
   int64_t n = static_cast<int64_t>(tokens.size());
-  // Only a learned position table limits the length (GPT-2 wpe, OPT
-  // embed_positions); RoPE and ALiBi run past max_position_embeddings (as
-  // rope scaling means to), and XGLM grows its sinusoidal table.
+  // Only a fixed position table limits the length (GPT-2 wpe, OPT
+  // embed_positions, GPT-J's sin/cos table of n_positions rows): HF fails
+  // past it. RoPE computed per call and ALiBi run past
+  // max_position_embeddings (as rope scaling means to), and XGLM grows its
+  // sinusoidal table.
   int64_t limit = c.architecture == Architecture::GPT2 ||
-                          c.architecture == Architecture::OPT
+                          c.architecture == Architecture::OPT ||
+                          c.architecture == Architecture::GPTJ
                       ? c.maxPositions
                       : kNoPositionLimit;
   if (n < 1 || cache.length < 0 || cache.length + n > limit) {

@@ -61,7 +61,7 @@ enum class Architecture {
 /// The MLP activation, by HF ACT2FN name.
 enum class Activation {
   GeluErf,  ///< gelu
-  GeluTanh, ///< gelu_new, gelu_pytorch_tanh (and BLOOM's bloom_gelu)
+  GeluTanh, ///< gelu_new, gelu_pytorch_tanh, gelu_fast (and BLOOM's gelu)
   Relu,     ///< relu
   Silu,     ///< silu, swish
 };
@@ -79,8 +79,8 @@ struct ModelConfig {
   /// ffn_dim, BLOOM 4 * hidden_size, the others intermediate_size.
   int64_t ffn = 0;
   /// n_positions / max_position_embeddings (BLOOM has none:
-  /// kNoPositionLimit). It bounds the sequence only where it sizes a learned
-  /// position table (GPT-2, OPT); rope scaling reads it.
+  /// kNoPositionLimit). It bounds the sequence only where it sizes a fixed
+  /// position table (GPT-2, OPT, GPT-J); rope scaling reads it.
   int64_t maxPositions = 0;
   /// The norm epsilon as written in the file (layer_norm_epsilon,
   /// rms_norm_eps, layer_norm_eps; OPT and XGLM use torch's 1e-5).
@@ -90,8 +90,8 @@ struct ModelConfig {
   double ropeTheta = 10000.0;
   /// Whether the output head is the token embedding matrix.
   bool tieEmbeddings = true;
-  /// GPT-2 activation_function: gelu_new / gelu_pytorch_tanh = Tanh,
-  /// gelu = Erf (also set, as `activation`, for GPT-2).
+  /// GPT-2 activation_function: gelu_new / gelu_pytorch_tanh / gelu_fast =
+  /// Tanh, gelu = Erf (also set, as `activation`, for GPT-2).
   GeluApproximation gelu = GeluApproximation::Tanh;
   /// The MLP activation (of the gate for the gated families).
   Activation activation = Activation::Silu;
@@ -255,8 +255,9 @@ public:
   /// Logits [tokens.size(), vocab] of every position, the tokens at
   /// positions 0 .. n-1, in one forward call without a cache. Requires
   /// n >= 1, every token in [0, vocab), and n <= maxPositions for the
-  /// families with a learned position table (GPT-2, OPT); RoPE, ALiBi and
-  /// XGLM's sinusoidal table run past max_position_embeddings as HF does.
+  /// families with a fixed position table (GPT-2, OPT, GPT-J); RoPE, ALiBi
+  /// and XGLM's sinusoidal table run past max_position_embeddings as HF
+  /// does.
   bool forward(const std::vector<int64_t> &tokens, std::vector<float> &logits,
                std::string &error) const;
 
