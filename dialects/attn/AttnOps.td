@@ -314,15 +314,24 @@ def Attn_KvCacheAppendOp : Attn_Op<"kv_cache_append",
     Writing past `max_seq` has no meaning; the runtime rejects positions that
     would overflow the context before calling compiled code.
 
+    With `ring`, the cache is a ring of `R` rows (a sliding window's cache:
+    memory for `R` positions however long the sequence): position `p` lives
+    in row `p mod R`, so update row `t` goes to row `(position + t) mod R`.
+    An update of more than `R` rows writes only its last `R` (the earlier
+    ones would be overwritten by them).
+
     Example:
     ```mlir
     %kc2 = attn.kv_cache_append %k into %kc[%pos] : tensor<?x256xf32> into tensor<2048x256xf32>
+    %kr2 = attn.kv_cache_append %k into %kr[%pos] ring : tensor<?x256xf32> into tensor<4096x256xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor2D:$update, Attn_Tensor2D:$cache, Index:$position);
+  let arguments = (ins Attn_Tensor2D:$update, Attn_Tensor2D:$cache, Index:$position,
+                       UnitAttr:$ring);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
-    $update `into` $cache `[` $position `]` attr-dict `:` type($update) `into` type($cache)
+    $update `into` $cache `[` $position `]` (`ring` $ring^)? attr-dict `:` type($update)
+    `into` type($cache)
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -331,18 +340,27 @@ def Attn_KvCacheAppendOp : Attn_Op<"kv_cache_append",
 def Attn_KvCacheReadOp : Attn_Op<"kv_cache_read", [Pure]> {
   let summary = "the valid prefix of a key or value cache";
   let description = [{
-    Returns rows `[0, length)` of `cache` as a tensor with a dynamic row
-    count; it lowers to a slice (a view after bufferization), never a copy.
+    Returns rows `[0, min(length, rows))` of `cache` as a tensor with a
+    dynamic row count; it lowers to a slice (a view after bufferization),
+    never a copy.
+
+    With `ring(%end)`, the cache is a ring as `attn.kv_cache_append ... ring`
+    writes it, and the result holds positions `[end - n, end)` in order,
+    `n = min(length, rows, end)`: the keys before a chunk of new ones, for
+    attention over both. It lowers to a copy of at most two slices (the
+    ring may wrap).
 
     Example:
     ```mlir
     %k = attn.kv_cache_read %kc[%len] : tensor<2048x256xf32> -> tensor<?x256xf32>
+    %w = attn.kv_cache_read %kr[%n] ring(%pos) : tensor<4096x256xf32> -> tensor<?x256xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor2D:$cache, Index:$length);
+  let arguments = (ins Attn_Tensor2D:$cache, Index:$length, Optional<Index>:$ring_end);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
-    $cache `[` $length `]` attr-dict `:` type($cache) `->` type($result)
+    $cache `[` $length `]` (`ring` `(` $ring_end^ `)`)? attr-dict `:` type($cache) `->`
+    type($result)
   }];
   let hasVerifier = 1;
 }

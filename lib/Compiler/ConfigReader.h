@@ -19,6 +19,8 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace mlir {
 namespace attn {
@@ -83,10 +85,55 @@ public:
     return *number;
   }
 
+  /// A non-negative integer no larger than `limit`, `fallback` when absent
+  /// or null.
+  int64_t nonNegative(llvm::StringRef key, int64_t fallback, int64_t limit) {
+    const JsonValue *value = object.get(key);
+    if (!value || value->getAsNull())
+      return fallback;
+    std::optional<int64_t> integer = value->getAsInteger();
+    if (!integer || value->kind() == JsonValue::Boolean || *integer < 0 ||
+        *integer > limit) {
+      fail("key '" + key + "' must be an integer in [0, " +
+           std::to_string(limit) + "], got " + render(*value));
+      return fallback;
+    }
+    return *integer;
+  }
+
   /// Whether the key is present and not null.
   bool has(llvm::StringRef key) const {
     const JsonValue *value = object.get(key);
     return value && !value->getAsNull();
+  }
+
+  /// Whether the key is present with the value null.
+  bool isNull(llvm::StringRef key) const {
+    const JsonValue *value = object.get(key);
+    return value && value->getAsNull();
+  }
+
+  /// A list of strings, or nullopt when absent or null.
+  std::optional<std::vector<std::string>> stringList(llvm::StringRef key) {
+    const JsonValue *value = object.get(key);
+    if (!value || value->getAsNull())
+      return std::nullopt;
+    const llvm::json::Array *array = value->getAsArray();
+    std::vector<std::string> strings;
+    for (size_t i = 0; array && i < array->size(); ++i) {
+      std::optional<llvm::StringRef> text = (*array)[i].getAsString();
+      if (!text) {
+        fail("key '" + key + "' entry " + std::to_string(i) +
+             " must be a string, got " + render((*array)[i]));
+        return std::nullopt;
+      }
+      strings.push_back(text->str());
+    }
+    if (!array) {
+      fail("key '" + key + "' must be a list of strings, got " + render(*value));
+      return std::nullopt;
+    }
+    return strings;
   }
 
   bool boolean(llvm::StringRef key, bool fallback) {
@@ -183,8 +230,54 @@ inline bool isFalse(const JsonValue &value) {
   return value.getAsBoolean() == false;
 }
 
+/// The tanh and erf forms of GELU by their ACT2FN names, nullopt for
+/// another name; kGeluNames lists them for messages.
+inline std::optional<GeluApproximation> parseGelu(llvm::StringRef name) {
+  // gelu_fast computes the same tanh formula as gelu_new.
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
+    return GeluApproximation::Tanh;
+  if (name == "gelu")
+    return GeluApproximation::Erf;
+  return std::nullopt;
+}
+inline constexpr const char *kGeluNames =
+    "gelu_new, gelu_pytorch_tanh, gelu_fast, gelu";
+
+/// Where the LLaMA-style families' config classes differ in their defaults.
+struct LlamaStyleDefaults {
+  const char *family;
+  /// num_key_value_heads when absent; 0: num_attention_heads. With
+  /// kvHeadsNullIsAllHeads an explicit null means num_attention_heads, else
+  /// it is an error.
+  int64_t kvHeads = 0;
+  bool kvHeadsNullIsAllHeads = true;
+  /// head_dim when absent (null is then an error); 0: hidden / heads.
+  int64_t headDim = 0;
+  int64_t maxPositions = 2048;
+  double epsilon = 1e-6;
+  bool tieEmbeddings = false;
+  const char *activation = "silu";
+  /// Whether the family reads partial_rotary_factor (else it must be 1).
+  bool partialRotary = false;
+};
+
+/// What LLaMA and its descendants share (families/Llama.cpp): dimensions,
+/// RMSNorm, rotate-half RoPE, separate q/k/v/o projections, a gated MLP and
+/// the model.layers.{}.* names.
+ModelConfig readLlamaStyle(ConfigReader &reader,
+                           const LlamaStyleDefaults &defaults);
+
+/// `sliding_window` on every layer: its value, `fallback` when absent, none
+/// when null.
+void readSlidingWindow(ConfigReader &reader, ModelConfig &config,
+                       std::optional<int64_t> fallback);
+
+ModelConfig readGemma(ConfigReader &reader);
 ModelConfig readGpt2(ConfigReader &reader);
 ModelConfig readLlama(ConfigReader &reader);
+ModelConfig readMistral(ConfigReader &reader);
+ModelConfig readPhi3(ConfigReader &reader);
+ModelConfig readQwen2(ConfigReader &reader);
 
 } // namespace attn
 } // namespace mlir

@@ -125,10 +125,16 @@ public:
         tableEntry(table, entry, layout.shape(entry), args);
     Type ptr = LLVM::LLVMPointerType::get(b.getContext());
     int64_t features = config.kvFeatures();
-    for (int64_t cache = 0; cache < 2 * config.numLayers; ++cache) {
-      Value data = LLVM::GEPOp::create(b, loc, ptr, b.getF32Type(), kvCache,
-                                       ValueRange{i64(cache * maxSeq * features)});
-      descriptor(data, {i64(maxSeq), i64(features)}, {maxSeq, features}, args);
+    // Layer-major, K then V; a sliding-window layer's caches are its ring.
+    int64_t offset = 0;
+    for (int64_t layer = 0; layer < config.numLayers; ++layer) {
+      int64_t rows = kvCacheRows(config, layer, maxSeq);
+      for (int kv = 0; kv < 2; ++kv) {
+        Value data = LLVM::GEPOp::create(b, loc, ptr, b.getF32Type(), kvCache,
+                                         ValueRange{i64(offset)});
+        descriptor(data, {i64(rows), i64(features)}, {rows, features}, args);
+        offset += rows * features;
+      }
     }
   }
 

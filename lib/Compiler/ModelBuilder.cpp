@@ -53,19 +53,23 @@ struct GlobalValues {
 };
 
 /// Builds one function body at a time; `seq` is the static sequence length
-/// of the activations, or ShapedType::kDynamic.
+/// of the activations, or ShapedType::kDynamic. `cacheRows` is the KV cache
+/// length of the layers being built: maxSeq, or a sliding window shorter
+/// than maxSeq, whose cache is then a ring.
 class ModelIRBuilder {
 public:
   ModelIRBuilder(OpBuilder &b, Location loc, const ModelConfig &config,
-                 int64_t maxSeq)
-      : b(b), loc(loc), config(config), maxSeq(maxSeq) {}
+                 int64_t maxSeq, int64_t cacheRows)
+      : b(b), loc(loc), config(config), maxSeq(maxSeq), cacheRows(cacheRows) {}
 
   RankedTensorType activations(int64_t seq, int64_t features) const {
     return RankedTensorType::get({seq, features}, b.getF32Type());
   }
   RankedTensorType cacheType() const {
-    return RankedTensorType::get({maxSeq, config.kvFeatures()}, b.getF32Type());
+    return RankedTensorType::get({cacheRows, config.kvFeatures()}, b.getF32Type());
   }
+  /// Whether the cache is a ring of a sliding window's rows.
+  bool ring() const { return cacheRows < maxSeq; }
 
   Value index(int64_t value) {
     return arith::ConstantIndexOp::create(b, loc, value);
@@ -91,33 +95,87 @@ public:
         strides);
   }
 
-  /// Appends `k`/`v` at `pos` and returns (updated caches, valid prefixes).
-  std::tuple<Value, Value, Value, Value> cacheStep(Value k, Value v, Value kc,
-                                                   Value vc, Value pos,
-                                                   Value rows) {
-    Value kc1 = KvCacheAppendOp::create(b, loc, cacheType(), k, kc, pos);
-    Value vc1 = KvCacheAppendOp::create(b, loc, cacheType(), v, vc, pos);
-    Value length = arith::AddIOp::create(b, loc, pos, rows);
-    Value keys = KvCacheReadOp::create(
-        b, loc, activations(ShapedType::kDynamic, config.kvFeatures()), kc1, length);
-    Value values = KvCacheReadOp::create(
-        b, loc, activations(ShapedType::kDynamic, config.kvFeatures()), vc1, length);
-    return {kc1, vc1, keys, values};
+  /// [a; c]: the rows of `a`, then those of `c`.
+  Value concatRows(Value a, Value c) {
+    Value aRows = tensor::DimOp::create(b, loc, a, 0);
+    Value cRows = tensor::DimOp::create(b, loc, c, 0);
+    Value total = arith::AddIOp::create(b, loc, aRows, cRows);
+    RankedTensorType type = activations(ShapedType::kDynamic, config.kvFeatures());
+    Value out = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                        type.getElementType(), ValueRange{total});
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    OpFoldResult width = b.getIndexAttr(config.kvFeatures());
+    out = tensor::InsertSliceOp::create(
+        b, loc, a, out, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{aRows, width}, strides);
+    return tensor::InsertSliceOp::create(
+        b, loc, c, out, ArrayRef<OpFoldResult>{aRows, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{cRows, width}, strides);
   }
 
-  Value attention(Value q, Value keys, Value values, std::optional<double> scale) {
+  Value readCache(Value cache, Value length, Value ringEnd = Value()) {
+    return KvCacheReadOp::create(
+        b, loc, activations(ShapedType::kDynamic, config.kvFeatures()), cache,
+        length, ringEnd);
+  }
+
+  /// Attention of `q` over the cached keys and values and the new `k`, `v`
+  /// (at positions [pos, pos + rows)), which are appended to the caches.
+  /// Returns (output, updated caches).
+  std::tuple<Value, Value, Value> attendAndCache(Value q, Value k, Value v,
+                                                 Value kc, Value vc, Value pos,
+                                                 Value rows) {
+    auto append = [&](Value update, Value cache) -> Value {
+      return KvCacheAppendOp::create(b, loc, cacheType(), update, cache, pos,
+                                     ring());
+    };
+    if (!ring()) {
+      // Keys [0, pos + rows): the cache after the append. A window no
+      // shorter than the cache never excludes a key.
+      Value kc1 = append(k, kc), vc1 = append(v, vc);
+      Value length = arith::AddIOp::create(b, loc, pos, rows);
+      Value a = attention(q, readCache(kc1, length), readCache(vc1, length),
+                          /*causal=*/true, /*window=*/0);
+      return {a, kc1, vc1};
+    }
+    auto qType = cast<RankedTensorType>(q.getType());
+    if (qType.getDimSize(0) == 1 && config.positions.kind != PositionKind::Alibi) {
+      // One new position: once appended, the ring holds exactly the keys it
+      // sees (the window's, or all of them before the ring fills). Their
+      // order does not matter to softmax, nor without ALiBi to the scores.
+      Value kc1 = append(k, kc), vc1 = append(v, vc);
+      Value length = arith::MinUIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, pos, index(1)), index(cacheRows));
+      Value a = attention(q, readCache(kc1, length), readCache(vc1, length),
+                          /*causal=*/false, /*window=*/0);
+      return {a, kc1, vc1};
+    }
+    // Positions [pos - old, pos) from the ring, in order, then the new rows:
+    // attention with the window over both, then the new rows into the ring.
+    Value old = arith::MinUIOp::create(b, loc, pos, index(cacheRows - 1));
+    Value keys = concatRows(readCache(kc, old, pos), k);
+    Value values = concatRows(readCache(vc, old, pos), v);
+    Value a = attention(q, keys, values, /*causal=*/true, /*window=*/cacheRows);
+    return {a, append(k, kc), append(v, vc)};
+  }
+
+  Value attention(Value q, Value keys, Value values, bool causal,
+                  int64_t window) {
     auto qType = cast<RankedTensorType>(q.getType());
     IntegerAttr kvHeads;
     if (config.numKvHeads != config.numHeads)
       kvHeads = b.getI64IntegerAttr(config.numKvHeads);
-    FloatAttr scaleAttr;
-    if (scale)
-      scaleAttr = b.getF32FloatAttr(static_cast<float>(*scale));
-    return AttentionOp::create(b, loc, qType, q, keys, values, /*bias=*/Value(),
-                               /*kv_len=*/Value(),
-                               b.getI64IntegerAttr(config.numHeads), kvHeads,
-                               scaleAttr, b.getUnitAttr(), /*window=*/IntegerAttr(),
-                               /*alibi=*/DenseF32ArrayAttr());
+    FloatAttr scale;
+    if (config.attention.scale > 0)
+      scale = b.getF32FloatAttr(static_cast<float>(config.attention.scale));
+    DenseF32ArrayAttr alibi;
+    if (config.positions.kind == PositionKind::Alibi)
+      alibi = b.getDenseF32ArrayAttr(alibiSlopes(config.numHeads));
+    return AttentionOp::create(
+        b, loc, qType, q, keys, values, /*bias=*/Value(), /*kv_len=*/Value(),
+        b.getI64IntegerAttr(config.numHeads), kvHeads, scale,
+        causal ? b.getUnitAttr() : UnitAttr(),
+        window ? b.getI64IntegerAttr(window) : IntegerAttr(), alibi);
   }
 
   /// The model's norm of `x`.
@@ -177,11 +235,7 @@ public:
       q = rope(q, pos);
       k = rope(k, pos);
     }
-    auto [kc1, vc1, keys, values] = cacheStep(k, v, kc, vc, pos, rows);
-    std::optional<double> scale;
-    if (config.attention.scale > 0)
-      scale = config.attention.scale;
-    Value a = attention(q, keys, values, scale);
+    auto [a, kc1, vc1] = attendAndCache(q, k, v, kc, vc, pos, rows);
     Value o = linear(a, w.output, w.outputBias, WeightLayout::Packed, d);
     return {o, kc1, vc1};
   }
@@ -277,15 +331,16 @@ public:
   OpBuilder &b;
   Location loc;
   const ModelConfig &config;
-  int64_t maxSeq;
+  int64_t maxSeq, cacheRows;
 };
 
 /// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
+/// for the layers whose caches have `cacheRows` rows.
 func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
                                 StringRef name, const ModelConfig &config,
                                 const ModelLayout &layout, int64_t seq,
-                                int64_t maxSeq) {
-  ModelIRBuilder ir(b, loc, config, maxSeq);
+                                int64_t maxSeq, int64_t cacheRows) {
+  ModelIRBuilder ir(b, loc, config, maxSeq, cacheRows);
   // Every layer has the same entries (only their table indices differ).
   SmallVector<int64_t, 16> entries = layout.layers.front().list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
@@ -349,14 +404,22 @@ Value tokensInRange(OpBuilder &b, Location loc, Value tokens, Value count,
   return loop.getResult(0);
 }
 
+/// The block function of the layers whose caches have `cacheRows` rows.
+std::string blockFunctionName(bool prefill, int64_t cacheRows, int64_t maxSeq) {
+  std::string name = prefill ? "attn_block_prefill" : "attn_block_decode";
+  if (cacheRows < maxSeq)
+    name += "_window" + std::to_string(cacheRows);
+  return name;
+}
+
 /// func.func @name(tokens: memref<SEQxi32>, pos: index, <table entries read
 ///     at run time>..., caches (k, v per layer)..., logits: memref<?xVxf32>)
 ///     -> i32
 void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
-                        StringRef name, StringRef blockName,
+                        StringRef name, bool prefill,
                         const ModelConfig &config, const ModelLayout &layout,
                         int64_t seq, int64_t maxSeq) {
-  ModelIRBuilder ir(b, loc, config, maxSeq);
+  ModelIRBuilder ir(b, loc, config, maxSeq, maxSeq);
   Type f32 = b.getF32Type();
   SmallVector<Type> inputs = {MemRefType::get({seq}, b.getI32Type()),
                               b.getIndexType()};
@@ -368,9 +431,11 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
     inputs.push_back(MemRefType::get(layout.shape(entry), f32));
   }
   int64_t numWeightArgs = static_cast<int64_t>(inputs.size()) - 2;
-  auto cacheType = MemRefType::get({maxSeq, config.kvFeatures()}, f32);
-  for (int64_t i = 0; i < 2 * config.numLayers; ++i)
-    inputs.push_back(cacheType);
+  for (int64_t layer = 0; layer < config.numLayers; ++layer) {
+    auto cacheType = MemRefType::get(
+        {kvCacheRows(config, layer, maxSeq), config.kvFeatures()}, f32);
+    inputs.append({cacheType, cacheType});
+  }
   inputs.push_back(MemRefType::get({ShapedType::kDynamic, config.vocabSize}, f32));
 
   OpBuilder::InsertionGuard guard(b);
@@ -443,10 +508,11 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
       Value kc = asTensor(b, loc, cacheArgs[2 * layer], /*writable=*/true);
       Value vc = asTensor(b, loc, cacheArgs[2 * layer + 1], /*writable=*/true);
       operands.append({kc, vc, pos});
+      int64_t cacheRows = kvCacheRows(config, layer, maxSeq);
+      Type cacheType = kc.getType();
       auto call = func::CallOp::create(
-          b, loc, blockName,
-          TypeRange{ir.activations(seq, config.hiddenSize), ir.cacheType(),
-                    ir.cacheType()},
+          b, loc, blockFunctionName(prefill, cacheRows, maxSeq),
+          TypeRange{ir.activations(seq, config.hiddenSize), cacheType, cacheType},
           operands);
       x = call.getResult(0);
       bufferization::MaterializeInDestinationOp::create(
@@ -600,9 +666,36 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
 
 } // namespace
 
+int64_t mlir::attn::kvCacheRows(const ModelConfig &config, int64_t layer,
+                                int64_t maxSeq) {
+  int64_t window = config.attention.windowOf(layer);
+  return window > 0 && window < maxSeq ? window : maxSeq;
+}
+
 int64_t mlir::attn::kvCacheBytes(const ModelConfig &config, int64_t maxSeq) {
-  return config.numLayers * 2 * maxSeq * config.kvFeatures() *
-         static_cast<int64_t>(sizeof(float));
+  int64_t rows = 0;
+  for (int64_t layer = 0; layer < config.numLayers; ++layer)
+    rows += kvCacheRows(config, layer, maxSeq);
+  return 2 * rows * config.kvFeatures() * static_cast<int64_t>(sizeof(float));
+}
+
+llvm::SmallVector<float> mlir::attn::alibiSlopes(int64_t heads) {
+  // In f32, as torch computes them: base^k for a float base.
+  auto powers = [](int64_t n, int64_t count, int64_t first, int64_t step,
+                   llvm::SmallVector<float> &out) {
+    float base = static_cast<float>(std::exp2(-8.0 / static_cast<double>(n)));
+    for (int64_t k = 0; k < count; ++k)
+      out.push_back(static_cast<float>(
+          std::pow(static_cast<double>(base), static_cast<double>(first + k * step))));
+  };
+  int64_t n = 1;
+  while (n * 2 <= heads)
+    n *= 2;
+  llvm::SmallVector<float> slopes;
+  powers(n, n, 1, 1, slopes);
+  // The rest: odd powers of the base for 2n heads.
+  powers(2 * n, heads - n, 1, 2, slopes);
+  return slopes;
 }
 
 OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
@@ -617,14 +710,25 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
 
   ModelLayout layout = planModelLayout(config, options.blockSize);
-  buildBlockFunction(b, loc, *module, "attn_block_prefill", config, layout,
-                     ShapedType::kDynamic, options.maxSeq);
-  buildBlockFunction(b, loc, *module, "attn_block_decode", config, layout, 1,
-                     options.maxSeq);
-  buildEntryFunction(b, loc, *module, kPrefillImpl, "attn_block_prefill",
-                     config, layout, ShapedType::kDynamic, options.maxSeq);
-  buildEntryFunction(b, loc, *module, kDecodeImpl, "attn_block_decode", config,
-                     layout, 1, options.maxSeq);
+  // One block function per cache length (layers with and without a
+  // sliding window), each compiled once and called by its layers.
+  int64_t maxSeq = options.maxSeq;
+  llvm::SmallVector<int64_t> cacheLengths;
+  for (int64_t layer = 0; layer < config.numLayers; ++layer) {
+    int64_t rows = kvCacheRows(config, layer, maxSeq);
+    if (!llvm::is_contained(cacheLengths, rows))
+      cacheLengths.push_back(rows);
+  }
+  for (int64_t rows : cacheLengths) {
+    buildBlockFunction(b, loc, *module, blockFunctionName(true, rows, maxSeq),
+                       config, layout, ShapedType::kDynamic, maxSeq, rows);
+    buildBlockFunction(b, loc, *module, blockFunctionName(false, rows, maxSeq),
+                       config, layout, 1, maxSeq, rows);
+  }
+  buildEntryFunction(b, loc, *module, kPrefillImpl, /*prefill=*/true, config,
+                     layout, ShapedType::kDynamic, maxSeq);
+  buildEntryFunction(b, loc, *module, kDecodeImpl, /*prefill=*/false, config,
+                     layout, 1, maxSeq);
   buildPackFunctions(b, loc, *module, layout);
   return module;
 }

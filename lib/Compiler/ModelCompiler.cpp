@@ -31,9 +31,16 @@ llvm::Expected<int64_t> mlir::attn::resolveMaxSeq(const ModelConfig &config,
                                    std::to_string(requested));
   // Current configs state 32768 to 131072 positions, and a KV cache that
   // size costs gigabytes per session: the default is a context that fits,
-  // a longer one is the user's choice.
-  if (requested == 0)
-    return std::min(config.maxPositions, kDefaultMaxSeq);
+  // a longer one is the user's choice. When every layer slides a window,
+  // the cache holds the window whatever the context: the model's own.
+  if (requested == 0) {
+    const std::vector<int64_t> &windows = config.attention.windows;
+    bool everyLayerWindowed =
+        !windows.empty() &&
+        llvm::all_of(windows, [](int64_t window) { return window > 0; });
+    return everyLayerWindowed ? config.maxPositions
+                              : std::min(config.maxPositions, kDefaultMaxSeq);
+  }
   // A learned position table ends at its size; RoPE has no table.
   if (config.positionsBounded && requested > config.maxPositions)
     return llvm::createStringError(
@@ -250,8 +257,19 @@ void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
                      attentionPerKey * (double)maxSeq / 1e6, (long long)maxSeq);
   int64_t kvPerToken = 2 * layers * config.kvFeatures() * 4;
   os << llvm::format("KV cache: %lld bytes per token (2 x %lld layers x %lld "
-                     "x 4 B); %.1f MB for %lld positions\n",
+                     "x 4 B); %.1f MB for %lld positions",
                      (long long)kvPerToken, (long long)layers,
                      (long long)config.kvFeatures(),
                      kvCacheBytes(config, maxSeq) / 1e6, (long long)maxSeq);
+  int64_t ringLayers = 0, window = 0;
+  for (int64_t layer = 0; layer < layers; ++layer)
+    if (kvCacheRows(config, layer, maxSeq) < maxSeq) {
+      ++ringLayers;
+      window = kvCacheRows(config, layer, maxSeq);
+    }
+  if (ringLayers)
+    os << llvm::format(" (%lld of %lld layers keep only their sliding window "
+                       "of %lld)",
+                       (long long)ringLayers, (long long)layers, (long long)window);
+  os << "\n";
 }

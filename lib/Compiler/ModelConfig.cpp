@@ -34,8 +34,8 @@ struct FamilyEntry {
 
 /// Every family: adding one is a reader in families/ and a line here.
 const FamilyEntry families[] = {
-    {"gpt2", readGpt2},
-    {"llama", readLlama},
+    {"gemma", readGemma},     {"gpt2", readGpt2}, {"llama", readLlama},
+    {"mistral", readMistral}, {"phi3", readPhi3}, {"qwen2", readQwen2},
 };
 
 /// Deepest nesting any config needs (HF configs nest 2-3 levels); the
@@ -100,6 +100,16 @@ mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
     return llvm::createStringError(
         fileName + ": model_type " + ConfigReader::quote(modelType) +
         " is not supported (supported: " + supported + ")");
+  // What no family's description expresses.
+  for (const char *key : {"num_local_experts", "num_experts", "num_experts_per_tok",
+                          "n_routed_experts", "moe_intermediate_size"})
+    reader.unsupportedUnless(
+        key, [](const JsonValue &) { return false; },
+        "mixture-of-experts layers");
+  for (const char *key : {"vision_config", "text_config", "audio_config"})
+    reader.unsupportedUnless(
+        key, [](const JsonValue &) { return false; },
+        "multimodal models (vision or audio towers)");
   ModelConfig config = family->read(reader);
   if (llvm::Error error = reader.takeError())
     return std::move(error);

@@ -50,9 +50,18 @@ OwningOpRef<ModuleOp> buildModelModule(MLIRContext &context,
                                        const ModelConfig &config,
                                        const ModelBuildOptions &options);
 
-/// Bytes of the KV cache buffer the runtime allocates:
-/// layers x {k, v} x maxSeq x kv_heads*head_dim f32, layer-major.
+/// Rows of layer `layer`'s key (and value) cache: maxSeq, or its sliding
+/// window when that is shorter (the cache is then a ring of window rows).
+int64_t kvCacheRows(const ModelConfig &config, int64_t layer, int64_t maxSeq);
+
+/// Bytes of the KV cache buffer the runtime allocates: per layer {k, v} x
+/// kvCacheRows x kv_heads*head_dim f32, layer-major.
 int64_t kvCacheBytes(const ModelConfig &config, int64_t maxSeq);
+
+/// HF's ALiBi slopes (BLOOM's build_alibi_tensor) for `heads` heads: with n
+/// the largest power of two <= heads, 2^(-8(h+1)/n) for h < n, then the odd
+/// powers 2^(-4(2m+1)/n) for the rest, as f32.
+llvm::SmallVector<float> alibiSlopes(int64_t heads);
 
 /// The library manifest (JSON, schema in runtime/include/attnrt/model_abi.h).
 std::string buildManifestJson(const ModelConfig &config,

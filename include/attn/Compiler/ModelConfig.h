@@ -40,7 +40,8 @@ struct NormSpec {
   bool hasBias() const { return kind == NormKind::LayerNorm; }
 };
 
-enum class PositionKind { None, Learned, Sinusoidal, Rotary };
+/// Alibi: a per-head linear bias on the scores (BLOOM), no embedding.
+enum class PositionKind { None, Learned, Sinusoidal, Rotary, Alibi };
 
 struct PositionSpec {
   PositionKind kind = PositionKind::None;
@@ -82,6 +83,13 @@ struct AttentionSpec {
   bool outputBias = false;
   /// The scores' scale; 0 = 1/sqrt(head_dim).
   double scale = 0;
+  /// The sliding window of each layer (0: full attention), or empty when no
+  /// layer has one.
+  std::vector<int64_t> windows;
+
+  int64_t windowOf(int64_t layer) const {
+    return windows.empty() ? 0 : windows[layer];
+  }
 };
 
 /// How a block's sublayers read and write the residual stream.

@@ -41,16 +41,11 @@ ModelConfig mlir::attn::readGpt2(ConfigReader &reader) {
   config.tieEmbeddings = true;
 
   std::string activation = reader.string("activation_function", "gelu_new");
-  // gelu_fast computes the same tanh formula as gelu_new.
-  if (activation == "gelu_new" || activation == "gelu_pytorch_tanh" ||
-      activation == "gelu_fast")
-    config.mlp.gelu = GeluApproximation::Tanh;
-  else if (activation == "gelu")
-    config.mlp.gelu = GeluApproximation::Erf;
+  if (std::optional<GeluApproximation> gelu = parseGelu(activation))
+    config.mlp.gelu = *gelu;
   else
     reader.fail("key 'activation_function' is " +
-                ConfigReader::quote(activation) +
-                "; supported: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu");
+                ConfigReader::quote(activation) + "; supported: " + kGeluNames);
 
   reader.unsupportedUnless("scale_attn_by_inverse_layer_idx", isFalse,
                            "per-layer attention scaling");

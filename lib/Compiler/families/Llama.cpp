@@ -1,8 +1,10 @@
-//===- Llama.cpp - model_type "llama" -------------------------------------===//
+//===- Llama.cpp - model_type "llama", and what its descendants share -----===//
 //
 // LLaMA (modeling_llama.py): RoPE (rotate-half pairing), pre-RMSNorm blocks,
 // grouped-query attention with separate nn.Linear q/k/v/o projections, a
-// SwiGLU MLP, a final RMSNorm, an output projection tied or not.
+// gated MLP (SwiGLU), a final RMSNorm, an output projection tied or not.
+// Mistral, Qwen2, Gemma and Phi-3 are this with other defaults and a few
+// changes (readLlamaStyle).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,9 +13,27 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-ModelConfig mlir::attn::readLlama(ConfigReader &reader) {
+/// A gated MLP's activation: silu is SwiGLU, a GELU form GeGLU.
+static void readGatedActivation(ConfigReader &reader, llvm::StringRef key,
+                                llvm::StringRef fallback, MlpSpec &mlp) {
+  std::string activation = reader.string(key, fallback);
+  if (activation == "silu" || activation == "swish") {
+    mlp.kind = MlpKind::SwiGlu;
+    return;
+  }
+  mlp.kind = MlpKind::GeGlu;
+  if (std::optional<GeluApproximation> gelu = parseGelu(activation)) {
+    mlp.gelu = *gelu;
+    return;
+  }
+  reader.fail("key '" + key + "' is " + ConfigReader::quote(activation) +
+              "; supported: silu, swish, " + kGeluNames);
+}
+
+ModelConfig mlir::attn::readLlamaStyle(ConfigReader &reader,
+                                       const LlamaStyleDefaults &defaults) {
   ModelConfig config;
-  config.architecture = "llama";
+  config.architecture = defaults.family;
   config.hiddenSize = reader.positive("hidden_size", std::nullopt, kMaxWidth);
   config.intermediateSize =
       reader.positive("intermediate_size", std::nullopt, 4 * kMaxWidth);
@@ -21,15 +41,26 @@ ModelConfig mlir::attn::readLlama(ConfigReader &reader) {
       reader.positive("num_hidden_layers", std::nullopt, kMaxLayers);
   config.numHeads =
       reader.positive("num_attention_heads", std::nullopt, kMaxHeads);
-  config.numKvHeads =
-      reader.positive("num_key_value_heads", config.numHeads, kMaxHeads);
-  config.maxPositions =
-      reader.positive("max_position_embeddings", 2048, kMaxPositions);
+  // HF's config classes: an absent key takes the class default, an explicit
+  // null means "as many as the query heads".
+  int64_t kvDefault = defaults.kvHeads ? defaults.kvHeads : config.numHeads;
+  if (reader.isNull("num_key_value_heads") && defaults.kvHeadsNullIsAllHeads)
+    kvDefault = config.numHeads;
+  else if (reader.isNull("num_key_value_heads"))
+    reader.fail("key 'num_key_value_heads' must be an integer, got null");
+  config.numKvHeads = reader.positive("num_key_value_heads", kvDefault, kMaxHeads);
+  config.maxPositions = reader.positive(
+      "max_position_embeddings", defaults.maxPositions, kMaxPositions);
   config.vocabSize = reader.positive("vocab_size", std::nullopt, kMaxVocab);
-  config.tieEmbeddings = reader.boolean("tie_word_embeddings", false);
+  config.tieEmbeddings =
+      reader.boolean("tie_word_embeddings", defaults.tieEmbeddings);
 
-  if (reader.has("head_dim")) {
+  if (defaults.headDim && reader.isNull("head_dim")) {
+    reader.fail("key 'head_dim' must be an integer, got null");
+  } else if (reader.has("head_dim")) {
     config.headDim = reader.positive("head_dim", std::nullopt, kMaxWidth);
+  } else if (defaults.headDim) {
+    config.headDim = defaults.headDim;
   } else if (config.numHeads > 0 && config.hiddenSize % config.numHeads != 0) {
     reader.fail("num_attention_heads (" + llvm::Twine(config.numHeads) +
                 ") does not divide hidden_size (" +
@@ -44,26 +75,23 @@ ModelConfig mlir::attn::readLlama(ConfigReader &reader) {
                 ") must be even for rotary embeddings");
 
   config.norm.kind = NormKind::RmsNorm;
-  config.norm.epsilon = reader.positiveNumber("rms_norm_eps", 1e-6);
+  config.norm.epsilon = reader.positiveNumber("rms_norm_eps", defaults.epsilon);
   config.positions.kind = PositionKind::Rotary;
   config.positions.pairing = RopePairing::RotateHalf;
   config.positions.theta = reader.positiveNumber("rope_theta", 10000.0);
   config.attention.qkv = QkvStorage::Separate;
-  config.mlp.kind = MlpKind::SwiGlu;
   config.linearOutIn = true;
-
-  std::string activation = reader.string("hidden_act", "silu");
-  if (activation != "silu")
-    reader.fail("key 'hidden_act' is " + ConfigReader::quote(activation) +
-                "; supported: silu");
+  readGatedActivation(reader, "hidden_act", defaults.activation, config.mlp);
+  if (!defaults.partialRotary)
+    reader.unsupportedUnless(
+        "partial_rotary_factor",
+        [](const JsonValue &v) { return v.getAsNumber() == 1.0; },
+        "rotary embeddings on part of each head (this family rotates all of "
+        "it)");
   reader.unsupportedUnless(
       "rope_scaling", [](const JsonValue &) { return false; },
       "scaled RoPE (linear, dynamic, yarn, llama3) is not "
       "implemented yet");
-  reader.unsupportedUnless("attention_bias", isFalse,
-                           "biases on the attention projections");
-  reader.unsupportedUnless("mlp_bias", isFalse,
-                           "biases on the MLP projections");
 
   WeightNames &n = config.names;
   n.tokenEmbedding = "model.embed_tokens.";
@@ -82,5 +110,25 @@ ModelConfig mlir::attn::readLlama(ConfigReader &reader) {
   n.ignoredSuffixes = {".rotary_emb.inv_freq"};
   if (config.tieEmbeddings)
     n.ignoredSuffixes.push_back("lm_head.weight");
+  return config;
+}
+
+void mlir::attn::readSlidingWindow(ConfigReader &reader, ModelConfig &config,
+                                   std::optional<int64_t> fallback) {
+  int64_t window = 0;
+  if (reader.has("sliding_window"))
+    window = reader.positive("sliding_window", std::nullopt, kMaxPositions);
+  else if (!reader.isNull("sliding_window") && fallback)
+    window = *fallback;
+  if (window > 0)
+    config.attention.windows.assign(config.numLayers, window);
+}
+
+ModelConfig mlir::attn::readLlama(ConfigReader &reader) {
+  ModelConfig config = readLlamaStyle(reader, {"llama"});
+  reader.unsupportedUnless("attention_bias", isFalse,
+                           "biases on the attention projections");
+  reader.unsupportedUnless("mlp_bias", isFalse,
+                           "biases on the MLP projections");
   return config;
 }

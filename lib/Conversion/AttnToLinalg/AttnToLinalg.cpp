@@ -578,6 +578,32 @@ struct SinusoidalPELowering : OpConversionPattern<SinusoidalPEOp> {
 //===----------------------------------------------------------------------===//
 
 /// Rows [position, position + n) of the cache := update.
+/// Rows [row, row + count) of a [rows, features] tensor.
+static Value rowSlice(OpBuilder &b, Location loc, Value source, Value row,
+                      Value count) {
+  auto type = cast<RankedTensorType>(source.getType());
+  SmallVector<OpFoldResult> offsets = {row, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {count, b.getIndexAttr(type.getDimSize(1))};
+  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(
+      b, loc,
+      RankedTensorType::get({ShapedType::kDynamic, type.getDimSize(1)},
+                            type.getElementType()),
+      source, offsets, sizes, strides);
+}
+
+/// `rows` (a [count, features] tensor) written into `dest` from row `row`.
+static Value insertRows(OpBuilder &b, Location loc, Value rows, Value dest,
+                        Value row) {
+  SmallVector<OpFoldResult> offsets = {row, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, rows);
+  SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, rows, dest, offsets, sizes,
+                                       strides);
+}
+
+/// A slice insert; with `ring`, the last min(n, R) update rows in at most
+/// two slices: from row (pos + skipped) mod R to the ring's end, then from 0.
 struct KvCacheAppendLowering : OpConversionPattern<KvCacheAppendOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -585,14 +611,34 @@ struct KvCacheAppendLowering : OpConversionPattern<KvCacheAppendOp> {
   matchAndRewrite(KvCacheAppendOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value update = adaptor.getUpdate();
-    SmallVector<OpFoldResult> offsets = {adaptor.getPosition(),
-                                         rewriter.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes =
-        tensor::getMixedSizes(rewriter, loc, update);
-    SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
-    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
-        op, update, adaptor.getCache(), offsets, sizes, strides);
+    Value update = adaptor.getUpdate(), cache = adaptor.getCache();
+    Value position = adaptor.getPosition();
+    if (!op.getRing()) {
+      rewriter.replaceOp(op, insertRows(rewriter, loc, update, cache, position));
+      return success();
+    }
+    auto index = [&](int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(rewriter, loc, value);
+    };
+    Value ringRows = tensor::DimOp::create(rewriter, loc, cache, 0);
+    Value n = tensor::DimOp::create(rewriter, loc, update, 0);
+    Value kept = arith::MinUIOp::create(rewriter, loc, n, ringRows);
+    Value skipped = arith::SubIOp::create(rewriter, loc, n, kept);
+    Value start = arith::RemUIOp::create(
+        rewriter, loc, arith::AddIOp::create(rewriter, loc, position, skipped),
+        ringRows);
+    Value first = arith::MinUIOp::create(
+        rewriter, loc, kept, arith::SubIOp::create(rewriter, loc, ringRows, start));
+    Value second = arith::SubIOp::create(rewriter, loc, kept, first);
+    Value written = insertRows(rewriter, loc,
+                               rowSlice(rewriter, loc, update, skipped, first),
+                               cache, start);
+    written = insertRows(
+        rewriter, loc,
+        rowSlice(rewriter, loc, update,
+                 arith::AddIOp::create(rewriter, loc, skipped, first), second),
+        written, index(0));
+    rewriter.replaceOp(op, written);
     return success();
   }
 };
@@ -610,6 +656,26 @@ struct KvCacheReadLowering : OpConversionPattern<KvCacheReadOp> {
     Value rows = tensor::DimOp::create(rewriter, loc, cache, 0);
     Value length =
         arith::MinUIOp::create(rewriter, loc, adaptor.getLength(), rows);
+    if (Value end = adaptor.getRingEnd()) {
+      // Positions [end - n, end) from row (end - n) mod R on, wrapping once.
+      Value n = arith::MinUIOp::create(rewriter, loc, length, end);
+      Value start = arith::RemUIOp::create(
+          rewriter, loc, arith::SubIOp::create(rewriter, loc, end, n), rows);
+      Value first = arith::MinUIOp::create(
+          rewriter, loc, n, arith::SubIOp::create(rewriter, loc, rows, start));
+      Value second = arith::SubIOp::create(rewriter, loc, n, first);
+      auto resultType = op.getResult().getType();
+      Value gathered = tensor::EmptyOp::create(rewriter, loc, resultType.getShape(),
+                                               resultType.getElementType(),
+                                               ValueRange{n});
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      gathered = insertRows(rewriter, loc, rowSlice(rewriter, loc, cache, start, first),
+                            gathered, zero);
+      gathered = insertRows(rewriter, loc, rowSlice(rewriter, loc, cache, zero, second),
+                            gathered, first);
+      rewriter.replaceOp(op, gathered);
+      return success();
+    }
     auto cacheType = cast<RankedTensorType>(cache.getType());
     SmallVector<OpFoldResult> offsets(2, rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes = {

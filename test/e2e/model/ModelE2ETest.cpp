@@ -187,7 +187,7 @@ void checkGeneration(CompiledModel &m, const std::vector<int32_t> &prompt,
 }
 
 struct Case {
-  const char *name;
+  std::string name;
   modelgen::ModelSpec spec;
 };
 
@@ -220,6 +220,17 @@ std::vector<Case> cases() {
   modelgen::ModelSpec half = preset("tiny-llama");
   half.dtype = modelgen::DType::BF16;
   all.push_back({"llama_bf16_weights", half});
+  // The other families, sharp (larger q/k, strong random biases): a missing
+  // bias, a wrong layout or mask moves logits far past the tolerance.
+  for (const char *name : {"tiny-mistral", "tiny-mistral-mqa", "tiny-qwen2",
+                           "tiny-qwen2-swa", "tiny-gemma", "tiny-gemma-mqa",
+                           "tiny-phi3"}) {
+    modelgen::ModelSpec spec = preset(name);
+    spec.sharp = true;
+    std::string id = std::string(name + 5) + "_sharp";
+    std::replace(id.begin(), id.end(), '-', '_');
+    all.push_back({id, spec});
+  }
   return all;
 }
 
@@ -237,7 +248,7 @@ TEST_P(ModelE2E, LogitsMatchReferenceAndDecodeMatchesRecompute) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ModelE2E, ::testing::ValuesIn(cases()),
-                         [](const auto &info) { return std::string(info.param.name); });
+                         [](const auto &info) { return info.param.name; });
 
 TEST(ModelE2EContext, FullContextAndOverflow) {
   // A context of 24 positions: fill it exactly, then one more is refused.
@@ -260,3 +271,54 @@ TEST(ModelE2EContext, FullContextAndOverflow) {
 }
 
 } // namespace
+
+TEST(ModelE2EWindow, GeneratesFourWindowsPastThePromptInAWindowOfCache) {
+  // tiny-mistral slides a window of 16 keys; in a context of 128 positions
+  // its caches are rings of 16 rows. 64 tokens generated past a prompt of
+  // 20 wrap each ring four times; every row must still match the reference
+  // and recomputation (a ring that dropped or kept one key too many, or
+  // rotated keys in the wrong order, would not).
+  modelgen::ModelSpec spec = preset("tiny-mistral");
+  spec.sharp = true;
+  ASSERT_EQ(spec.slidingWindow, 16);
+  std::unique_ptr<CompiledModel> m = prepare(spec, 128);
+  ASSERT_TRUE(m);
+  const attnrt_model_info *info = attnrt_model_get_info(m->model.get());
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->max_seq, 128);
+  // layers x {k, v} x 16 rows x kv_heads * head_dim x 4 bytes.
+  EXPECT_EQ(info->kv_cache_bytes,
+            info->num_layers * 2 * 16 * info->num_kv_heads * info->head_dim * 4);
+  EXPECT_EQ(info->kv_cache_bytes, 2 * 2 * 16 * 2 * 32 * 4);
+  checkGeneration(*m, promptTokens(20, m->vocab), 64);
+  // A prompt longer than the window, then as many tokens again.
+  checkGeneration(*m, promptTokens(50, m->vocab), 50);
+
+  // Prefill in chunks at later positions: each chunk's first rows attend to
+  // keys the ring holds from earlier chunks, in position order.
+  std::vector<int32_t> tokens = promptTokens(120, m->vocab);
+  const int64_t vocab = m->vocab;
+  char error[512] = "";
+  SessionPtr whole(attnrt_session_create(m->model.get(), error, sizeof error));
+  ASSERT_TRUE(whole) << error;
+  std::vector<float> expected(tokens.size() * vocab);
+  ASSERT_EQ(attnrt_prefill(whole.get(), tokens.data(), tokens.size(), expected.data(), 1,
+                           error, sizeof error),
+            ATTNRT_OK)
+      << error;
+  SessionPtr chunked(attnrt_session_create(m->model.get(), error, sizeof error));
+  ASSERT_TRUE(chunked) << error;
+  std::vector<float> actual;
+  size_t done = 0;
+  for (size_t chunk : {7, 9, 1, 15, 16, 17, 3, 40, 12}) {
+    std::vector<float> rows(chunk * vocab);
+    ASSERT_EQ(attnrt_prefill(chunked.get(), tokens.data() + done, chunk, rows.data(), 1,
+                             error, sizeof error),
+              ATTNRT_OK)
+        << error;
+    actual.insert(actual.end(), rows.begin(), rows.end());
+    done += chunk;
+  }
+  ASSERT_EQ(done, tokens.size());
+  EXPECT_LE(maxAbs(actual.data(), expected.data(), expected.size()), 1e-5);
+}

@@ -438,7 +438,7 @@ LogicalResult KvCacheAppendOp::verify() {
   if (failed(verifyStaticDim(*this, "cache", cache, 1)) ||
       failed(verifyDimsMatch(*this, "update", update, 1, "cache", cache, 1)))
     return failure();
-  if (!update.isDynamicDim(0) && !cache.isDynamicDim(0) &&
+  if (!getRing() && !update.isDynamicDim(0) && !cache.isDynamicDim(0) &&
       update.getDimSize(0) > cache.getDimSize(0))
     return emitOpError() << "update of " << update.getDimSize(0)
                          << " rows does not fit a cache of "
