@@ -133,7 +133,10 @@ public:
     FloatAttr theta = b.getF32FloatAttr(static_cast<float>(positions.theta));
     IntegerAttr headDim = b.getI64IntegerAttr(config.headDim);
     auto pairing = RopePairingAttr::get(b.getContext(), positions.pairing);
-    return RopeOp::create(b, loc, x, pos, headDim, theta, pairing);
+    return RopeOp::create(b, loc, x, pos, headDim, /*rotary_dims=*/nullptr,
+                          theta, /*frequencies=*/nullptr,
+                          /*ntk_factor=*/nullptr, /*ntk_max_positions=*/nullptr,
+                          /*attention_factor=*/nullptr, pairing);
   }
 
   /// The activation of the MLP from its input `h`.
