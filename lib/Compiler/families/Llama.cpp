@@ -1,8 +1,9 @@
 //===- Llama.cpp - model_type "llama" -------------------------------------===//
 //
-// LLaMA (modeling_llama.py): RoPE (rotate-half pairing), pre-RMSNorm blocks,
-// grouped-query attention with separate nn.Linear q/k/v/o projections, a
-// SwiGLU MLP, a final RMSNorm, an output projection tied or not.
+// LLaMA (modeling_llama.py): RoPE (rotate-half pairing, any rope_scaling but
+// longrope), pre-RMSNorm blocks, grouped-query attention with separate
+// nn.Linear q/k/v/o projections, a SwiGLU MLP, a final RMSNorm, an output
+// projection tied or not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,7 +48,7 @@ ModelConfig mlir::attn::readLlama(ConfigReader &reader) {
   config.norm.epsilon = reader.positiveNumber("rms_norm_eps", 1e-6);
   config.positions.kind = PositionKind::Rotary;
   config.positions.pairing = RopePairing::RotateHalf;
-  config.positions.theta = reader.positiveNumber("rope_theta", 10000.0);
+  readRopeParameters(reader, config);
   config.attention.qkv = QkvStorage::Separate;
   config.mlp.kind = MlpKind::SwiGlu;
   config.linearOutIn = true;
@@ -56,10 +57,6 @@ ModelConfig mlir::attn::readLlama(ConfigReader &reader) {
   if (activation != "silu")
     reader.fail("key 'hidden_act' is " + ConfigReader::quote(activation) +
                 "; supported: silu");
-  reader.unsupportedUnless(
-      "rope_scaling", [](const JsonValue &) { return false; },
-      "scaled RoPE (linear, dynamic, yarn, llama3) is not "
-      "implemented yet");
   reader.unsupportedUnless("attention_bias", isFalse,
                            "biases on the attention projections");
   reader.unsupportedUnless("mlp_bias", isFalse,
