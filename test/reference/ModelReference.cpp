@@ -15,6 +15,7 @@
 #include <cstring>
 #include <exception>
 #include <set>
+#include <stdexcept>
 
 namespace attn {
 namespace ref {
@@ -327,30 +328,43 @@ private:
 
 const int64_t kMaxDim = int64_t(1) << 24;
 
-/// Reads typed config fields and remembers the first error.
+/// Reads typed config fields and remembers the first error. A child reader
+/// (for rope_scaling) names its keys "parent.key" and reports to its parent.
 class ConfigReader {
 public:
-  explicit ConfigReader(const JsonValue &root) : root(root) {}
+  explicit ConfigReader(const JsonValue &root, std::string prefix = "",
+                        std::string *sink = nullptr)
+      : root(root), prefix(std::move(prefix)), sink(sink) {}
 
+  /// The key is in the file, with any value (null included).
+  bool present(const std::string &key) const { return root.get(key); }
+
+  /// The key is in the file with a non-null value.
   bool has(const std::string &key) const {
     const JsonValue *v = root.get(key);
     return v && v->kind != JsonValue::Kind::Null;
   }
 
-  /// A positive integer; `fallback` < 0 means required.
-  int64_t integer(const std::string &key, int64_t fallback = -1) {
+  const JsonValue *value(const std::string &key) const { return root.get(key); }
+
+  std::string name(const std::string &key) const { return prefix + key; }
+
+  /// An integer in [minValue, kMaxDim]; `fallback` < 0 means required.
+  /// Absent and null both take the fallback.
+  int64_t integer(const std::string &key, int64_t fallback = -1,
+                  int64_t minValue = 1) {
     const JsonValue *v = root.get(key);
     if (!v || v->kind == JsonValue::Kind::Null) {
       if (fallback < 0)
-        setError("missing key \"" + key + "\"");
+        setError("missing key \"" + name(key) + "\"");
       return fallback;
     }
     if (v->kind != JsonValue::Kind::Number ||
-        v->number != std::floor(v->number) || v->number < 1 ||
+        v->number != std::floor(v->number) || v->number < minValue ||
         v->number > kMaxDim) {
-      setError("\"" + key + "\" must be an integer in [1, " +
-               std::to_string(kMaxDim) + "]");
-      return fallback < 0 ? 1 : fallback;
+      setError("\"" + name(key) + "\" must be an integer in [" +
+               std::to_string(minValue) + ", " + std::to_string(kMaxDim) + "]");
+      return fallback < 0 ? std::max<int64_t>(minValue, 1) : fallback;
     }
     return static_cast<int64_t>(v->number);
   }
@@ -360,10 +374,19 @@ public:
     if (!v || v->kind == JsonValue::Kind::Null)
       return fallback;
     if (v->kind != JsonValue::Kind::Number || !std::isfinite(v->number)) {
-      setError("\"" + key + "\" must be a finite number");
+      setError("\"" + name(key) + "\" must be a finite number");
       return fallback;
     }
     return v->number;
+  }
+
+  /// A required finite number.
+  double requiredNumber(const std::string &key) {
+    if (!has(key)) {
+      setError("missing key \"" + name(key) + "\"");
+      return 1.0;
+    }
+    return number(key, 1.0);
   }
 
   bool boolean(const std::string &key, bool fallback) {
@@ -371,7 +394,7 @@ public:
     if (!v || v->kind == JsonValue::Kind::Null)
       return fallback;
     if (v->kind != JsonValue::Kind::Bool) {
-      setError("\"" + key + "\" must be true or false");
+      setError("\"" + name(key) + "\" must be true or false");
       return fallback;
     }
     return v->boolean;
@@ -382,21 +405,39 @@ public:
     if (!v || v->kind == JsonValue::Kind::Null)
       return fallback;
     if (v->kind != JsonValue::Kind::String) {
-      setError("\"" + key + "\" must be a string");
+      setError("\"" + name(key) + "\" must be a string");
       return fallback;
     }
     return v->text;
   }
 
-  void setError(const std::string &message) {
-    if (error.empty())
-      error = message;
+  /// A required integer that HF reads under two names (attribute_map):
+  /// either may be given; both must then agree.
+  int64_t aliased(const std::string &key, const std::string &alias) {
+    if (has(key) && has(alias)) {
+      int64_t a = integer(key), b = integer(alias);
+      if (a != b)
+        setError("\"" + name(key) + "\" (" + std::to_string(a) + ") and \"" +
+                 name(alias) + "\" (" + std::to_string(b) + ") disagree");
+      return a;
+    }
+    return has(alias) ? integer(alias) : integer(key);
   }
+
+  void setError(const std::string &message) {
+    std::string &target = sink ? *sink : error;
+    if (target.empty())
+      target = message;
+  }
+
+  bool failed() const { return !(sink ? *sink : error).empty(); }
 
   std::string error;
 
 private:
   const JsonValue &root;
+  std::string prefix;
+  std::string *sink;
 };
 
 //===----------------------------------------------------------------------===//
@@ -471,31 +512,95 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 const char *kGpt2Prefix = "transformer.";
 
+/// The prefix of HF's base model (base_model_prefix + "."): stored names
+/// may omit it, as in files saved from the bare model. GPT-2's canonical
+/// names are bare instead (see classify).
+std::string basePrefix(Architecture a) {
+  switch (a) {
+  case Architecture::GPT2:
+    return "";
+  case Architecture::GPTNeoX:
+    return "gpt_neox.";
+  case Architecture::GPTJ:
+  case Architecture::Bloom:
+    return "transformer.";
+  default:
+    return "model.";
+  }
+}
+
+/// The canonical name of the output projection.
+std::string headName(const ModelConfig &c) {
+  return c.architecture == Architecture::GPTNeoX ? "embed_out.weight"
+                                                 : "lm_head.weight";
+}
+
+/// The non-weight buffers real checkpoints carry, canonical names.
+std::set<std::string> bufferNames(const ModelConfig &c) {
+  std::set<std::string> out;
+  if (c.tieEmbeddings)
+    out.insert(headName(c)); // a tied head saved as a copy
+  for (int64_t i = 0; i < c.layers; ++i) {
+    std::string l = std::to_string(i);
+    switch (c.architecture) {
+    case Architecture::GPT2:
+      out.insert("h." + l + ".attn.bias");
+      out.insert("h." + l + ".attn.masked_bias");
+      break;
+    case Architecture::GPTJ:
+      out.insert("transformer.h." + l + ".attn.bias");
+      out.insert("transformer.h." + l + ".attn.masked_bias");
+      break;
+    case Architecture::GPTNeoX:
+      out.insert("gpt_neox.layers." + l + ".attention.bias");
+      out.insert("gpt_neox.layers." + l + ".attention.masked_bias");
+      out.insert("gpt_neox.layers." + l + ".attention.rotary_emb.inv_freq");
+      break;
+    case Architecture::Llama:
+    case Architecture::Mistral:
+    case Architecture::Qwen2:
+    case Architecture::Gemma:
+    case Architecture::Phi3:
+      out.insert("model.layers." + l + ".self_attn.rotary_emb.inv_freq");
+      break;
+    default:
+      break;
+    }
+  }
+  if (c.architecture == Architecture::GPTNeoX)
+    out.insert("gpt_neox.rotary_emb.inv_freq");
+  if (c.rotaryDim > 0 && c.architecture != Architecture::GPTJ &&
+      c.architecture != Architecture::GPTNeoX)
+    out.insert("model.rotary_emb.inv_freq");
+  if (c.architecture == Architecture::XGLM) {
+    out.insert("model.embed_positions.weights");
+    out.insert("model.embed_positions._float_tensor");
+  }
+  return out;
+}
+
 enum class NameKind { Weight, Buffer, Unknown };
 
 /// What a stored tensor is to the model, and its canonical name.
 NameKind classify(const ModelConfig &config,
                   const std::set<std::string> &weightNames,
+                  const std::set<std::string> &buffers,
                   const std::string &stored, std::string &canonical) {
   canonical = stored;
-  bool gpt2 = config.architecture == Architecture::GPT2;
-  if (gpt2 && stored.rfind(kGpt2Prefix, 0) == 0)
-    canonical = stored.substr(std::strlen(kGpt2Prefix));
+  if (config.architecture == Architecture::GPT2) {
+    if (stored.rfind(kGpt2Prefix, 0) == 0)
+      canonical = stored.substr(std::strlen(kGpt2Prefix));
+  } else {
+    std::string prefix = basePrefix(config.architecture);
+    if (!weightNames.count(stored) && !buffers.count(stored) &&
+        stored.rfind(prefix, 0) != 0 &&
+        (weightNames.count(prefix + stored) || buffers.count(prefix + stored)))
+      canonical = prefix + stored;
+  }
   if (weightNames.count(canonical))
     return NameKind::Weight;
-  // Non-weight buffers of real checkpoints, per layer, and the tied head a
-  // checkpoint may still carry as a copy of the embeddings.
-  if (canonical == "lm_head.weight" && config.tieEmbeddings)
+  if (buffers.count(canonical))
     return NameKind::Buffer;
-  for (int64_t i = 0; i < config.layers; ++i) {
-    std::string layer = std::to_string(i);
-    if (gpt2 && (canonical == "h." + layer + ".attn.bias" ||
-                 canonical == "h." + layer + ".attn.masked_bias"))
-      return NameKind::Buffer;
-    if (!gpt2 &&
-        canonical == "model.layers." + layer + ".self_attn.rotary_emb.inv_freq")
-      return NameKind::Buffer;
-  }
   return NameKind::Unknown;
 }
 
@@ -531,6 +636,570 @@ std::vector<float> columns(const std::vector<float> &m, int64_t rows,
 // config.json
 //===----------------------------------------------------------------------===//
 
+const char *modelTypeName(Architecture architecture) {
+  switch (architecture) {
+  case Architecture::GPT2:
+    return "gpt2";
+  case Architecture::Llama:
+    return "llama";
+  case Architecture::Mistral:
+    return "mistral";
+  case Architecture::Qwen2:
+    return "qwen2";
+  case Architecture::Gemma:
+    return "gemma";
+  case Architecture::Phi3:
+    return "phi3";
+  case Architecture::GPTNeoX:
+    return "gpt_neox";
+  case Architecture::GPTJ:
+    return "gptj";
+  case Architecture::OPT:
+    return "opt";
+  case Architecture::Bloom:
+    return "bloom";
+  case Architecture::XGLM:
+    return "xglm";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string numberText(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+/// ACT2FN names the MLP of every family but GPT-2 may use.
+void readActivation(ConfigReader &r, const std::string &key,
+                    const std::string &fallback, ModelConfig &c) {
+  std::string act = r.string(key, fallback);
+  if (act == "silu" || act == "swish")
+    c.activation = Activation::Silu;
+  else if (act == "gelu")
+    c.activation = Activation::GeluErf;
+  else if (act == "gelu_new" || act == "gelu_pytorch_tanh" ||
+           act == "gelu_fast")
+    c.activation = Activation::GeluTanh;
+  else if (act == "relu")
+    c.activation = Activation::Relu;
+  else
+    r.setError("unsupported " + key + " \"" + act +
+               "\" (supported: silu, gelu, gelu_new, gelu_pytorch_tanh, "
+               "gelu_fast, relu)");
+}
+
+/// Mixture-of-experts and multimodal configs: errors naming the key, even
+/// where HF would silently ignore it for the model_type.
+void rejectUnsupportedKeys(ConfigReader &r) {
+  const char *moe[] = {"num_local_experts", "num_experts",
+                       "num_experts_per_tok", "n_routed_experts",
+                       "moe_intermediate_size"};
+  for (const char *key : moe) {
+    const JsonValue *v = r.value(key);
+    if (v && v->kind != JsonValue::Kind::Null &&
+        !(v->kind == JsonValue::Kind::Number && v->number == 0))
+      r.setError(std::string("\"") + key +
+                 "\": mixture-of-experts configs are not supported");
+  }
+  const char *multimodal[] = {"vision_config", "text_config", "audio_config",
+                              "vision_tower"};
+  for (const char *key : multimodal)
+    if (r.has(key))
+      r.setError(std::string("\"") + key +
+                 "\": vision and multimodal configs are not supported");
+}
+
+/// The original_max_position_embeddings of yarn and llama3: the
+/// rope_scaling key, defaulting to max_position_embeddings (HF v5
+/// standardize_rope_params). A top-level key of that name takes priority
+/// in v5 (an attribute set before standardization) but not in v4: both
+/// given and different is an error.
+int64_t originalMaxPositions(ConfigReader &r, ConfigReader &rope,
+                             ModelConfig &c) {
+  const std::string key = "original_max_position_embeddings";
+  bool inDict = rope.has(key), topLevel = r.has(key);
+  if (inDict && topLevel) {
+    int64_t a = rope.integer(key), b = r.integer(key);
+    if (a != b)
+      r.setError("\"" + rope.name(key) + "\" (" + std::to_string(a) +
+                 ") and the top-level \"" + key + "\" (" + std::to_string(b) +
+                 ") disagree");
+    return a;
+  }
+  if (inDict)
+    return rope.integer(key);
+  if (topLevel) {
+    c.notes.push_back("config.json: the top-level " + key +
+                      " is used for rope scaling (transformers >= 5); "
+                      "transformers 4 reads it from rope_scaling only");
+    return r.integer(key);
+  }
+  return c.maxPositions;
+}
+
+/// The RoPE keys of the rotary families: the base (rope_theta, or
+/// `thetaKey`), the rotating fraction of each head (`partialKey`, default
+/// `partialDefault`), and rope_scaling (or the rope_parameters dict that
+/// transformers 5 writes), whose types are read only when `allowScaling`.
+void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
+              const std::string &partialKey, double partialDefault,
+              bool allowScaling) {
+  static const JsonValue kEmpty = [] {
+    JsonValue v;
+    v.kind = JsonValue::Kind::Object;
+    return v;
+  }();
+  std::string dictKey;
+  if (r.has("rope_scaling") && r.has("rope_parameters"))
+    r.setError("both \"rope_scaling\" and \"rope_parameters\" are given");
+  else if (r.has("rope_scaling"))
+    dictKey = "rope_scaling";
+  else if (r.has("rope_parameters"))
+    dictKey = "rope_parameters";
+  const JsonValue *dict = dictKey.empty() ? &kEmpty : r.value(dictKey);
+  if (dict->kind != JsonValue::Kind::Object) {
+    r.setError("\"" + dictKey + "\" must be an object");
+    dict = &kEmpty;
+  }
+  ConfigReader rope(*dict, dictKey + ".", &r.error);
+
+  // Keys that may sit in the dict (v5) or at the top level (v4): the same
+  // value either way, or an error.
+  auto either = [&](const std::string &inner, const std::string &outer,
+                    double fallback) {
+    bool a = rope.has(inner), b = !outer.empty() && r.has(outer);
+    double value = a   ? rope.number(inner, fallback)
+                   : b ? r.number(outer, fallback)
+                       : fallback;
+    if (a && b && rope.number(inner, fallback) != r.number(outer, fallback))
+      r.setError("\"" + rope.name(inner) + "\" and \"" + outer + "\" disagree");
+    return value;
+  };
+  c.ropeTheta = either("rope_theta", thetaKey, 10000.0);
+  double partial = either("partial_rotary_factor", partialKey, partialDefault);
+  if (r.failed())
+    return;
+  if (!(c.ropeTheta > 0)) {
+    r.setError("\"" +
+               (thetaKey.empty() ? std::string("rope_theta") : thetaKey) +
+               "\" must be positive");
+    return;
+  }
+  if (!(partial > 0 && partial <= 1)) {
+    r.setError("\"" +
+               (partialKey.empty() ? std::string("partial_rotary_factor")
+                                   : partialKey) +
+               "\" must be in (0, 1]");
+    return;
+  }
+  // Python int(head_dim * factor).
+  c.rotaryDim = static_cast<int64_t>(static_cast<double>(c.headDim) * partial);
+  if (c.rotaryDim == c.headDim && c.headDim % 2 != 0) {
+    r.setError("head_dim (" + std::to_string(c.headDim) +
+               ") must be even for rotary embeddings");
+    return;
+  }
+  if (c.rotaryDim < 2 || c.rotaryDim % 2 != 0) {
+    r.setError("the rotary dimensions (head_dim " + std::to_string(c.headDim) +
+               " x " + numberText(partial) + " = " +
+               std::to_string(c.rotaryDim) + ") must be even and at least 2");
+    return;
+  }
+
+  // rope_type, or the legacy "type"; "default" when absent.
+  std::string type = rope.string("rope_type", rope.string("type", "default"));
+  RopeScaling &sc = c.ropeScaling;
+  sc = RopeScaling();
+  sc.maxPositions = c.maxPositions;
+  if (type == "default")
+    return;
+  const std::string typeKey =
+      rope.has("rope_type") ? rope.name("rope_type") : rope.name("type");
+  if (!allowScaling) {
+    r.setError("\"" + typeKey + "\" \"" + type + "\" is not supported for " +
+               modelTypeName(c.architecture) +
+               " (rope scaling: llama, mistral, qwen2, gemma)");
+    return;
+  }
+  if (type == "linear" || type == "dynamic") {
+    sc.type = type == "linear" ? RopeScaling::Type::Linear
+                               : RopeScaling::Type::Dynamic;
+    sc.factor = rope.requiredNumber("factor");
+  } else if (type == "yarn") {
+    sc.type = RopeScaling::Type::Yarn;
+    sc.originalMaxPositions = originalMaxPositions(r, rope, c);
+    if (!rope.present("factor"))
+      rope.setError("missing key \"" + rope.name("factor") + "\"");
+    // factor: null -> max_position_embeddings / original (v5).
+    sc.factor = rope.has("factor")
+                    ? rope.number("factor", 1.0)
+                    : static_cast<double>(c.maxPositions) /
+                          static_cast<double>(sc.originalMaxPositions);
+    if (rope.has("attention_factor"))
+      sc.attentionFactor = rope.number("attention_factor", 1.0);
+    // `rope_parameters.get("beta_fast") or 32`: absent, null and 0 alike.
+    sc.betaFast = rope.number("beta_fast", 0.0);
+    sc.betaSlow = rope.number("beta_slow", 0.0);
+    if (sc.betaFast == 0)
+      sc.betaFast = 32.0;
+    if (sc.betaSlow == 0)
+      sc.betaSlow = 1.0;
+    sc.mscale = rope.number("mscale", 0.0);
+    sc.mscaleAllDim = rope.number("mscale_all_dim", 0.0);
+    sc.truncate = rope.boolean("truncate", true);
+    if (rope.has("original_max_position_embeddings") && rope.has("factor")) {
+      double implicit = static_cast<double>(c.maxPositions) /
+                        static_cast<double>(sc.originalMaxPositions);
+      if (implicit != sc.factor)
+        c.notes.push_back(
+            "config.json: yarn factor " + numberText(sc.factor) +
+            " differs from max_position_embeddings / "
+            "original_max_position_embeddings = " +
+            numberText(implicit) +
+            "; the reference follows transformers >= 5 (the explicit "
+            "factor); transformers 4 releases since DeepSeek-V3's yarn "
+            "changes replaced the factor by the ratio");
+    }
+  } else if (type == "llama3") {
+    sc.type = RopeScaling::Type::Llama3;
+    sc.factor = rope.requiredNumber("factor");
+    sc.lowFreqFactor = rope.requiredNumber("low_freq_factor");
+    sc.highFreqFactor = rope.requiredNumber("high_freq_factor");
+    sc.originalMaxPositions = originalMaxPositions(r, rope, c);
+    if (!r.failed() && sc.lowFreqFactor == sc.highFreqFactor)
+      r.setError("\"" + rope.name("high_freq_factor") +
+                 "\" must differ from low_freq_factor");
+  } else {
+    r.setError("\"" + typeKey + "\" \"" + type +
+               "\" is not supported (supported: default, linear, dynamic, "
+               "yarn, llama3)");
+    return;
+  }
+  if (!r.failed() && !(sc.factor > 0))
+    r.setError("\"" + rope.name("factor") + "\" must be positive");
+}
+
+void requireDivides(ConfigReader &r, int64_t heads, int64_t hidden,
+                    const std::string &headsKey, const std::string &hiddenKey) {
+  if (!r.failed() && hidden % heads != 0)
+    r.setError(headsKey + " (" + std::to_string(heads) + ") does not divide " +
+               hiddenKey + " (" + std::to_string(hidden) + ")");
+}
+
+void parseGpt2(ConfigReader &r, ModelConfig &c) {
+  c.hidden = r.integer("n_embd");
+  c.layers = r.integer("n_layer");
+  c.heads = r.integer("n_head");
+  c.kvHeads = c.heads;
+  c.vocab = r.integer("vocab_size");
+  c.maxPositions =
+      r.has("n_positions") ? r.integer("n_positions") : r.integer("n_ctx");
+  c.ffn = r.integer("n_inner", 4 * c.hidden);
+  c.normEps = r.number("layer_norm_epsilon", 1e-5);
+  c.tieEmbeddings = true;
+  std::string act = r.string("activation_function", "gelu_new");
+  // gelu_fast's 0.7978845608 is sqrt(2/pi) to 3e-11: the tanh form.
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast")
+    c.gelu = GeluApproximation::Tanh;
+  else if (act == "gelu")
+    c.gelu = GeluApproximation::Erf;
+  else
+    r.setError("unsupported activation_function \"" + act + "\"");
+  c.activation = c.gelu == GeluApproximation::Erf ? Activation::GeluErf
+                                                  : Activation::GeluTanh;
+  if (!r.boolean("scale_attn_weights", true))
+    r.setError("scale_attn_weights: false is not supported");
+  if (r.boolean("scale_attn_by_inverse_layer_idx", false))
+    r.setError("scale_attn_by_inverse_layer_idx: true is not supported");
+  requireDivides(r, c.heads, c.hidden, "n_head", "n_embd");
+  c.headDim = c.heads > 0 ? c.hidden / c.heads : 0;
+  c.attentionBias = c.mlpBias = true;
+}
+
+/// llama, mistral, qwen2, gemma: the LlamaDecoderLayer shape.
+void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
+  const Architecture a = c.architecture;
+  c.hidden = r.integer("hidden_size");
+  c.layers = r.integer("num_hidden_layers");
+  c.heads = r.integer("num_attention_heads");
+  c.vocab = r.integer("vocab_size");
+  c.ffn = r.integer("intermediate_size");
+  // num_key_value_heads: LlamaConfig None -> heads; MistralConfig default 8
+  // and None -> heads; Qwen2Config default 32 and None -> heads;
+  // GemmaConfig default 16 (None is not handled).
+  const std::string kv = "num_key_value_heads";
+  switch (a) {
+  case Architecture::Mistral:
+    c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 8;
+    break;
+  case Architecture::Qwen2:
+    c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 32;
+    break;
+  case Architecture::Gemma:
+    if (r.present(kv) && !r.has(kv))
+      r.setError("\"num_key_value_heads\" must not be null for gemma");
+    c.kvHeads = r.integer(kv, 16);
+    break;
+  default:
+    c.kvHeads = r.integer(kv, c.heads);
+  }
+  c.maxPositions = r.integer("max_position_embeddings",
+                             a == Architecture::Mistral ? 4096 * 32
+                             : a == Architecture::Qwen2 ? 32768
+                             : a == Architecture::Gemma ? 8192
+                                                        : 2048);
+  c.normEps = r.number("rms_norm_eps", 1e-6);
+  c.tieEmbeddings = r.boolean("tie_word_embeddings", a == Architecture::Gemma);
+  // head_dim: GemmaConfig defaults it to 256 (not hidden / heads); the
+  // others to hidden_size / num_attention_heads (also for null).
+  if (a == Architecture::Gemma) {
+    if (r.present("head_dim") && !r.has("head_dim"))
+      r.setError("\"head_dim\" must not be null for gemma");
+    c.headDim = r.integer("head_dim", 256);
+  } else {
+    if (!r.failed() && !r.has("head_dim"))
+      requireDivides(r, c.heads, c.hidden, "num_attention_heads",
+                     "hidden_size");
+    c.headDim = r.integer("head_dim", c.heads > 0 ? c.hidden / c.heads : 1);
+  }
+  readActivation(r, "hidden_act",
+                 a == Architecture::Gemma ? "gelu_pytorch_tanh" : "silu", c);
+  if (a == Architecture::Gemma && r.has("hidden_activation") &&
+      r.string("hidden_activation", "") != r.string("hidden_act", "")) {
+    c.notes.push_back("config.json: gemma's hidden_activation \"" +
+                      r.string("hidden_activation", "") +
+                      "\" is ignored: transformers >= 4.48 uses hidden_act \"" +
+                      r.string("hidden_act", "gelu_pytorch_tanh") +
+                      "\" (earlier versions used hidden_activation)");
+  }
+  if (a == Architecture::Llama) {
+    if (r.boolean("attention_bias", false))
+      r.setError("attention_bias: true is not supported");
+    if (r.boolean("mlp_bias", false))
+      r.setError("mlp_bias: true is not supported");
+  }
+  if (a == Architecture::Qwen2)
+    c.attentionBias = true; // q/k/v always, o_proj never
+  if (a == Architecture::Gemma) {
+    c.attentionBias = r.boolean("attention_bias", false);
+    if (r.boolean("use_bidirectional_attention", false))
+      r.setError("use_bidirectional_attention: true is not supported");
+    // torch.tensor(hidden_size ** 0.5, dtype=float32).
+    c.embeddingScale =
+        static_cast<float>(std::sqrt(static_cast<double>(c.hidden)));
+  }
+
+  // Sliding windows.
+  c.slidingLayers.assign(c.layers > 0 ? c.layers : 0, false);
+  if (a == Architecture::Mistral) {
+    // MistralConfig default 4096; null = none. Every layer.
+    c.slidingWindow =
+        r.present("sliding_window") ? r.integer("sliding_window", 0) : 4096;
+    if (c.slidingWindow > 0)
+      c.slidingLayers.assign(c.layers, true);
+  } else if (a == Architecture::Qwen2) {
+    bool use = r.boolean("use_sliding_window", false);
+    int64_t window = r.integer("sliding_window", 4096);
+    c.slidingWindow =
+        use && r.present("sliding_window") && !r.has("sliding_window")
+            ? 0
+            : (use ? window : 0);
+    int64_t maxWindowLayers = r.integer("max_window_layers", 28, 0);
+    if (r.has("layer_types")) {
+      const JsonValue *types = r.value("layer_types");
+      if (types->kind != JsonValue::Kind::Array ||
+          static_cast<int64_t>(types->items.size()) != c.layers) {
+        r.setError("\"layer_types\" must be an array of num_hidden_layers "
+                   "strings");
+      } else {
+        for (int64_t i = 0; i < c.layers; ++i) {
+          const JsonValue &t = types->items[i];
+          bool sliding = t.kind == JsonValue::Kind::String &&
+                         t.text == "sliding_attention";
+          bool full =
+              t.kind == JsonValue::Kind::String && t.text == "full_attention";
+          if (!sliding && !full)
+            r.setError("\"layer_types\"[" + std::to_string(i) +
+                       "] must be \"full_attention\" or "
+                       "\"sliding_attention\"");
+          c.slidingLayers[i] = sliding;
+        }
+        bool any = std::find(c.slidingLayers.begin(), c.slidingLayers.end(),
+                             true) != c.slidingLayers.end();
+        if (any && c.slidingWindow == 0)
+          r.setError("\"layer_types\" has sliding_attention layers but "
+                     "use_sliding_window is false or sliding_window null");
+      }
+    } else if (c.slidingWindow > 0) {
+      // Qwen2Config: "sliding_attention" for layer i >= max_window_layers.
+      for (int64_t i = 0; i < c.layers; ++i)
+        c.slidingLayers[i] = i >= maxWindowLayers;
+    }
+  }
+
+  readRope(r, c, "rope_theta", "partial_rotary_factor", 1.0,
+           /*allowScaling=*/true);
+  if (!r.failed() && c.rotaryDim != c.headDim)
+    r.setError(std::string("partial_rotary_factor < 1 is not supported for ") +
+               modelTypeName(a) +
+               " (its apply_rotary_pos_emb rotates the whole head)");
+}
+
+void parsePhi3(ConfigReader &r, ModelConfig &c) {
+  c.hidden = r.integer("hidden_size");
+  c.layers = r.integer("num_hidden_layers");
+  c.heads = r.integer("num_attention_heads");
+  c.vocab = r.integer("vocab_size");
+  c.ffn = r.integer("intermediate_size");
+  c.kvHeads = r.integer("num_key_value_heads", c.heads);
+  c.maxPositions = r.integer("max_position_embeddings", 4096);
+  c.normEps = r.number("rms_norm_eps", 1e-5);
+  c.tieEmbeddings = r.boolean("tie_word_embeddings", false);
+  if (!r.failed() && !r.has("head_dim"))
+    requireDivides(r, c.heads, c.hidden, "num_attention_heads", "hidden_size");
+  c.headDim = r.integer("head_dim", c.heads > 0 ? c.hidden / c.heads : 1);
+  readActivation(r, "hidden_act", "silu", c);
+  c.slidingWindow = r.integer("sliding_window", 0);
+  c.slidingLayers.assign(c.layers > 0 ? c.layers : 0, c.slidingWindow > 0);
+  // rope_scaling: Phi3Config allows only longrope (su and yarn become
+  // longrope), which the reference does not implement.
+  readRope(r, c, "rope_theta", "partial_rotary_factor", 1.0,
+           /*allowScaling=*/false);
+}
+
+void parseGptNeoX(ConfigReader &r, ModelConfig &c) {
+  c.hidden = r.integer("hidden_size");
+  c.layers = r.integer("num_hidden_layers");
+  c.heads = r.integer("num_attention_heads");
+  c.kvHeads = c.heads;
+  c.vocab = r.integer("vocab_size");
+  c.ffn = r.integer("intermediate_size");
+  c.maxPositions = r.integer("max_position_embeddings", 2048);
+  c.normEps = r.number("layer_norm_eps", 1e-5);
+  c.tieEmbeddings = r.boolean("tie_word_embeddings", false);
+  c.parallelResidual = r.boolean("use_parallel_residual", true);
+  c.attentionBias = r.boolean("attention_bias", true);
+  c.mlpBias = true;
+  readActivation(r, "hidden_act", "gelu", c);
+  requireDivides(r, c.heads, c.hidden, "num_attention_heads", "hidden_size");
+  c.headDim = c.heads > 0 ? c.hidden / c.heads : 0;
+  // rotary_emb_base and rotary_pct (v5: rope_parameters.rope_theta and
+  // partial_rotary_factor).
+  readRope(r, c, "rotary_emb_base", "rotary_pct", 0.25,
+           /*allowScaling=*/false);
+}
+
+void parseGptJ(ConfigReader &r, ModelConfig &c) {
+  c.hidden = r.integer("n_embd");
+  c.layers = r.integer("n_layer");
+  c.heads = r.integer("n_head");
+  c.kvHeads = c.heads;
+  c.vocab = r.integer("vocab_size");
+  c.maxPositions = r.integer("n_positions", 2048);
+  c.ffn = r.integer("n_inner", 4 * c.hidden);
+  c.normEps = r.number("layer_norm_epsilon", 1e-5);
+  c.tieEmbeddings = r.boolean("tie_word_embeddings", false);
+  c.mlpBias = true;
+  readActivation(r, "activation_function", "gelu_new", c);
+  requireDivides(r, c.heads, c.hidden, "n_head", "n_embd");
+  c.headDim = c.heads > 0 ? c.hidden / c.heads : 0;
+  // rotary_dim: null would rotate with a table of n_embd features, which
+  // only fits one head; create_sinusoidal_positions uses base 10000.
+  if (r.present("rotary_dim") && !r.has("rotary_dim"))
+    r.setError("\"rotary_dim\": null is not supported");
+  c.rotaryDim = r.integer("rotary_dim", 64);
+  c.ropeTheta = 10000.0;
+  c.ropePairing = RopePairing::Interleaved;
+  if (!r.failed() && (c.rotaryDim % 2 != 0 || c.rotaryDim > c.headDim))
+    r.setError("\"rotary_dim\" (" + std::to_string(c.rotaryDim) +
+               ") must be even and at most the head size (" +
+               std::to_string(c.headDim) + ")");
+}
+
+void parseOpt(ConfigReader &r, ModelConfig &c) {
+  c.hidden = r.integer("hidden_size");
+  c.layers = r.integer("num_hidden_layers");
+  c.heads = r.integer("num_attention_heads");
+  c.kvHeads = c.heads;
+  c.vocab = r.integer("vocab_size");
+  c.ffn = r.integer("ffn_dim");
+  c.maxPositions = r.integer("max_position_embeddings", 2048);
+  c.normEps = 1e-5; // nn.LayerNorm's default: OPT has no epsilon key
+  c.tieEmbeddings = r.boolean("tie_word_embeddings", true);
+  c.layerNormBefore = r.boolean("do_layer_norm_before", true);
+  c.finalLayerNorm =
+      c.layerNormBefore && !r.boolean("_remove_final_layer_norm", false);
+  c.attentionBias = c.mlpBias = r.boolean("enable_bias", true);
+  readActivation(r, "activation_function", "relu", c);
+  int64_t proj = r.integer("word_embed_proj_dim", c.hidden);
+  if (!r.failed() && proj != c.hidden)
+    r.setError("\"word_embed_proj_dim\" (" + std::to_string(proj) +
+               ") != hidden_size (" + std::to_string(c.hidden) +
+               "): project_in / project_out are not supported");
+  if (!r.boolean("layer_norm_elementwise_affine", true))
+    r.setError("\"layer_norm_elementwise_affine\": false is not supported");
+  requireDivides(r, c.heads, c.hidden, "num_attention_heads", "hidden_size");
+  c.headDim = c.heads > 0 ? c.hidden / c.heads : 0;
+}
+
+void parseBloom(ConfigReader &r, ModelConfig &c) {
+  // n_embed (legacy) overrides hidden_size; attribute_map aliases
+  // num_hidden_layers -> n_layer and num_attention_heads -> n_head.
+  c.hidden = r.has("n_embed") ? r.integer("n_embed") : r.integer("hidden_size");
+  c.layers = r.aliased("n_layer", "num_hidden_layers");
+  c.heads = r.aliased("n_head", "num_attention_heads");
+  c.kvHeads = c.heads;
+  c.vocab = r.integer("vocab_size");
+  c.ffn = 4 * c.hidden;
+  c.maxPositions = kNoPositionLimit; // ALiBi: no position table
+  c.normEps = r.number("layer_norm_epsilon", 1e-5);
+  c.tieEmbeddings = r.boolean("tie_word_embeddings", true);
+  c.residualFromNorm =
+      r.boolean("apply_residual_connection_post_layernorm", false);
+  c.attentionBias = c.mlpBias = true;
+  // bloom_gelu_forward: tanh(0.79788456 x (1 + 0.044715 x^2)); the constant
+  // is sqrt(2/pi) to 1e-9 relative, below float resolution.
+  c.activation = Activation::GeluTanh;
+  requireDivides(r, c.heads, c.hidden, "n_head", "hidden_size");
+  c.headDim = c.heads > 0 ? c.hidden / c.heads : 0;
+}
+
+void parseXglm(ConfigReader &r, ModelConfig &c) {
+  c.hidden = r.aliased("d_model", "hidden_size");
+  c.layers = r.aliased("num_layers", "num_hidden_layers");
+  c.heads = r.aliased("attention_heads", "num_attention_heads");
+  c.kvHeads = c.heads;
+  c.vocab = r.integer("vocab_size");
+  c.ffn = r.integer("ffn_dim");
+  c.maxPositions = r.integer("max_position_embeddings", 2048);
+  c.normEps = 1e-5; // nn.LayerNorm's default
+  c.tieEmbeddings = r.boolean("tie_word_embeddings", true);
+  c.attentionBias = c.mlpBias = true;
+  readActivation(r, "activation_function", "gelu", c);
+  // XGLMScaledWordEmbedding multiplies by the Python float sqrt(d_model),
+  // which torch applies as a float32 scalar.
+  if (r.boolean("scale_embedding", true))
+    c.embeddingScale =
+        static_cast<float>(std::sqrt(static_cast<double>(c.hidden)));
+  // The sinusoidal table zeroes row pad_token_id (default 1; positions
+  // start at row 2).
+  c.positionPaddingIndex =
+      r.present("pad_token_id")
+          ? (r.has("pad_token_id") ? r.integer("pad_token_id", -1, 0) : -1)
+          : 1;
+  if (r.boolean("add_cross_attention", false))
+    r.setError("\"add_cross_attention\": true is not supported");
+  if (!r.failed() && c.hidden < 4)
+    r.setError("\"d_model\" must be at least 4 for the sinusoidal positions");
+  requireDivides(r, c.heads, c.hidden, "attention_heads", "d_model");
+  c.headDim = c.heads > 0 ? c.hidden / c.heads : 0;
+}
+
+} // namespace
+
 bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
                       std::string &error) {
   JsonValue root;
@@ -546,75 +1215,62 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
   ConfigReader r(root);
   ModelConfig c;
   std::string type = r.string("model_type", "");
-  if (type == "gpt2") {
-    c.architecture = Architecture::GPT2;
-    c.hidden = r.integer("n_embd");
-    c.layers = r.integer("n_layer");
-    c.heads = r.integer("n_head");
-    c.kvHeads = c.heads;
-    c.vocab = r.integer("vocab_size");
-    c.maxPositions =
-        r.has("n_positions") ? r.integer("n_positions") : r.integer("n_ctx");
-    c.ffn = r.integer("n_inner", 4 * c.hidden);
-    c.normEps = r.number("layer_norm_epsilon", 1e-5);
-    c.tieEmbeddings = true;
-    std::string act = r.string("activation_function", "gelu_new");
-    if (act == "gelu_new" || act == "gelu_pytorch_tanh")
-      c.gelu = GeluApproximation::Tanh;
-    else if (act == "gelu")
-      c.gelu = GeluApproximation::Erf;
-    else
-      r.setError("unsupported activation_function \"" + act + "\"");
-    if (!r.boolean("scale_attn_weights", true))
-      r.setError("scale_attn_weights: false is not supported");
-    if (r.boolean("scale_attn_by_inverse_layer_idx", false))
-      r.setError("scale_attn_by_inverse_layer_idx: true is not supported");
-    if (r.error.empty() && c.hidden % c.heads != 0)
-      r.setError("n_head (" + std::to_string(c.heads) +
-                 ") does not divide n_embd (" + std::to_string(c.hidden) + ")");
-    c.headDim = c.heads > 0 ? c.hidden / c.heads : 0;
-  } else if (type == "llama") {
-    c.architecture = Architecture::Llama;
-    c.hidden = r.integer("hidden_size");
-    c.layers = r.integer("num_hidden_layers");
-    c.heads = r.integer("num_attention_heads");
-    c.kvHeads = r.integer("num_key_value_heads", c.heads);
-    c.vocab = r.integer("vocab_size");
-    c.maxPositions = r.integer("max_position_embeddings");
-    c.ffn = r.integer("intermediate_size");
-    // HF LlamaConfig's defaults.
-    c.normEps = r.number("rms_norm_eps", 1e-6);
-    c.ropeTheta = r.number("rope_theta", 10000.0);
-    c.tieEmbeddings = r.boolean("tie_word_embeddings", false);
-    if (r.error.empty() && !r.has("head_dim") && c.hidden % c.heads != 0)
-      r.setError("num_attention_heads (" + std::to_string(c.heads) +
-                 ") does not divide hidden_size (" + std::to_string(c.hidden) +
-                 ")");
-    c.headDim = r.integer("head_dim", c.heads > 0 ? c.hidden / c.heads : 1);
-    std::string act = r.string("hidden_act", "silu");
-    if (act != "silu")
-      r.setError("unsupported hidden_act \"" + act + "\"");
-    if (r.has("rope_scaling"))
-      r.setError("rope_scaling is not supported");
-    if (r.boolean("attention_bias", false))
-      r.setError("attention_bias: true is not supported");
-    if (r.boolean("mlp_bias", false))
-      r.setError("mlp_bias: true is not supported");
-    if (r.error.empty() && c.heads % c.kvHeads != 0)
-      r.setError("num_key_value_heads (" + std::to_string(c.kvHeads) +
-                 ") does not divide num_attention_heads (" +
-                 std::to_string(c.heads) + ")");
-    if (r.error.empty() && c.headDim % 2 != 0)
-      r.setError("head_dim (" + std::to_string(c.headDim) +
-                 ") must be even for rotary embeddings");
-    if (r.error.empty() && !(c.ropeTheta > 0))
-      r.setError("rope_theta must be positive");
-  } else if (type.empty()) {
+  const std::pair<const char *, Architecture> kTypes[] = {
+      {"gpt2", Architecture::GPT2},        {"llama", Architecture::Llama},
+      {"mistral", Architecture::Mistral},  {"qwen2", Architecture::Qwen2},
+      {"gemma", Architecture::Gemma},      {"phi3", Architecture::Phi3},
+      {"gpt_neox", Architecture::GPTNeoX}, {"gptj", Architecture::GPTJ},
+      {"opt", Architecture::OPT},          {"bloom", Architecture::Bloom},
+      {"xglm", Architecture::XGLM},
+  };
+  bool known = false;
+  for (const auto &[name, arch] : kTypes)
+    if (type == name) {
+      c.architecture = arch;
+      known = true;
+    }
+  if (type.empty()) {
     r.setError("missing key \"model_type\"");
-  } else {
+  } else if (!known) {
     r.setError("unsupported model_type \"" + type +
-               "\" (expected gpt2 or llama)");
+               "\" (expected gpt2, llama, mistral, qwen2, gemma, phi3, "
+               "gpt_neox, gptj, opt, bloom or xglm)");
+  } else {
+    rejectUnsupportedKeys(r);
+    switch (c.architecture) {
+    case Architecture::GPT2:
+      parseGpt2(r, c);
+      break;
+    case Architecture::Llama:
+    case Architecture::Mistral:
+    case Architecture::Qwen2:
+    case Architecture::Gemma:
+      parseLlamaFamily(r, c);
+      break;
+    case Architecture::Phi3:
+      parsePhi3(r, c);
+      break;
+    case Architecture::GPTNeoX:
+      parseGptNeoX(r, c);
+      break;
+    case Architecture::GPTJ:
+      parseGptJ(r, c);
+      break;
+    case Architecture::OPT:
+      parseOpt(r, c);
+      break;
+    case Architecture::Bloom:
+      parseBloom(r, c);
+      break;
+    case Architecture::XGLM:
+      parseXglm(r, c);
+      break;
+    }
   }
+  if (r.error.empty() && c.heads % c.kvHeads != 0)
+    r.setError("num_key_value_heads (" + std::to_string(c.kvHeads) +
+               ") does not divide num_attention_heads (" +
+               std::to_string(c.heads) + ")");
   if (r.error.empty() && c.normEps < 0)
     r.setError("the norm epsilon must not be negative");
   if (!r.error.empty()) {
@@ -854,45 +1510,153 @@ bool readSafetensors(const std::string &path,
 std::vector<std::pair<std::string, std::vector<int64_t>>>
 ModelReference::expectedWeights(const ModelConfig &c) {
   std::vector<std::pair<std::string, std::vector<int64_t>>> out;
-  int64_t d = c.hidden, f = c.ffn;
-  if (c.architecture == Architecture::GPT2) {
-    out.push_back({"wte.weight", {c.vocab, d}});
-    out.push_back({"wpe.weight", {c.maxPositions, d}});
+  const int64_t d = c.hidden, f = c.ffn, V = c.vocab;
+  const int64_t q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
+  auto add = [&](const std::string &name, std::vector<int64_t> shape) {
+    out.push_back({name, std::move(shape)});
+  };
+  // weight [out, in] and, when `bias`, bias [out].
+  auto linear = [&](const std::string &name, int64_t outDim, int64_t inDim,
+                    bool bias) {
+    add(name + ".weight", {outDim, inDim});
+    if (bias)
+      add(name + ".bias", {outDim});
+  };
+  auto layerNorm = [&](const std::string &name) {
+    add(name + ".weight", {d});
+    add(name + ".bias", {d});
+  };
+  switch (c.architecture) {
+  case Architecture::GPT2:
+    add("wte.weight", {V, d});
+    add("wpe.weight", {c.maxPositions, d});
     for (int64_t i = 0; i < c.layers; ++i) {
       std::string h = "h." + std::to_string(i) + ".";
-      out.push_back({h + "ln_1.weight", {d}});
-      out.push_back({h + "ln_1.bias", {d}});
-      out.push_back({h + "attn.c_attn.weight", {d, 3 * d}});
-      out.push_back({h + "attn.c_attn.bias", {3 * d}});
-      out.push_back({h + "attn.c_proj.weight", {d, d}});
-      out.push_back({h + "attn.c_proj.bias", {d}});
-      out.push_back({h + "ln_2.weight", {d}});
-      out.push_back({h + "ln_2.bias", {d}});
-      out.push_back({h + "mlp.c_fc.weight", {d, f}});
-      out.push_back({h + "mlp.c_fc.bias", {f}});
-      out.push_back({h + "mlp.c_proj.weight", {f, d}});
-      out.push_back({h + "mlp.c_proj.bias", {d}});
+      layerNorm(h + "ln_1");
+      add(h + "attn.c_attn.weight", {d, 3 * d}); // Conv1D: [in, out]
+      add(h + "attn.c_attn.bias", {3 * d});
+      add(h + "attn.c_proj.weight", {d, d});
+      add(h + "attn.c_proj.bias", {d});
+      layerNorm(h + "ln_2");
+      add(h + "mlp.c_fc.weight", {d, f});
+      add(h + "mlp.c_fc.bias", {f});
+      add(h + "mlp.c_proj.weight", {f, d});
+      add(h + "mlp.c_proj.bias", {d});
     }
-    out.push_back({"ln_f.weight", {d}});
-    out.push_back({"ln_f.bias", {d}});
-  } else {
-    int64_t q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
-    out.push_back({"model.embed_tokens.weight", {c.vocab, d}});
+    layerNorm("ln_f");
+    break;
+  case Architecture::Llama:
+  case Architecture::Mistral:
+  case Architecture::Qwen2:
+  case Architecture::Gemma:
+  case Architecture::Phi3: {
+    bool phi3 = c.architecture == Architecture::Phi3;
+    bool qkvBias = c.attentionBias;
+    bool oBias = c.attentionBias && c.architecture == Architecture::Gemma;
+    add("model.embed_tokens.weight", {V, d});
     for (int64_t i = 0; i < c.layers; ++i) {
       std::string l = "model.layers." + std::to_string(i) + ".";
-      out.push_back({l + "input_layernorm.weight", {d}});
-      out.push_back({l + "self_attn.q_proj.weight", {q, d}});
-      out.push_back({l + "self_attn.k_proj.weight", {kv, d}});
-      out.push_back({l + "self_attn.v_proj.weight", {kv, d}});
-      out.push_back({l + "self_attn.o_proj.weight", {d, q}});
-      out.push_back({l + "post_attention_layernorm.weight", {d}});
-      out.push_back({l + "mlp.gate_proj.weight", {f, d}});
-      out.push_back({l + "mlp.up_proj.weight", {f, d}});
-      out.push_back({l + "mlp.down_proj.weight", {d, f}});
+      add(l + "input_layernorm.weight", {d});
+      if (phi3) {
+        linear(l + "self_attn.qkv_proj", q + 2 * kv, d, false);
+      } else {
+        linear(l + "self_attn.q_proj", q, d, qkvBias);
+        linear(l + "self_attn.k_proj", kv, d, qkvBias);
+        linear(l + "self_attn.v_proj", kv, d, qkvBias);
+      }
+      linear(l + "self_attn.o_proj", d, q, oBias);
+      add(l + "post_attention_layernorm.weight", {d});
+      if (phi3) {
+        linear(l + "mlp.gate_up_proj", 2 * f, d, false);
+      } else {
+        linear(l + "mlp.gate_proj", f, d, false);
+        linear(l + "mlp.up_proj", f, d, false);
+      }
+      linear(l + "mlp.down_proj", d, f, false);
     }
-    out.push_back({"model.norm.weight", {d}});
+    add("model.norm.weight", {d});
+    break;
+  }
+  case Architecture::GPTNeoX:
+    add("gpt_neox.embed_in.weight", {V, d});
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "gpt_neox.layers." + std::to_string(i) + ".";
+      layerNorm(l + "input_layernorm");
+      linear(l + "attention.query_key_value", 3 * d, d, c.attentionBias);
+      linear(l + "attention.dense", d, d, c.attentionBias);
+      layerNorm(l + "post_attention_layernorm");
+      linear(l + "mlp.dense_h_to_4h", f, d, true);
+      linear(l + "mlp.dense_4h_to_h", d, f, true);
+    }
+    layerNorm("gpt_neox.final_layer_norm");
+    break;
+  case Architecture::GPTJ:
+    add("transformer.wte.weight", {V, d});
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "transformer.h." + std::to_string(i) + ".";
+      layerNorm(l + "ln_1");
+      linear(l + "attn.q_proj", d, d, false);
+      linear(l + "attn.k_proj", d, d, false);
+      linear(l + "attn.v_proj", d, d, false);
+      linear(l + "attn.out_proj", d, d, false);
+      linear(l + "mlp.fc_in", f, d, true);
+      linear(l + "mlp.fc_out", d, f, true);
+    }
+    layerNorm("transformer.ln_f");
+    break;
+  case Architecture::OPT:
+    add("model.decoder.embed_tokens.weight", {V, d});
+    // OPTLearnedPositionalEmbedding: max_position_embeddings + offset 2.
+    add("model.decoder.embed_positions.weight", {c.maxPositions + 2, d});
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "model.decoder.layers." + std::to_string(i) + ".";
+      layerNorm(l + "self_attn_layer_norm");
+      linear(l + "self_attn.q_proj", d, d, c.attentionBias);
+      linear(l + "self_attn.k_proj", d, d, c.attentionBias);
+      linear(l + "self_attn.v_proj", d, d, c.attentionBias);
+      linear(l + "self_attn.out_proj", d, d, c.attentionBias);
+      layerNorm(l + "final_layer_norm");
+      linear(l + "fc1", f, d, c.mlpBias);
+      linear(l + "fc2", d, f, c.mlpBias);
+    }
+    if (c.finalLayerNorm)
+      layerNorm("model.decoder.final_layer_norm");
+    break;
+  case Architecture::Bloom:
+    add("transformer.word_embeddings.weight", {V, d});
+    layerNorm("transformer.word_embeddings_layernorm");
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "transformer.h." + std::to_string(i) + ".";
+      layerNorm(l + "input_layernorm");
+      linear(l + "self_attention.query_key_value", 3 * d, d, true);
+      linear(l + "self_attention.dense", d, d, true);
+      layerNorm(l + "post_attention_layernorm");
+      linear(l + "mlp.dense_h_to_4h", f, d, true);
+      linear(l + "mlp.dense_4h_to_h", d, f, true);
+    }
+    layerNorm("transformer.ln_f");
+    break;
+  case Architecture::XGLM:
+    add("model.embed_tokens.weight", {V, d});
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "model.layers." + std::to_string(i) + ".";
+      layerNorm(l + "self_attn_layer_norm");
+      linear(l + "self_attn.q_proj", d, d, true);
+      linear(l + "self_attn.k_proj", d, d, true);
+      linear(l + "self_attn.v_proj", d, d, true);
+      linear(l + "self_attn.out_proj", d, d, true);
+      layerNorm(l + "final_layer_norm");
+      linear(l + "fc1", f, d, true);
+      linear(l + "fc2", d, f, true);
+    }
+    layerNorm("model.layer_norm");
+    break;
+  }
+  if (c.architecture != Architecture::GPT2) {
     if (!c.tieEmbeddings)
-      out.push_back({"lm_head.weight", {c.vocab, d}});
+      add(headName(c), {V, d});
+    if (c.architecture == Architecture::GPTJ)
+      add("lm_head.bias", {V}); // nn.Linear(n_embd, vocab_size): a bias
   }
   return out;
 }
@@ -916,10 +1680,11 @@ bool collectWeights(
     weightNames.insert(name);
     expectedShape[name] = shape;
   }
+  std::set<std::string> buffers = bufferNames(config);
   std::map<std::string, std::string> storedFor; // canonical -> stored
   for (const auto &[stored, dtype] : storedNameAndDtype) {
     std::string canonical;
-    switch (classify(config, weightNames, stored, canonical)) {
+    switch (classify(config, weightNames, buffers, stored, canonical)) {
     case NameKind::Buffer:
       continue;
     case NameKind::Unknown:
@@ -961,6 +1726,8 @@ bool collectWeights(
       return false;
     weights[name] = std::move(data);
   }
+  if (warnings)
+    warnings->insert(warnings->end(), config.notes.begin(), config.notes.end());
   return true;
 }
 
@@ -1040,120 +1807,472 @@ const std::vector<float> &ModelReference::w(const std::string &name) const {
 bool ModelReference::forward(const std::vector<int64_t> &tokens,
                              std::vector<float> &logits,
                              std::string &error) const {
+  KvCache cache;
+  return step(tokens, cache, logits, error);
+}
+
+bool ModelReference::step(const std::vector<int64_t> &tokens, KvCache &cache,
+                          std::vector<float> &logits,
+                          std::string &error) const {
   const ModelConfig &c = modelConfig;
   int64_t n = static_cast<int64_t>(tokens.size());
-  if (n < 1 || n > c.maxPositions) {
-    error = "the sequence has " + std::to_string(n) +
-            " tokens; the model takes 1 to " + std::to_string(c.maxPositions);
+  // Only a learned position table limits the length (GPT-2 wpe, OPT
+  // embed_positions); RoPE and ALiBi run past max_position_embeddings (as
+  // rope scaling means to), and XGLM grows its sinusoidal table.
+  int64_t limit = c.architecture == Architecture::GPT2 ||
+                          c.architecture == Architecture::OPT
+                      ? c.maxPositions
+                      : kNoPositionLimit;
+  if (n < 1 || cache.length < 0 || cache.length + n > limit) {
+    error = "the sequence has " + std::to_string(cache.length + n) +
+            " tokens; the model takes 1 to " + std::to_string(limit);
     return false;
   }
   for (int64_t i = 0; i < n; ++i) {
     if (tokens[i] < 0 || tokens[i] >= c.vocab) {
       error = "token " + std::to_string(tokens[i]) + " at position " +
-              std::to_string(i) + " is outside the vocabulary [0, " +
-              std::to_string(c.vocab) + ")";
+              std::to_string(cache.length + i) +
+              " is outside the vocabulary [0, " + std::to_string(c.vocab) + ")";
       return false;
     }
   }
-  return guarded(
-      [&]() {
-        logits = c.architecture == Architecture::GPT2 ? forwardGpt2(tokens)
-                                                      : forwardLlama(tokens);
-      },
-      error);
+  if (cache.length == 0) {
+    cache.keys.assign(c.layers, {});
+    cache.values.assign(c.layers, {});
+  } else if (static_cast<int64_t>(cache.keys.size()) != c.layers ||
+             static_cast<int64_t>(cache.values.size()) != c.layers) {
+    error = "the cache does not belong to this model";
+    return false;
+  }
+  KvCache next = cache;
+  if (!guarded([&]() { logits = run(tokens, next); }, error))
+    return false;
+  next.length = cache.length + n;
+  cache = std::move(next);
+  return true;
 }
 
-std::vector<float>
-ModelReference::forwardGpt2(const std::vector<int64_t> &ids) const {
+bool ModelReference::forwardCached(const std::vector<int64_t> &tokens,
+                                   int64_t prefill, std::vector<float> &logits,
+                                   std::string &error) const {
+  int64_t n = static_cast<int64_t>(tokens.size());
+  if (prefill < 1 || prefill > n) {
+    error = "the prefill length " + std::to_string(prefill) +
+            " must be in [1, " + std::to_string(n) + "]";
+    return false;
+  }
+  KvCache cache;
+  logits.clear();
+  std::vector<float> rows;
+  for (int64_t at = 0; at < n; at = cache.length) {
+    int64_t count = at == 0 ? prefill : 1;
+    std::vector<int64_t> chunk(tokens.begin() + at,
+                               tokens.begin() + at + count);
+    if (!step(chunk, cache, rows, error))
+      return false;
+    logits.insert(logits.end(), rows.begin(), rows.end());
+  }
+  return true;
+}
+
+namespace {
+
+/// x * scale elementwise (a float32 scalar multiply: one rounding).
+std::vector<float> scaled(const std::vector<float> &x, double scale) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = static_cast<float>(static_cast<double>(x[i]) * scale);
+  return out;
+}
+
+/// The per-head fused layout of GPT-NeoX and BLOOM: row [n, heads * 3 * hd]
+/// is, per head, [q_h, k_h, v_h] (qkv.view(..., heads, 3, hd)); part 0 = q,
+/// 1 = k, 2 = v as [n, heads * hd].
+std::vector<float> perHeadPart(const std::vector<float> &qkv, int64_t n,
+                               int64_t heads, int64_t hd, int64_t part) {
+  std::vector<float> out(n * heads * hd);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t h = 0; h < heads; ++h)
+      std::copy_n(qkv.begin() + r * heads * 3 * hd + (h * 3 + part) * hd, hd,
+                  out.begin() + (r * heads + h) * hd);
+  return out;
+}
+
+/// XGLMSinusoidalPositionalEmbedding.get_embedding, row `row`: with
+/// half = d / 2 and c = ln(10000) / (half - 1), column i < half is
+/// sin(row * exp(-i c)), column half + i the cos; an odd d gets a zero last
+/// column; row padding (pad_token_id) is zero. In double, rounded once.
+std::vector<float> xglmPositionRow(int64_t row, int64_t d, int64_t padding) {
+  std::vector<float> out(d, 0.0f);
+  if (row == padding)
+    return out;
+  int64_t half = d / 2;
+  double c = std::log(10000.0) / static_cast<double>(half - 1);
+  for (int64_t i = 0; i < half; ++i) {
+    double angle = static_cast<double>(row) * std::exp(-c * i);
+    out[i] = static_cast<float>(std::sin(angle));
+    out[half + i] = static_cast<float>(std::cos(angle));
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<float> xglmSinusoidalPositions(int64_t positions, int64_t dim,
+                                           int64_t paddingIndex) {
+  if (dim < 4)
+    throw std::invalid_argument("xglmSinusoidalPositions: dim must be >= 4");
+  std::vector<float> out;
+  for (int64_t r = 0; r < positions; ++r) {
+    std::vector<float> row = xglmPositionRow(r, dim, paddingIndex);
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
+std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
+                                       KvCache &cache) const {
   const ModelConfig &c = modelConfig;
-  int64_t n = static_cast<int64_t>(ids.size());
-  int64_t d = c.hidden, f = c.ffn;
-  double eps = asF32(c.normEps);
-  AttentionParams attn;
-  attn.heads = attn.kvHeads = c.heads;
-  attn.headDim = c.headDim;
-  attn.scale = asF32(defaultScale(c.headDim));
-  attn.causal = true;
+  const Architecture arch = c.architecture;
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const int64_t start = cache.length;
+  const int64_t d = c.hidden, f = c.ffn, hd = c.headDim;
+  const int64_t qWidth = c.heads * hd, kvWidth = c.kvHeads * hd;
+  const double eps = asF32(c.normEps);
+  const WeightLayout outIn = WeightLayout::OutIn;
+
+  auto bias = [&](const std::string &name) -> const float * {
+    return weight(name) ? weight(name)->data() : nullptr;
+  };
+  // nn.Linear `name` [out, in] on x [n, in], with its bias when stored.
+  auto dense = [&](const std::vector<float> &x, int64_t in,
+                   const std::string &name, int64_t out) {
+    return linear(x, n, in, w(name + ".weight"), out, outIn,
+                  bias(name + ".bias"));
+  };
+  auto layerNormOf = [&](const std::vector<float> &x, const std::string &name) {
+    return layerNorm(x, n, d, w(name + ".weight"), w(name + ".bias"), eps);
+  };
+  auto rmsNormOf = [&](const std::vector<float> &x, const std::string &name) {
+    if (arch != Architecture::Gemma)
+      return rmsNorm(x, n, d, w(name + ".weight"), eps);
+    // GemmaRMSNorm: x * rsqrt(mean(x^2) + eps) * (1.0 + weight.float()),
+    // with 1 + w rounded to float as torch holds it.
+    std::vector<float> gamma(w(name + ".weight"));
+    for (float &g : gamma)
+      g = static_cast<float>(1.0 + static_cast<double>(g));
+    return rmsNorm(x, n, d, gamma, eps);
+  };
+  auto activate = [&](const std::vector<float> &x) {
+    switch (c.activation) {
+    case Activation::GeluErf:
+      return gelu(x, GeluApproximation::Erf);
+    case Activation::GeluTanh:
+      return gelu(x, GeluApproximation::Tanh);
+    case Activation::Relu:
+      return relu(x);
+    case Activation::Silu:
+      return silu(x);
+    }
+    return x;
+  };
+  // act(gate) * up.
+  auto gated = [&](const std::vector<float> &gate,
+                   const std::vector<float> &up) {
+    switch (c.activation) {
+    case Activation::Silu:
+      return swiglu(gate, up);
+    case Activation::GeluErf:
+      return geglu(gate, up, GeluApproximation::Erf);
+    case Activation::GeluTanh:
+      return geglu(gate, up, GeluApproximation::Tanh);
+    case Activation::Relu: {
+      std::vector<float> r = relu(gate), out(gate.size());
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<float>(static_cast<double>(r[i]) * up[i]);
+      return out;
+    }
+    }
+    return gate;
+  };
+
+  // RoPE of this call: rope_scaling other than the default keeps HF's
+  // inverse frequencies (rounded to float, as HF holds inv_freq) and the
+  // attention factor; "dynamic" uses the length of this call, the last
+  // position + 1. Unscaled RoPE uses theta as an f32 attribute.
+  const bool scaledRope = c.ropeScaling.type != RopeScaling::Type::None;
+  std::vector<double> invFreq;
+  double attentionFactor = 1.0;
+  if (c.rotaryDim > 0) {
+    if (scaledRope) {
+      invFreq = ropeScaledFrequencies(c.ropeTheta, c.rotaryDim, c.ropeScaling,
+                                      start + n, attentionFactor);
+      for (double &v : invFreq)
+        v = asF32(v);
+      attentionFactor = asF32(attentionFactor);
+    } else {
+      invFreq = ropeFrequencies(asF32(c.ropeTheta), c.rotaryDim);
+    }
+  }
+  auto rotate = [&](const std::vector<float> &x, int64_t width) {
+    if (!scaledRope && c.rotaryDim == hd)
+      return rope(x, n, width, hd, asF32(c.ropeTheta), c.ropePairing, start);
+    return ropeWithFrequencies(x, n, width, hd, invFreq, attentionFactor,
+                               c.ropePairing, start);
+  };
+
+  std::vector<double> slopes;
+  if (arch == Architecture::Bloom)
+    slopes = alibiSlopes(c.heads);
+  // Appends this call's keys and values to the cache and attends over all
+  // of them; the queries sit at positions start .. start + n - 1.
+  auto attend = [&](int64_t layer, const std::vector<float> &q,
+                    const std::vector<float> &k, const std::vector<float> &v) {
+    std::vector<float> &keys = cache.keys[layer], &values = cache.values[layer];
+    keys.insert(keys.end(), k.begin(), k.end());
+    values.insert(values.end(), v.begin(), v.end());
+    AttentionParams p;
+    p.heads = c.heads;
+    p.kvHeads = c.kvHeads;
+    p.headDim = hd;
+    p.scale = asF32(defaultScale(hd));
+    p.causal = true;
+    if (!c.slidingLayers.empty() && c.slidingLayers[layer])
+      p.window = c.slidingWindow;
+    if (!slopes.empty())
+      p.alibiSlopes = slopes.data();
+    return attention(q, n, keys, values, start + n, p);
+  };
 
   std::vector<int64_t> positions(n);
-  for (int64_t p = 0; p < n; ++p)
-    positions[p] = p;
-  std::vector<float> x =
-      residualAdd(embedding(w("wte.weight"), c.vocab, d, ids),
-                  embedding(w("wpe.weight"), c.maxPositions, d, positions));
-  for (int64_t i = 0; i < c.layers; ++i) {
-    std::string l = "h." + std::to_string(i) + ".";
-    std::vector<float> h =
-        layerNorm(x, n, d, w(l + "ln_1.weight"), w(l + "ln_1.bias"), eps);
-    std::vector<float> qkv =
-        linear(h, n, d, w(l + "attn.c_attn.weight"), 3 * d, WeightLayout::InOut,
-               w(l + "attn.c_attn.bias").data());
-    std::vector<float> a =
-        attention(columns(qkv, n, 3 * d, 0, d), n, columns(qkv, n, 3 * d, d, d),
-                  columns(qkv, n, 3 * d, 2 * d, d), n, attn);
-    x = residualAdd(x, linear(a, n, d, w(l + "attn.c_proj.weight"), d,
-                              WeightLayout::InOut,
-                              w(l + "attn.c_proj.bias").data()));
-    std::vector<float> h2 =
-        layerNorm(x, n, d, w(l + "ln_2.weight"), w(l + "ln_2.bias"), eps);
-    std::vector<float> up =
-        gelu(linear(h2, n, d, w(l + "mlp.c_fc.weight"), f, WeightLayout::InOut,
-                    w(l + "mlp.c_fc.bias").data()),
-             c.gelu);
-    x = residualAdd(x, linear(up, n, f, w(l + "mlp.c_proj.weight"), d,
-                              WeightLayout::InOut,
-                              w(l + "mlp.c_proj.bias").data()));
-  }
-  x = layerNorm(x, n, d, w("ln_f.weight"), w("ln_f.bias"), eps);
-  return linear(x, n, d, w("wte.weight"), c.vocab, WeightLayout::OutIn);
-}
+  for (int64_t i = 0; i < n; ++i)
+    positions[i] = start + i;
 
-std::vector<float>
-ModelReference::forwardLlama(const std::vector<int64_t> &ids) const {
-  const ModelConfig &c = modelConfig;
-  int64_t n = static_cast<int64_t>(ids.size());
-  int64_t d = c.hidden, f = c.ffn, hd = c.headDim;
-  int64_t qWidth = c.heads * hd, kvWidth = c.kvHeads * hd;
-  double eps = asF32(c.normEps), theta = asF32(c.ropeTheta);
-  AttentionParams attn;
-  attn.heads = c.heads;
-  attn.kvHeads = c.kvHeads;
-  attn.headDim = hd;
-  attn.scale = asF32(defaultScale(hd));
-  attn.causal = true;
-  const WeightLayout linearLayout = WeightLayout::OutIn;
-
-  std::vector<float> x =
-      embedding(w("model.embed_tokens.weight"), c.vocab, d, ids);
-  for (int64_t i = 0; i < c.layers; ++i) {
-    std::string l = "model.layers." + std::to_string(i) + ".";
-    std::vector<float> h =
-        rmsNorm(x, n, d, w(l + "input_layernorm.weight"), eps);
-    std::vector<float> q =
-        linear(h, n, d, w(l + "self_attn.q_proj.weight"), qWidth, linearLayout);
-    std::vector<float> k = linear(h, n, d, w(l + "self_attn.k_proj.weight"),
-                                  kvWidth, linearLayout);
-    std::vector<float> v = linear(h, n, d, w(l + "self_attn.v_proj.weight"),
-                                  kvWidth, linearLayout);
-    // HF LlamaAttention's rotate_half pairs x[i] with x[i + hd/2].
-    q = rope(q, n, qWidth, hd, theta, RopePairing::RotateHalf, 0);
-    k = rope(k, n, kvWidth, hd, theta, RopePairing::RotateHalf, 0);
-    std::vector<float> a = attention(q, n, k, v, n, attn);
-    x = residualAdd(x, linear(a, n, qWidth, w(l + "self_attn.o_proj.weight"), d,
-                              linearLayout));
-    std::vector<float> h2 =
-        rmsNorm(x, n, d, w(l + "post_attention_layernorm.weight"), eps);
-    std::vector<float> gate =
-        linear(h2, n, d, w(l + "mlp.gate_proj.weight"), f, linearLayout);
-    std::vector<float> up =
-        linear(h2, n, d, w(l + "mlp.up_proj.weight"), f, linearLayout);
-    x = residualAdd(x, linear(swiglu(gate, up), n, f,
-                              w(l + "mlp.down_proj.weight"), d, linearLayout));
+  std::vector<float> x;
+  switch (arch) {
+  case Architecture::GPT2: {
+    x = residualAdd(embedding(w("wte.weight"), c.vocab, d, ids),
+                    embedding(w("wpe.weight"), c.maxPositions, d, positions));
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "h." + std::to_string(i) + ".";
+      std::vector<float> h = layerNormOf(x, l + "ln_1");
+      std::vector<float> qkv =
+          linear(h, n, d, w(l + "attn.c_attn.weight"), 3 * d,
+                 WeightLayout::InOut, w(l + "attn.c_attn.bias").data());
+      std::vector<float> a =
+          attend(i, columns(qkv, n, 3 * d, 0, d), columns(qkv, n, 3 * d, d, d),
+                 columns(qkv, n, 3 * d, 2 * d, d));
+      x = residualAdd(x, linear(a, n, d, w(l + "attn.c_proj.weight"), d,
+                                WeightLayout::InOut,
+                                w(l + "attn.c_proj.bias").data()));
+      std::vector<float> h2 = layerNormOf(x, l + "ln_2");
+      std::vector<float> up =
+          gelu(linear(h2, n, d, w(l + "mlp.c_fc.weight"), f,
+                      WeightLayout::InOut, w(l + "mlp.c_fc.bias").data()),
+               c.gelu);
+      x = residualAdd(x, linear(up, n, f, w(l + "mlp.c_proj.weight"), d,
+                                WeightLayout::InOut,
+                                w(l + "mlp.c_proj.bias").data()));
+    }
+    x = layerNormOf(x, "ln_f");
+    return linear(x, n, d, w("wte.weight"), c.vocab, outIn);
   }
-  x = rmsNorm(x, n, d, w("model.norm.weight"), eps);
-  const std::vector<float> &head =
-      c.tieEmbeddings ? w("model.embed_tokens.weight") : w("lm_head.weight");
-  return linear(x, n, d, head, c.vocab, linearLayout);
+
+  case Architecture::Llama:
+  case Architecture::Mistral:
+  case Architecture::Qwen2:
+  case Architecture::Gemma:
+  case Architecture::Phi3: {
+    const bool phi3 = arch == Architecture::Phi3;
+    x = embedding(w("model.embed_tokens.weight"), c.vocab, d, ids);
+    if (arch == Architecture::Gemma)
+      x = scaled(x, c.embeddingScale); // hidden_states * normalizer
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "model.layers." + std::to_string(i) + ".";
+      std::vector<float> h = rmsNormOf(x, l + "input_layernorm");
+      std::vector<float> q, k, v;
+      if (phi3) {
+        // qkv[..., :q], [q : q + kv], [q + kv :].
+        std::vector<float> qkv =
+            dense(h, d, l + "self_attn.qkv_proj", qWidth + 2 * kvWidth);
+        int64_t width = qWidth + 2 * kvWidth;
+        q = columns(qkv, n, width, 0, qWidth);
+        k = columns(qkv, n, width, qWidth, kvWidth);
+        v = columns(qkv, n, width, qWidth + kvWidth, kvWidth);
+      } else {
+        q = dense(h, d, l + "self_attn.q_proj", qWidth);
+        k = dense(h, d, l + "self_attn.k_proj", kvWidth);
+        v = dense(h, d, l + "self_attn.v_proj", kvWidth);
+      }
+      q = rotate(q, qWidth);
+      k = rotate(k, kvWidth);
+      std::vector<float> a = attend(i, q, k, v);
+      x = residualAdd(x, dense(a, qWidth, l + "self_attn.o_proj", d));
+      std::vector<float> h2 = rmsNormOf(x, l + "post_attention_layernorm");
+      std::vector<float> gate, up;
+      if (phi3) {
+        // gate, up_states = gate_up_proj(x).chunk(2): gate first.
+        std::vector<float> gu = dense(h2, d, l + "mlp.gate_up_proj", 2 * f);
+        gate = columns(gu, n, 2 * f, 0, f);
+        up = columns(gu, n, 2 * f, f, f);
+      } else {
+        gate = dense(h2, d, l + "mlp.gate_proj", f);
+        up = dense(h2, d, l + "mlp.up_proj", f);
+      }
+      x = residualAdd(x, dense(gated(gate, up), f, l + "mlp.down_proj", d));
+    }
+    x = rmsNormOf(x, "model.norm");
+    const std::vector<float> &head =
+        c.tieEmbeddings ? w("model.embed_tokens.weight") : w("lm_head.weight");
+    return linear(x, n, d, head, c.vocab, outIn);
+  }
+
+  case Architecture::GPTNeoX: {
+    x = embedding(w("gpt_neox.embed_in.weight"), c.vocab, d, ids);
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "gpt_neox.layers." + std::to_string(i) + ".";
+      std::vector<float> h = layerNormOf(x, l + "input_layernorm");
+      std::vector<float> qkv =
+          dense(h, d, l + "attention.query_key_value", 3 * d);
+      std::vector<float> q = rotate(perHeadPart(qkv, n, c.heads, hd, 0), d);
+      std::vector<float> k = rotate(perHeadPart(qkv, n, c.heads, hd, 1), d);
+      std::vector<float> a =
+          attend(i, q, k, perHeadPart(qkv, n, c.heads, hd, 2));
+      std::vector<float> attnOut = dense(a, d, l + "attention.dense", d);
+      auto mlp = [&](const std::vector<float> &in) {
+        std::vector<float> u =
+            activate(dense(layerNormOf(in, l + "post_attention_layernorm"), d,
+                           l + "mlp.dense_h_to_4h", f));
+        return dense(u, f, l + "mlp.dense_4h_to_h", d);
+      };
+      if (c.parallelResidual) {
+        // mlp_output + attn_output + hidden_states
+        x = residualAdd(residualAdd(mlp(x), attnOut), x);
+      } else {
+        std::vector<float> attnResidual = residualAdd(attnOut, x);
+        x = residualAdd(mlp(attnResidual), attnResidual);
+      }
+    }
+    x = layerNormOf(x, "gpt_neox.final_layer_norm");
+    const std::vector<float> &head =
+        c.tieEmbeddings ? w("gpt_neox.embed_in.weight") : w("embed_out.weight");
+    return linear(x, n, d, head, c.vocab, outIn);
+  }
+
+  case Architecture::GPTJ: {
+    x = embedding(w("transformer.wte.weight"), c.vocab, d, ids);
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "transformer.h." + std::to_string(i) + ".";
+      // One ln_1 feeds attention and the MLP.
+      std::vector<float> h = layerNormOf(x, l + "ln_1");
+      std::vector<float> q = rotate(dense(h, d, l + "attn.q_proj", d), d);
+      std::vector<float> k = rotate(dense(h, d, l + "attn.k_proj", d), d);
+      std::vector<float> a = attend(i, q, k, dense(h, d, l + "attn.v_proj", d));
+      std::vector<float> attnOut = dense(a, d, l + "attn.out_proj", d);
+      std::vector<float> ff = dense(activate(dense(h, d, l + "mlp.fc_in", f)),
+                                    f, l + "mlp.fc_out", d);
+      // attn_output + feed_forward_hidden_states + residual
+      x = residualAdd(residualAdd(attnOut, ff), x);
+    }
+    x = layerNormOf(x, "transformer.ln_f");
+    const std::vector<float> &head =
+        c.tieEmbeddings ? w("transformer.wte.weight") : w("lm_head.weight");
+    return linear(x, n, d, head, c.vocab, outIn, w("lm_head.bias").data());
+  }
+
+  case Architecture::OPT: {
+    const std::string m = "model.decoder.";
+    // OPTLearnedPositionalEmbedding: position p reads row p + 2.
+    std::vector<int64_t> rows(n);
+    for (int64_t i = 0; i < n; ++i)
+      rows[i] = positions[i] + 2;
+    x = residualAdd(embedding(w(m + "embed_tokens.weight"), c.vocab, d, ids),
+                    embedding(w(m + "embed_positions.weight"),
+                              c.maxPositions + 2, d, rows));
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = m + "layers." + std::to_string(i) + ".";
+      std::vector<float> h =
+          c.layerNormBefore ? layerNormOf(x, l + "self_attn_layer_norm") : x;
+      std::vector<float> a = attend(i, dense(h, d, l + "self_attn.q_proj", d),
+                                    dense(h, d, l + "self_attn.k_proj", d),
+                                    dense(h, d, l + "self_attn.v_proj", d));
+      x = residualAdd(x, dense(a, d, l + "self_attn.out_proj", d));
+      if (!c.layerNormBefore)
+        x = layerNormOf(x, l + "self_attn_layer_norm");
+      h = c.layerNormBefore ? layerNormOf(x, l + "final_layer_norm") : x;
+      std::vector<float> ff =
+          dense(activate(dense(h, d, l + "fc1", f)), f, l + "fc2", d);
+      x = residualAdd(x, ff);
+      if (!c.layerNormBefore)
+        x = layerNormOf(x, l + "final_layer_norm");
+    }
+    if (c.finalLayerNorm)
+      x = layerNormOf(x, m + "final_layer_norm");
+    const std::vector<float> &head =
+        c.tieEmbeddings ? w(m + "embed_tokens.weight") : w("lm_head.weight");
+    return linear(x, n, d, head, c.vocab, outIn);
+  }
+
+  case Architecture::Bloom: {
+    x = layerNormOf(
+        embedding(w("transformer.word_embeddings.weight"), c.vocab, d, ids),
+        "transformer.word_embeddings_layernorm");
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "transformer.h." + std::to_string(i) + ".";
+      std::vector<float> h = layerNormOf(x, l + "input_layernorm");
+      const std::vector<float> &residual = c.residualFromNorm ? h : x;
+      std::vector<float> qkv =
+          dense(h, d, l + "self_attention.query_key_value", 3 * d);
+      std::vector<float> a = attend(i, perHeadPart(qkv, n, c.heads, hd, 0),
+                                    perHeadPart(qkv, n, c.heads, hd, 1),
+                                    perHeadPart(qkv, n, c.heads, hd, 2));
+      std::vector<float> attnOut =
+          residualAdd(residual, dense(a, d, l + "self_attention.dense", d));
+      std::vector<float> h2 =
+          layerNormOf(attnOut, l + "post_attention_layernorm");
+      const std::vector<float> &residual2 = c.residualFromNorm ? h2 : attnOut;
+      std::vector<float> ff =
+          dense(activate(dense(h2, d, l + "mlp.dense_h_to_4h", f)), f,
+                l + "mlp.dense_4h_to_h", d);
+      x = residualAdd(residual2, ff);
+    }
+    x = layerNormOf(x, "transformer.ln_f");
+    const std::vector<float> &head =
+        c.tieEmbeddings ? w("transformer.word_embeddings.weight")
+                        : w("lm_head.weight");
+    return linear(x, n, d, head, c.vocab, outIn);
+  }
+
+  case Architecture::XGLM: {
+    // embed_tokens(ids) * embed_scale + sinusoidal rows p + 2.
+    x = embedding(w("model.embed_tokens.weight"), c.vocab, d, ids);
+    if (c.embeddingScale != 1.0)
+      x = scaled(x, c.embeddingScale);
+    std::vector<float> pe;
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<float> row =
+          xglmPositionRow(positions[i] + 2, d, c.positionPaddingIndex);
+      pe.insert(pe.end(), row.begin(), row.end());
+    }
+    x = residualAdd(x, pe);
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = "model.layers." + std::to_string(i) + ".";
+      std::vector<float> h = layerNormOf(x, l + "self_attn_layer_norm");
+      std::vector<float> a = attend(i, dense(h, d, l + "self_attn.q_proj", d),
+                                    dense(h, d, l + "self_attn.k_proj", d),
+                                    dense(h, d, l + "self_attn.v_proj", d));
+      x = residualAdd(x, dense(a, d, l + "self_attn.out_proj", d));
+      h = layerNormOf(x, l + "final_layer_norm");
+      x = residualAdd(
+          x, dense(activate(dense(h, d, l + "fc1", f)), f, l + "fc2", d));
+    }
+    x = layerNormOf(x, "model.layer_norm");
+    const std::vector<float> &head =
+        c.tieEmbeddings ? w("model.embed_tokens.weight") : w("lm_head.weight");
+    return linear(x, n, d, head, c.vocab, outIn);
+  }
+  }
+  throw std::invalid_argument("unknown architecture");
 }
 
 int64_t argmax(const float *values, int64_t n) {

@@ -2,17 +2,25 @@
 //
 // The oracle of the end-to-end model tests: loads a Hugging Face style model
 // folder (config.json + model.safetensors) with its own small JSON and
-// safetensors readers and runs the full forward pass over a token sequence
-// from position 0, without a KV cache, composed of the op references in
-// Reference.h (double accumulation, one rounding to float per op result).
+// safetensors readers and runs the forward pass of HF transformers' fp32
+// model over a token sequence, composed of the op references in Reference.h
+// (double accumulation, one rounding to float per op result): either one
+// call from position 0 without a cache, or HF's cached generation, one
+// call per step with a KV cache. Families: gpt2, llama, mistral, qwen2,
+// gemma, phi3, gpt_neox, gptj, opt, bloom, xglm (docs/reference.md has the
+// keys each reads and the HF subtleties it follows).
 //
 // Independent of the compiler and the runtime on purpose: it shares no code
 // with them, so that a misreading of a checkpoint in one cannot be hidden by
 // the same misreading in the other. Plain C++17; no MLIR or LLVM.
 //
-// Numerics convention: the compiled ops hold epsilons, rope theta and the
-// attention scale as f32 attributes, so the forward pass rounds each of them
-// to float before passing double(float(value)) to Reference.h.
+// Numerics convention: the compiled ops hold epsilons, rope theta, the
+// attention scale and other scalars as f32 attributes, so the forward pass
+// rounds each of them to float before passing double(float(value)) to
+// Reference.h; vectors HF computes once (scaled RoPE inverse frequencies,
+// ALiBi slopes) are rounded to float as HF holds them. Angles and the
+// sinusoidal tables are computed in double and rounded once, as the
+// compiled code does (docs/lowering.md, Numerics).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +42,29 @@ namespace ref {
 // config.json
 //===----------------------------------------------------------------------===//
 
-enum class Architecture { GPT2, Llama };
+/// The supported `model_type`s. docs/reference.md lists every key each one
+/// reads, with the default HF applies when the key is absent.
+enum class Architecture {
+  GPT2,    ///< gpt2
+  Llama,   ///< llama
+  Mistral, ///< mistral: sliding window, decoupled head_dim
+  Qwen2,   ///< qwen2: q/k/v biases, per-layer sliding window
+  Gemma,   ///< gemma: GeGLU, (1 + w) RMSNorm, embeddings * sqrt(hidden)
+  Phi3,    ///< phi3: fused qkv_proj and gate_up_proj, partial rotary
+  GPTNeoX, ///< gpt_neox: per-head fused qkv, partial rotary, parallel residual
+  GPTJ,    ///< gptj: interleaved partial rotary, shared ln_1, lm_head bias
+  OPT,     ///< opt: learned positions (offset 2), ReLU, pre- or post-norm
+  Bloom,   ///< bloom: ALiBi, embedding LayerNorm, per-head fused qkv
+  XGLM,    ///< xglm: sinusoidal positions (offset 2), scaled embeddings
+};
+
+/// The MLP activation, by HF ACT2FN name.
+enum class Activation {
+  GeluErf,  ///< gelu
+  GeluTanh, ///< gelu_new, gelu_pytorch_tanh, gelu_fast (and BLOOM's gelu)
+  Relu,     ///< relu
+  Silu,     ///< silu, swish
+};
 
 /// The hyperparameters of a model, with the family's defaults applied.
 struct ModelConfig {
@@ -45,23 +75,80 @@ struct ModelConfig {
   int64_t heads = 0;
   int64_t kvHeads = 0;
   int64_t headDim = 0;
-  /// MLP width: GPT-2 n_inner (4 * n_embd when null), LLaMA intermediate_size.
+  /// MLP width: GPT-2/GPT-J n_inner (4 * n_embd when null), OPT/XGLM
+  /// ffn_dim, BLOOM 4 * hidden_size, the others intermediate_size.
   int64_t ffn = 0;
-  /// GPT-2 n_positions, LLaMA max_position_embeddings.
+  /// n_positions / max_position_embeddings (BLOOM has none:
+  /// kNoPositionLimit). It bounds the sequence only where it sizes a learned
+  /// position table (GPT-2, OPT); rope scaling reads it.
   int64_t maxPositions = 0;
-  /// GPT-2 layer_norm_epsilon, LLaMA rms_norm_eps, as written in the file.
+  /// The norm epsilon as written in the file (layer_norm_epsilon,
+  /// rms_norm_eps, layer_norm_eps; OPT and XGLM use torch's 1e-5).
   double normEps = 1e-5;
-  /// LLaMA rope_theta, as written in the file.
+  /// RoPE base as written in the file (rope_theta; GPT-NeoX
+  /// rotary_emb_base; GPT-J 10000).
   double ropeTheta = 10000.0;
-  /// LLaMA tie_word_embeddings; always true for GPT-2.
+  /// Whether the output head is the token embedding matrix.
   bool tieEmbeddings = true;
-  /// GPT-2 activation_function: gelu_new / gelu_pytorch_tanh = Tanh,
-  /// gelu = Erf.
+  /// GPT-2 activation_function: gelu_new / gelu_pytorch_tanh / gelu_fast =
+  /// Tanh, gelu = Erf (also set, as `activation`, for GPT-2).
   GeluApproximation gelu = GeluApproximation::Tanh;
+  /// The MLP activation (of the gate for the gated families).
+  Activation activation = Activation::Silu;
+
+  /// RoPE families: the leading features of each head that rotate
+  /// (head_dim, times partial_rotary_factor / rotary_pct; GPT-J rotary_dim);
+  /// 0 for the families without RoPE.
+  int64_t rotaryDim = 0;
+  /// RotateHalf except GPT-J (rotate_every_two: Interleaved).
+  RopePairing ropePairing = RopePairing::RotateHalf;
+  /// rope_scaling (llama, mistral, qwen2, gemma).
+  RopeScaling ropeScaling;
+
+  /// Sliding window size (keys with pos - j < window are visible); 0 =
+  /// none. slidingLayers[i] says whether layer i uses it (Mistral and Phi3:
+  /// every layer; Qwen2: layer_types).
+  int64_t slidingWindow = 0;
+  std::vector<bool> slidingLayers;
+
+  /// Biases of the attention projections, per family: Qwen2 q/k/v (always);
+  /// Gemma attention_bias (q/k/v/o); GPT-NeoX attention_bias
+  /// (query_key_value and dense); OPT enable_bias (q/k/v/out); GPT-2, BLOOM,
+  /// XGLM always (all).
+  bool attentionBias = false;
+  /// Biases of the MLP linears: OPT enable_bias; GPT-2, GPT-NeoX, GPT-J,
+  /// BLOOM, XGLM always.
+  bool mlpBias = false;
+  /// GPT-NeoX use_parallel_residual: x + attn(ln1(x)) + mlp(ln2(x)).
+  bool parallelResidual = false;
+  /// OPT do_layer_norm_before (false: post-norm, as opt-350m).
+  bool layerNormBefore = true;
+  /// OPT: the decoder's final_layer_norm exists (do_layer_norm_before and
+  /// not _remove_final_layer_norm).
+  bool finalLayerNorm = true;
+  /// BLOOM apply_residual_connection_post_layernorm.
+  bool residualFromNorm = false;
+  /// Multiplies the token embeddings: Gemma float32(sqrt(hidden_size)),
+  /// XGLM float32(sqrt(d_model)) when scale_embedding; else 1.
+  double embeddingScale = 1.0;
+  /// XGLM: the sinusoidal table row that is zeroed (pad_token_id); -1 = none.
+  int64_t positionPaddingIndex = -1;
+
+  /// Keys that transformers versions read differently, and keys HF ignores
+  /// that look meaningful: one line each, for the caller to show.
+  std::vector<std::string> notes;
 };
 
+/// ModelConfig::maxPositions of the families without a position limit.
+constexpr int64_t kNoPositionLimit = int64_t(1) << 24;
+
+/// The model_type of an architecture ("gpt_neox", ...).
+const char *modelTypeName(Architecture architecture);
+
 /// Parses the text of a config.json. Unsupported settings (another
-/// model_type, rope_scaling, attention biases in LLaMA, ...) are errors.
+/// model_type, unsupported rope types such as longrope, MoE and vision
+/// keys, OPT's word_embed_proj_dim != hidden_size, ...) are errors that
+/// name the key.
 bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
                       std::string &error);
 
@@ -125,14 +212,24 @@ float bfloat16ToFloat(uint16_t bits);
 // The model
 //===----------------------------------------------------------------------===//
 
+/// The keys and values of one sequence, per layer, as HF's DynamicCache
+/// holds them: keys after RoPE (rotated when they were computed).
+struct KvCache {
+  std::vector<std::vector<float>> keys, values; ///< [length, kvHeads * headDim]
+  int64_t length = 0;                           ///< tokens so far
+};
+
 class ModelReference {
 public:
-  /// Loads DIR/config.json and DIR/model.safetensors. GPT-2 names may be
-  /// bare or prefixed with "transformer."; the non-weight buffers real files
-  /// carry (attn.bias, attn.masked_bias, rotary_emb.inv_freq, a tied
-  /// lm_head.weight) are skipped; other unknown tensors are skipped with a
-  /// warning appended to `warnings` (when given). Missing tensors, wrong
-  /// shapes and unsupported dtypes are errors naming the tensor.
+  /// Loads DIR/config.json and DIR/model.safetensors. Tensor names are
+  /// those of HF's *ForCausalLM state_dict (see expectedWeights); the base
+  /// model's prefix ("transformer.", "model.", "gpt_neox.") may be absent,
+  /// as in files saved from the bare model. The non-weight buffers real
+  /// files carry (attn.bias, attn.masked_bias, attention.bias,
+  /// rotary_emb.inv_freq, embed_positions.weights, a tied lm_head.weight)
+  /// are skipped; other unknown tensors are skipped with a warning appended
+  /// to `warnings` (when given), as are the config's notes. Missing tensors,
+  /// wrong shapes and unsupported dtypes are errors naming the tensor.
   static std::unique_ptr<ModelReference>
   load(const std::string &dir, std::string &error,
        std::vector<std::string> *warnings = nullptr);
@@ -143,8 +240,10 @@ public:
          const std::map<std::string, StoredTensor> &tensors, std::string &error,
          std::vector<std::string> *warnings = nullptr);
 
-  /// The weights the forward pass reads, by canonical name (GPT-2 names
-  /// without the prefix), with their expected shapes, in a fixed order.
+  /// The weights the forward pass reads, by canonical name, with their
+  /// expected shapes, in forward order (per layer: norm, attention, norm,
+  /// MLP). Canonical names are HF's *ForCausalLM state_dict names, except
+  /// GPT-2's, which are bare (wte.weight, h.0.ln_1.weight, ...).
   static std::vector<std::pair<std::string, std::vector<int64_t>>>
   expectedWeights(const ModelConfig &config);
 
@@ -154,20 +253,48 @@ public:
   const std::vector<float> *weight(const std::string &name) const;
 
   /// Logits [tokens.size(), vocab] of every position, the tokens at
-  /// positions 0 .. n-1. Requires 1 <= n <= maxPositions and every token in
-  /// [0, vocab).
+  /// positions 0 .. n-1, in one forward call without a cache. Requires
+  /// n >= 1, every token in [0, vocab), and n <= maxPositions for the
+  /// families with a learned position table (GPT-2, OPT); RoPE, ALiBi and
+  /// XGLM's sinusoidal table run past max_position_embeddings as HF does.
   bool forward(const std::vector<int64_t> &tokens, std::vector<float> &logits,
                std::string &error) const;
 
+  /// One forward call of HF's cached generation: `tokens` at positions
+  /// cache.length .. cache.length + n - 1 attend to the cached keys and
+  /// values and to each other (causally), and their keys and values are
+  /// appended to `cache`. Logits [n, vocab]. forward() is step() on an
+  /// empty cache.
+  bool step(const std::vector<int64_t> &tokens, KvCache &cache,
+            std::vector<float> &logits, std::string &error) const;
+
+  /// Cached decode: step() over the first `prefill` tokens, then over each
+  /// remaining token alone; the logits of every position, [n, vocab], as
+  /// forward() returns them. For every configuration this equals forward()
+  /// (bit for bit), except rope_scaling "dynamic" past max_position_embeddings:
+  /// there each call rotates its queries and keys with the base of its own
+  /// length (the last position + 1) and cached keys keep theirs, as HF's
+  /// cached generation computes.
+  bool forwardCached(const std::vector<int64_t> &tokens, int64_t prefill,
+                     std::vector<float> &logits, std::string &error) const;
+
 private:
   ModelReference() = default;
-  std::vector<float> forwardGpt2(const std::vector<int64_t> &ids) const;
-  std::vector<float> forwardLlama(const std::vector<int64_t> &ids) const;
+  std::vector<float> run(const std::vector<int64_t> &ids, KvCache &cache) const;
   const std::vector<float> &w(const std::string &name) const;
 
   ModelConfig modelConfig;
   std::map<std::string, std::vector<float>> weights;
 };
+
+/// XGLMSinusoidalPositionalEmbedding's table, rows [0, positions) of
+/// [positions, dim] (position p reads row p + 2): with half = dim / 2 and
+/// c = ln(10000) / (half - 1), column i < half of row r is
+/// sin(r * exp(-i c)) and column half + i its cos (concatenated, not
+/// interleaved); an odd dim has a zero last column; row paddingIndex
+/// (pad_token_id; -1 = none) is all zero. Double inside, rounded once.
+std::vector<float> xglmSinusoidalPositions(int64_t positions, int64_t dim,
+                                           int64_t paddingIndex);
 
 /// The index of the largest of `n` values: the first on ties and the first
 /// NaN if any, as torch.argmax.

@@ -95,16 +95,14 @@ std::vector<float> layerNorm(const std::vector<float> &x, int64_t rows,
       sq += (row[i] - mean) * (row[i] - mean);
     double inv = 1.0 / std::sqrt(sq / d + eps);
     for (int64_t i = 0; i < d; ++i)
-      out[r * d + i] = static_cast<float>((row[i] - mean) * inv *
-                                              static_cast<double>(gamma[i]) +
-                                          beta[i]);
+      out[r * d + i] = static_cast<float>(
+          (row[i] - mean) * inv * static_cast<double>(gamma[i]) + beta[i]);
   }
   return out;
 }
 
-std::vector<float> rmsNorm(const std::vector<float> &x, int64_t rows,
-                           int64_t d, const std::vector<float> &gamma,
-                           double eps) {
+std::vector<float> rmsNorm(const std::vector<float> &x, int64_t rows, int64_t d,
+                           const std::vector<float> &gamma, double eps) {
   check(d > 0 && hasSize(x, rows * d), "rmsNorm: x size != rows * d");
   check(hasSize(gamma, d), "rmsNorm: gamma size != d");
   std::vector<float> out(x.size());
@@ -162,6 +160,158 @@ std::vector<float> rope(const std::vector<float> &x, int64_t seq,
   return out;
 }
 
+std::vector<double> ropeFrequencies(double theta, int64_t rotaryDim) {
+  check(rotaryDim > 0 && rotaryDim % 2 == 0,
+        "ropeFrequencies: rotaryDim must be positive and even");
+  check(theta > 0, "ropeFrequencies: theta must be positive");
+  std::vector<double> invFreq(rotaryDim / 2);
+  // The same expression as rope(), so that the two agree bit for bit.
+  for (int64_t i = 0; i < rotaryDim / 2; ++i)
+    invFreq[i] = std::pow(theta, -2.0 * i / rotaryDim);
+  return invFreq;
+}
+
+std::vector<float> ropeWithFrequencies(const std::vector<float> &x, int64_t seq,
+                                       int64_t features, int64_t headDim,
+                                       const std::vector<double> &invFreq,
+                                       double attentionFactor,
+                                       RopePairing pairing, int64_t offset) {
+  int64_t half = static_cast<int64_t>(invFreq.size());
+  int64_t rotaryDim = 2 * half;
+  check(headDim > 0 && features % headDim == 0,
+        "ropeWithFrequencies: headDim must divide features");
+  check(half > 0 && rotaryDim <= headDim,
+        "ropeWithFrequencies: need 1 <= invFreq.size() <= headDim / 2");
+  check(hasSize(x, seq * features),
+        "ropeWithFrequencies: x size != seq * features");
+  std::vector<float> out(x);
+  for (int64_t s = 0; s < seq; ++s) {
+    double p = static_cast<double>(offset + s);
+    for (int64_t base = s * features; base < (s + 1) * features;
+         base += headDim) {
+      for (int64_t i = 0; i < half; ++i) {
+        double angle = p * invFreq[i];
+        double c = std::cos(angle) * attentionFactor;
+        double sn = std::sin(angle) * attentionFactor;
+        int64_t ia = base + (pairing == RopePairing::RotateHalf ? i : 2 * i);
+        int64_t ib =
+            base + (pairing == RopePairing::RotateHalf ? i + half : 2 * i + 1);
+        double a = x[ia], b = x[ib];
+        out[ia] = static_cast<float>(a * c - b * sn);
+        out[ib] = static_cast<float>(b * c + a * sn);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> ropeScaledFrequencies(double theta, int64_t rotaryDim,
+                                          const RopeScaling &sc, int64_t seqLen,
+                                          double &attentionFactor) {
+  check(rotaryDim > 0 && rotaryDim % 2 == 0,
+        "ropeScaledFrequencies: rotaryDim must be positive and even");
+  check(theta > 0, "ropeScaledFrequencies: theta must be positive");
+  const double kPi = std::acos(-1.0);
+  const int64_t half = rotaryDim / 2;
+  const double dim = static_cast<double>(rotaryDim);
+  auto powers = [&](double base) {
+    // 1 / base^(2i/dim), as _compute_default_rope_parameters.
+    std::vector<double> f(half);
+    for (int64_t i = 0; i < half; ++i)
+      f[i] = 1.0 / std::pow(base, 2.0 * i / dim);
+    return f;
+  };
+  attentionFactor = 1.0;
+  switch (sc.type) {
+  case RopeScaling::Type::None:
+    return powers(theta);
+  case RopeScaling::Type::Linear: {
+    check(sc.factor > 0, "ropeScaledFrequencies: linear factor must be > 0");
+    std::vector<double> f = powers(theta);
+    for (double &v : f)
+      v /= sc.factor;
+    return f;
+  }
+  case RopeScaling::Type::Dynamic: {
+    check(sc.maxPositions > 0, "ropeScaledFrequencies: dynamic needs "
+                               "maxPositions");
+    check(rotaryDim > 2, "ropeScaledFrequencies: dynamic needs rotaryDim > 2");
+    // seq_len = max(seq_len, max_position_embeddings); at or below it the
+    // base is theta * 1^(...) = theta.
+    double len = static_cast<double>(std::max(seqLen, sc.maxPositions));
+    double base =
+        theta * std::pow(sc.factor * len / sc.maxPositions - (sc.factor - 1),
+                         dim / (dim - 2));
+    return powers(base);
+  }
+  case RopeScaling::Type::Yarn: {
+    check(sc.originalMaxPositions > 0,
+          "ropeScaledFrequencies: yarn needs originalMaxPositions");
+    double factor = sc.factor;
+    auto getMscale = [](double scale, double mscale) {
+      return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+    };
+    if (!std::isnan(sc.attentionFactor))
+      attentionFactor = sc.attentionFactor;
+    else if (sc.mscale != 0 && sc.mscaleAllDim != 0)
+      attentionFactor =
+          getMscale(factor, sc.mscale) / getMscale(factor, sc.mscaleAllDim);
+    else
+      attentionFactor = getMscale(factor, 1.0);
+    double betaFast = sc.betaFast != 0 ? sc.betaFast : 32.0;
+    double betaSlow = sc.betaSlow != 0 ? sc.betaSlow : 1.0;
+    auto correctionDim = [&](double rotations) {
+      return dim * std::log(sc.originalMaxPositions / (rotations * 2 * kPi)) /
+             (2 * std::log(theta));
+    };
+    double low = correctionDim(betaFast), high = correctionDim(betaSlow);
+    if (sc.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, dim - 1);
+    if (low == high)
+      high += 0.001; // "Prevent singularity"
+    std::vector<double> f(half);
+    for (int64_t i = 0; i < half; ++i) {
+      double posFreq = std::pow(theta, 2.0 * i / dim);
+      double extrapolation = 1.0 / posFreq;
+      double interpolation = 1.0 / (factor * posFreq);
+      double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+      double extrapolationFactor = 1.0 - ramp;
+      f[i] = interpolation * (1 - extrapolationFactor) +
+             extrapolation * extrapolationFactor;
+    }
+    return f;
+  }
+  case RopeScaling::Type::Llama3: {
+    check(sc.originalMaxPositions > 0,
+          "ropeScaledFrequencies: llama3 needs originalMaxPositions");
+    check(sc.highFreqFactor != sc.lowFreqFactor,
+          "ropeScaledFrequencies: llama3 needs high_freq_factor != "
+          "low_freq_factor");
+    double oldContext = static_cast<double>(sc.originalMaxPositions);
+    double lowFreqWavelen = oldContext / sc.lowFreqFactor;
+    double highFreqWavelen = oldContext / sc.highFreqFactor;
+    std::vector<double> f = powers(theta);
+    for (double &v : f) {
+      double wavelen = 2 * kPi / v;
+      double scaled = wavelen > lowFreqWavelen ? v / sc.factor : v;
+      bool medium = !(wavelen < highFreqWavelen) && !(wavelen > lowFreqWavelen);
+      if (medium) {
+        double smooth = (oldContext / wavelen - sc.lowFreqFactor) /
+                        (sc.highFreqFactor - sc.lowFreqFactor);
+        scaled = (1 - smooth) * scaled / sc.factor + smooth * scaled;
+      }
+      v = scaled;
+    }
+    return f;
+  }
+  }
+  return powers(theta);
+}
+
 std::vector<float> sinusoidalPE(const std::vector<float> &x, int64_t seq,
                                 int64_t d, double base, int64_t offset) {
   check(d > 0 && d % 2 == 0, "sinusoidalPE: d must be even");
@@ -204,6 +354,15 @@ std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
   check(!params.bias || params.biasHeads == 1 || params.biasHeads == heads,
         "attention: biasHeads must be 1 or heads");
 
+  check(params.window >= 0, "attention: window must be >= 0");
+  if (params.relativeBias) {
+    int64_t buckets = params.relativeBidirectional ? params.relativeBuckets / 2
+                                                   : params.relativeBuckets;
+    check(buckets >= 2 && params.relativeMaxDistance > buckets / 2,
+          "attention: relative bias needs buckets >= 2 (per direction) and "
+          "maxDistance > buckets / 2");
+  }
+
   int64_t group = heads / kvHeads;
   int64_t len = validKeys(seqKv, params.kvLen);
   std::vector<float> out(seqQ * qWidth, 0.0f);
@@ -211,19 +370,23 @@ std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
   for (int64_t h = 0; h < heads; ++h) {
     int64_t g = h / group;
     const float *bias =
-        params.bias ? params.bias + (params.biasHeads == 1 ? 0 : h) * seqQ *
-                                        seqKv
-                    : nullptr;
+        params.bias
+            ? params.bias + (params.biasHeads == 1 ? 0 : h) * seqQ * seqKv
+            : nullptr;
     for (int64_t i = 0; i < seqQ; ++i) {
-      // Visible keys are [0, visible).
+      int64_t pos = len - seqQ + i;
+      // Visible keys are [first, visible).
       int64_t visible = len;
       if (params.causal)
-        visible = std::min(len, len - seqQ + i + 1);
-      if (visible <= 0)
+        visible = std::min(len, pos + 1);
+      int64_t first = 0;
+      if (params.window > 0)
+        first = std::max<int64_t>(0, pos - params.window + 1);
+      if (visible <= first)
         continue; // No visible key: the row stays zero.
       const float *qRow = q.data() + i * qWidth + h * headDim;
       double maxScore = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < visible; ++j) {
+      for (int64_t j = first; j < visible; ++j) {
         const float *kRow = k.data() + j * kvWidth + g * headDim;
         double dot = 0.0;
         for (int64_t c = 0; c < headDim; ++c)
@@ -231,17 +394,26 @@ std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
         double s = params.scale * dot;
         if (bias)
           s += bias[i * seqKv + j];
+        if (params.alibiSlopes)
+          s += params.alibiSlopes[h] * static_cast<double>(j - pos);
+        if (params.relativeBias)
+          s += params.relativeBias[t5RelativePositionBucket(
+                                       j - pos, params.relativeBidirectional,
+                                       params.relativeBuckets,
+                                       params.relativeMaxDistance) *
+                                       heads +
+                                   h];
         scores[j] = s;
         maxScore = std::max(maxScore, s);
       }
       double sum = 0.0;
-      for (int64_t j = 0; j < visible; ++j) {
+      for (int64_t j = first; j < visible; ++j) {
         scores[j] = std::exp(scores[j] - maxScore);
         sum += scores[j];
       }
       for (int64_t c = 0; c < headDim; ++c) {
         double acc = 0.0;
-        for (int64_t j = 0; j < visible; ++j)
+        for (int64_t j = first; j < visible; ++j)
           acc += scores[j] / sum * v[j * kvWidth + g * headDim + c];
         out[i * qWidth + h * headDim + c] = static_cast<float>(acc);
       }
@@ -252,21 +424,57 @@ std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
 
 std::vector<double> alibiSlopes(int64_t heads) {
   check(heads > 0, "alibiSlopes: heads must be positive");
-  // HF build_alibi_tensor: slopes of the closest power of two n below heads,
-  // base^1..base^n with base = 2^(-8/n); the remaining heads take the odd
-  // powers of 2^(-4/n) (i.e. every other slope of 2n heads).
+  // HF build_alibi_tensor: closest_power_of_2 = 2^floor(log2(heads));
+  // base = float32(2^(-(2^-(log2(n) - 3)))) = float32(2^(-8/n)) and slopes
+  // torch.pow(base, 1..n) in float32; the remaining heads take the odd
+  // powers of extra_base = float32(2^(-4/n)).
   int64_t n = 1;
   while (n * 2 <= heads)
     n *= 2;
+  auto powerOf = [](float base, int64_t p) {
+    // float32 pow: the exact power of the float base, rounded once.
+    return static_cast<double>(static_cast<float>(
+        std::pow(static_cast<double>(base), static_cast<double>(p))));
+  };
   std::vector<double> slopes;
-  double base = std::pow(2.0, -8.0 / n);
+  float base = static_cast<float>(std::pow(2.0, -8.0 / n));
   for (int64_t p = 1; p <= n; ++p)
-    slopes.push_back(std::pow(base, static_cast<double>(p)));
-  double extraBase = std::pow(2.0, -4.0 / n);
+    slopes.push_back(powerOf(base, p));
+  float extraBase = static_cast<float>(std::pow(2.0, -4.0 / n));
   int64_t remaining = std::min(n, heads - n);
   for (int64_t p = 1; p < 1 + 2 * remaining; p += 2)
-    slopes.push_back(std::pow(extraBase, static_cast<double>(p)));
+    slopes.push_back(powerOf(extraBase, p));
   return slopes;
+}
+
+int64_t t5RelativePositionBucket(int64_t relativePosition, bool bidirectional,
+                                 int64_t numBuckets, int64_t maxDistance) {
+  int64_t buckets = 0;
+  int64_t n = numBuckets;
+  int64_t rp = relativePosition;
+  if (bidirectional) {
+    n /= 2;
+    if (rp > 0)
+      buckets += n;
+    rp = rp < 0 ? -rp : rp;
+  } else {
+    rp = -std::min<int64_t>(rp, 0);
+  }
+  int64_t maxExact = n / 2;
+  check(maxExact >= 1 && maxDistance > maxExact,
+        "t5RelativePositionBucket: need buckets >= 2 and maxDistance > "
+        "buckets / 2");
+  if (rp < maxExact)
+    return buckets + rp;
+  // torch: log(rp.float() / max_exact) / math.log(max_distance / max_exact)
+  // * (num_buckets - max_exact), every step in float32, then .to(long).
+  float ratio = static_cast<float>(rp) / static_cast<float>(maxExact);
+  float logRatio = std::log(ratio);
+  float logRange = static_cast<float>(std::log(
+      static_cast<double>(maxDistance) / static_cast<double>(maxExact)));
+  float scaled = logRatio / logRange * static_cast<float>(n - maxExact);
+  int64_t large = maxExact + static_cast<int64_t>(scaled);
+  return buckets + std::min(large, n - 1);
 }
 
 std::vector<float> alibiBias(int64_t heads, int64_t seqQ, int64_t seqKv,
@@ -291,8 +499,8 @@ std::vector<float> alibiBias(int64_t heads, int64_t seqQ, int64_t seqKv,
 
 std::vector<float> kvCacheAppend(const std::vector<float> &cache,
                                  int64_t maxSeq, int64_t features,
-                                 const std::vector<float> &update,
-                                 int64_t rows, int64_t position) {
+                                 const std::vector<float> &update, int64_t rows,
+                                 int64_t position) {
   check(hasSize(cache, maxSeq * features), "kvCacheAppend: cache size");
   check(hasSize(update, rows * features), "kvCacheAppend: update size");
   check(position >= 0 && position + rows <= maxSeq,
@@ -346,6 +554,30 @@ std::vector<float> swiglu(const std::vector<float> &gate,
   std::vector<float> out(gate.size());
   for (size_t i = 0; i < gate.size(); ++i)
     out[i] = static_cast<float>(siluScalar(gate[i]) * up[i]);
+  return out;
+}
+
+std::vector<float> geglu(const std::vector<float> &gate,
+                         const std::vector<float> &up,
+                         GeluApproximation approx) {
+  check(gate.size() == up.size(), "geglu: size mismatch");
+  std::vector<float> out(gate.size());
+  const double kInvSqrt2 = 1.0 / std::sqrt(2.0);
+  const double kSqrt2OverPi = std::sqrt(2.0 / std::acos(-1.0));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    double v = gate[i];
+    double t = approx == GeluApproximation::Erf
+                   ? std::erf(v * kInvSqrt2)
+                   : std::tanh(kSqrt2OverPi * (v + 0.044715 * v * v * v));
+    out[i] = static_cast<float>(0.5 * v * (1.0 + t) * up[i]);
+  }
+  return out;
+}
+
+std::vector<float> relu(const std::vector<float> &x) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = x[i] < 0.0f ? 0.0f : x[i]; // NaN stays NaN, as torch.relu
   return out;
 }
 

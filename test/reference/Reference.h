@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace attn {
@@ -55,9 +56,8 @@ std::vector<float> layerNorm(const std::vector<float> &x, int64_t rows,
                              const std::vector<float> &beta, double eps);
 
 /// Per row of d: x / sqrt(mean(x^2) + eps) * gamma.
-std::vector<float> rmsNorm(const std::vector<float> &x, int64_t rows,
-                           int64_t d, const std::vector<float> &gamma,
-                           double eps);
+std::vector<float> rmsNorm(const std::vector<float> &x, int64_t rows, int64_t d,
+                           const std::vector<float> &gamma, double eps);
 
 /// Elementwise a + b.
 std::vector<float> residualAdd(const std::vector<float> &a,
@@ -78,6 +78,67 @@ enum class RopePairing {
 std::vector<float> rope(const std::vector<float> &x, int64_t seq,
                         int64_t features, int64_t headDim, double theta,
                         RopePairing pairing, int64_t offset);
+
+/// The inverse frequencies of unscaled RoPE over `rotaryDim` features:
+/// invFreq[i] = theta^(-2i / rotaryDim), i < rotaryDim / 2 (HF
+/// `_compute_default_rope_parameters`, in double).
+std::vector<double> ropeFrequencies(double theta, int64_t rotaryDim);
+
+/// Rotary embedding with explicit inverse frequencies, for partial rotary
+/// and scaled RoPE. The first rotaryDim = 2 * invFreq.size() features of
+/// each head rotate and the other headDim - rotaryDim pass through unchanged
+/// (HF `q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]`). Pair i
+/// of the rotary part (RotateHalf: (i, i + rotaryDim/2); Interleaved:
+/// (2i, 2i + 1)) at position p = offset + s turns by angle p * invFreq[i],
+/// and both rotated outputs are multiplied by attentionFactor (HF multiplies
+/// cos and sin by `attention_scaling`; the pass-through features are not
+/// scaled): (a, b) -> af * (a cos - b sin, b cos + a sin). With
+/// invFreq = ropeFrequencies(theta, headDim) and af = 1 this is rope().
+std::vector<float> ropeWithFrequencies(const std::vector<float> &x, int64_t seq,
+                                       int64_t features, int64_t headDim,
+                                       const std::vector<double> &invFreq,
+                                       double attentionFactor,
+                                       RopePairing pairing, int64_t offset);
+
+/// rope_scaling of HF transformers' modeling_rope_utils.py (v5 semantics,
+/// see docs/reference.md for where older versions differ).
+struct RopeScaling {
+  enum class Type { None, Linear, Dynamic, Yarn, Llama3 };
+  Type type = Type::None;
+  /// `factor`. Linear divides every frequency by it; dynamic grows the base
+  /// with it; yarn interpolates by it; llama3 divides low frequencies by it.
+  double factor = 1.0;
+  /// config.max_position_embeddings (dynamic: the length beyond which the
+  /// base grows).
+  int64_t maxPositions = 0;
+  /// `original_max_position_embeddings` (yarn, llama3; HF defaults it to
+  /// max_position_embeddings).
+  int64_t originalMaxPositions = 0;
+  /// yarn: `attention_factor`; NaN when absent (then derived from factor,
+  /// mscale and mscale_all_dim).
+  double attentionFactor = std::numeric_limits<double>::quiet_NaN();
+  /// yarn: `beta_fast` (32 when absent or 0) and `beta_slow` (1).
+  double betaFast = 32.0, betaSlow = 1.0;
+  /// yarn: `mscale`, `mscale_all_dim`; 0 when absent (both must be non-zero
+  /// to be used).
+  double mscale = 0.0, mscaleAllDim = 0.0;
+  /// yarn: `truncate` (floor/ceil the correction range; default true).
+  bool truncate = true;
+  /// llama3: `low_freq_factor`, `high_freq_factor`.
+  double lowFreqFactor = 1.0, highFreqFactor = 4.0;
+};
+
+/// The inverse frequencies (rotaryDim / 2 values) and the attention factor
+/// HF computes for `scaling` (`ROPE_INIT_FUNCTIONS[rope_type]`), in double
+/// from theta as written in the config. seqLen matters only for dynamic: it
+/// is max(position_ids) + 1 of the forward call, and the base grows only
+/// when it exceeds maxPositions:
+///   base' = theta * (factor * L / maxPositions - (factor - 1))^(d / (d - 2)),
+///   L = max(seqLen, maxPositions).
+std::vector<double> ropeScaledFrequencies(double theta, int64_t rotaryDim,
+                                          const RopeScaling &scaling,
+                                          int64_t seqLen,
+                                          double &attentionFactor);
 
 /// x [seq, d] plus the sinusoidal encoding of "Attention Is All You Need":
 /// sin(p / base^(2i/d)) at column 2i, cos(...) at 2i + 1, p = offset + s.
@@ -103,6 +164,22 @@ struct AttentionParams {
   const float *bias = nullptr;
   /// 1 (broadcast over heads) or heads.
   int64_t biasHeads = 1;
+  /// Sliding window: with window > 0, query i (at position pos_i, see
+  /// attention) sees key j only when j > pos_i - window, i.e. itself and
+  /// the window - 1 keys before it (HF masking_utils sliding_window_overlay:
+  /// kv_idx > q_idx - sliding_window). 0 = no window.
+  int64_t window = 0;
+  /// ALiBi: per-head slopes [heads] (e.g. alibiSlopes(heads)); adds
+  /// slope_h * (j - pos_i) to the score of key j. nullptr = none.
+  const double *alibiSlopes = nullptr;
+  /// T5 relative position bias: the table [relativeBuckets, heads] (HF
+  /// `relative_attention_bias.weight`); adds
+  /// table[t5RelativePositionBucket(j - pos_i, ...), h]. nullptr = none.
+  const float *relativeBias = nullptr;
+  int64_t relativeBuckets = 32;
+  int64_t relativeMaxDistance = 128;
+  /// false for a decoder (causal) stack, as T5's decoder.
+  bool relativeBidirectional = false;
 };
 
 /// 1 / sqrt(headDim), the op's default scale.
@@ -110,23 +187,44 @@ double defaultScale(int64_t headDim);
 
 /// Scaled dot-product attention. q is [seqQ, heads * headDim], k and v are
 /// [seqKv, kvHeads * headDim]; the result is [seqQ, heads * headDim].
-/// With L = min(kvLen, seqKv) (or seqKv), key j is visible to query i when
-/// j < L and, if causal, j <= L - seqQ + i. A query row with no visible key
-/// yields zeros, as the op defines.
+/// With L = min(kvLen, seqKv) (or seqKv), query i sits at position
+/// pos_i = L - seqQ + i and key j at position j; key j is visible to query
+/// i when j < L, if causal j <= pos_i, and with a window j > pos_i - window.
+/// The score of a visible key is scale * q.k + bias + ALiBi + relative bias
+/// (whichever are given). A query row with no visible key yields zeros, as
+/// the op defines.
 std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
                              const std::vector<float> &k,
                              const std::vector<float> &v, int64_t seqKv,
                              const AttentionParams &params);
 
 /// ALiBi bias [heads, seqQ, seqKv]: bias[h, i, j] = -m_h * (pos_i - j) with
-/// pos_i = L - seqQ + i (L as in attention) and the slopes m_h of HF
-/// `build_alibi_tensor` (2^(-8(h+1)/heads) for a power-of-two head count).
-/// Entries with j > pos_i are positive; callers mask them with causal.
+/// pos_i = L - seqQ + i (L as in attention) and the slopes m_h of
+/// alibiSlopes. Entries with j > pos_i are positive; callers mask them with
+/// causal. (HF BLOOM adds m_h * j instead: the same softmax, since the two
+/// differ by m_h * pos_i, constant along a row.)
 std::vector<float> alibiBias(int64_t heads, int64_t seqQ, int64_t seqKv,
                              int64_t kvLen);
 
-/// The ALiBi slope of every head, in double.
+/// The ALiBi slope of every head as HF `build_alibi_tensor` computes it in
+/// float32: with n the largest power of two <= heads, slope h < n is
+/// base^(h+1), base = float(2^(-8/n)); the remaining heads - n take the odd
+/// powers 1, 3, 5, ... of extraBase = float(2^(-4/n)). Each slope is the
+/// float nearest to the exact power of the float base (torch.pow in
+/// float32), returned as double. Powers of two are exact: 8 heads give
+/// 2^-1 .. 2^-8; 12 heads give 2^-1 .. 2^-8 then float(2^-0.5)^1,3,5,7.
 std::vector<double> alibiSlopes(int64_t heads);
+
+/// T5's `_relative_position_bucket` (HF modeling_t5.py) for one relative
+/// position (key position - query position), including its float32
+/// arithmetic in the logarithmic branch:
+///   bidirectional: buckets /= 2, +buckets when rp > 0, rp = |rp|;
+///   otherwise rp = max(-rp, 0) (a decoder: distance to earlier keys);
+///   maxExact = buckets / 2; rp < maxExact -> rp; else
+///   min(maxExact + long(float(log(float(rp) / maxExact)
+///        / log(maxDistance / maxExact) * (buckets - maxExact))), buckets - 1).
+int64_t t5RelativePositionBucket(int64_t relativePosition, bool bidirectional,
+                                 int64_t numBuckets, int64_t maxDistance);
 
 //===----------------------------------------------------------------------===//
 // KV cache
@@ -136,8 +234,8 @@ std::vector<double> alibiSlopes(int64_t heads);
 /// replaced by update [rows, features]. Throws if the rows do not fit.
 std::vector<float> kvCacheAppend(const std::vector<float> &cache,
                                  int64_t maxSeq, int64_t features,
-                                 const std::vector<float> &update,
-                                 int64_t rows, int64_t position);
+                                 const std::vector<float> &update, int64_t rows,
+                                 int64_t position);
 
 /// The first `length` rows of cache [*, features].
 std::vector<float> kvCacheRead(const std::vector<float> &cache,
@@ -160,6 +258,14 @@ std::vector<float> silu(const std::vector<float> &x);
 /// silu(gate) * up, elementwise.
 std::vector<float> swiglu(const std::vector<float> &gate,
                           const std::vector<float> &up);
+
+/// gelu(gate) * up, elementwise, one rounding (Gemma's GeGLU MLP).
+std::vector<float> geglu(const std::vector<float> &gate,
+                         const std::vector<float> &up,
+                         GeluApproximation approx);
+
+/// max(x, 0) (OPT's MLP).
+std::vector<float> relu(const std::vector<float> &x);
 
 /// Softmax over the last dimension of x [rows, d], subtracting the row max.
 std::vector<float> softmax(const std::vector<float> &x, int64_t rows,

@@ -9,9 +9,11 @@
 
 #include "Reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <vector>
 
 using namespace attn::ref;
@@ -33,8 +35,9 @@ int failures = 0;
   do {                                                                         \
     double err_ = maxAbsError((actual), (expected));                           \
     if (!(err_ <= (tol))) {                                                    \
-      std::cerr << __FILE__ << ":" << __LINE__ << ": " #actual " vs " #expected \
-                << ": max abs error " << err_ << " > " << (tol) << "\n";       \
+      std::cerr << __FILE__ << ":" << __LINE__                                 \
+                << ": " #actual " vs " #expected << ": max abs error " << err_ \
+                << " > " << (tol) << "\n";                                     \
       ++failures;                                                              \
     }                                                                          \
   } while (false)
@@ -62,10 +65,10 @@ Tensor sliceCols(const Tensor &m, int64_t rows, int64_t stride, int64_t col,
 
 void testWorkedAttention() {
   Tensor q = {1, 0, 0.5f, 0};
-  Tensor k = {0.5f, 0.2f, 0.3f, 0.1f, 0.8f, 0.1f, 0.4f, 0.2f,
-              0.1f, 0.6f, 0.2f, 0.3f};
-  Tensor v = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f,
-              0.2f, 0.1f, 0.4f, 0.3f};
+  Tensor k = {0.5f, 0.2f, 0.3f, 0.1f, 0.8f, 0.1f,
+              0.4f, 0.2f, 0.1f, 0.6f, 0.2f, 0.3f};
+  Tensor v = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f,
+              0.7f, 0.8f, 0.2f, 0.1f, 0.4f, 0.3f};
   AttentionParams p = singleHead(4);
   Tensor out = attention(q, 1, k, v, 3, p);
   CHECK_NEAR(out, (Tensor{0.287f, 0.333f, 0.486f, 0.533f}), 2e-3);
@@ -93,10 +96,10 @@ void testLayerNorm() {
              (Tensor{-1.683f, 0.106f, 1.894f, 3.683f}), 1e-3);
   // rms of [2,4,6,8] is sqrt(30).
   double rms = std::sqrt(30.0);
-  CHECK_NEAR(rmsNorm(x, 1, 4, ones, 0.0),
-             (Tensor{float(2 / rms), float(4 / rms), float(6 / rms),
-                     float(8 / rms)}),
-             1e-6);
+  CHECK_NEAR(
+      rmsNorm(x, 1, 4, ones, 0.0),
+      (Tensor{float(2 / rms), float(4 / rms), float(6 / rms), float(8 / rms)}),
+      1e-6);
 }
 
 void testCausal() {
@@ -189,8 +192,8 @@ void testRope() {
     for (int64_t base = 0; base < seq * features; base += headDim)
       for (int64_t i = 0; i < half; ++i) {
         int64_t a = base + (pairing == RopePairing::RotateHalf ? i : 2 * i);
-        int64_t b = base + (pairing == RopePairing::RotateHalf ? i + half
-                                                               : 2 * i + 1);
+        int64_t b =
+            base + (pairing == RopePairing::RotateHalf ? i + half : 2 * i + 1);
         double before = double(x[a]) * x[a] + double(x[b]) * x[b];
         double after = double(y[a]) * y[a] + double(y[b]) * y[b];
         CHECK(std::fabs(after - before) <= 1e-5 * (1.0 + before));
@@ -208,8 +211,8 @@ void testRope() {
       }
     return out;
   };
-  Tensor rh = rope(x, seq, features, headDim, 10000.0,
-                   RopePairing::RotateHalf, 5);
+  Tensor rh =
+      rope(x, seq, features, headDim, 10000.0, RopePairing::RotateHalf, 5);
   Tensor il = rope(toInterleaved(x), seq, features, headDim, 10000.0,
                    RopePairing::Interleaved, 5);
   CHECK_NEAR(toInterleaved(rh), il, 0.0);
@@ -226,8 +229,9 @@ void testOthers() {
   CHECK(sinusoidalPE(zeros4, 1, 4, 10000.0, 0) == (Tensor{0, 1, 0, 1}));
   // At p = 1, pair 1 of d = 4 has angle 1 / 10000^(2/4) = 0.01.
   Tensor pe = sinusoidalPE(zeros4, 1, 4, 10000.0, 1);
-  CHECK_NEAR(pe, (Tensor{float(std::sin(1.0)), float(std::cos(1.0)),
-                         float(std::sin(0.01)), float(std::cos(0.01))}),
+  CHECK_NEAR(pe,
+             (Tensor{float(std::sin(1.0)), float(std::cos(1.0)),
+                     float(std::sin(0.01)), float(std::cos(0.01))}),
              0.0);
 
   // Embedding, with clamping.
@@ -236,9 +240,9 @@ void testOthers() {
         (Tensor{20, 21, 0, 1, 0, 1, 20, 21}));
 
   // linear: both layouts of the same matrix agree, and match by hand.
-  Tensor x = {1, 2, 3, 4, 5, 6};           // [2, 3]
-  Tensor wOutIn = {1, 0, -1, 2, 1, 0};     // [2, 3]
-  Tensor wInOut = {1, 2, 0, 1, -1, 0};     // its transpose, [3, 2]
+  Tensor x = {1, 2, 3, 4, 5, 6};       // [2, 3]
+  Tensor wOutIn = {1, 0, -1, 2, 1, 0}; // [2, 3]
+  Tensor wInOut = {1, 2, 0, 1, -1, 0}; // its transpose, [3, 2]
   float bias[2] = {0.5f, -1.0f};
   Tensor expected = {-2 + 0.5f, 4 - 1.0f, -2 + 0.5f, 13 - 1.0f};
   CHECK(linear(x, 2, 3, wOutIn, 2, WeightLayout::OutIn, bias) == expected);
@@ -281,6 +285,331 @@ void testOthers() {
   CHECK(randomTensor(16, 1.0f, 7) != randomTensor(16, 1.0f, 8));
 }
 
+AttentionParams heads(int64_t h, int64_t kv, int64_t headDim, bool causal) {
+  AttentionParams p;
+  p.heads = h;
+  p.kvHeads = kv;
+  p.headDim = headDim;
+  p.scale = defaultScale(headDim);
+  p.causal = causal;
+  return p;
+}
+
+// Rows [first, last) of a [rows, width] matrix.
+Tensor sliceRows(const Tensor &m, int64_t width, int64_t first, int64_t last) {
+  return Tensor(m.begin() + first * width, m.begin() + last * width);
+}
+
+void testSlidingWindow() {
+  const int64_t h = 2, kv = 1, hd = 4, seqKv = 9, seqQ = 4, W = 3;
+  Tensor q = randomTensor(seqQ * h * hd, 1.5f, 30);
+  Tensor k = randomTensor(seqKv * kv * hd, 1.5f, 31);
+  Tensor v = randomTensor(seqKv * kv * hd, 1.0f, 32);
+  AttentionParams p = heads(h, kv, hd, true);
+  p.window = W;
+  Tensor out = attention(q, seqQ, k, v, seqKv, p);
+  // Second composition: query i (position seqKv - seqQ + i) alone against
+  // the keys (pos - W, pos] sliced out, with no mask at all.
+  AttentionParams open = heads(h, kv, hd, false);
+  for (int64_t i = 0; i < seqQ; ++i) {
+    int64_t pos = seqKv - seqQ + i;
+    int64_t first = std::max<int64_t>(0, pos - W + 1);
+    Tensor qi = sliceRows(q, h * hd, i, i + 1);
+    Tensor expected =
+        attention(qi, 1, sliceRows(k, kv * hd, first, pos + 1),
+                  sliceRows(v, kv * hd, first, pos + 1), pos + 1 - first, open);
+    CHECK_NEAR(sliceRows(out, h * hd, i, i + 1), expected, 0.0);
+  }
+  // A third: the mask as an additive -inf bias, the HF form
+  // (kv_idx > q_idx - sliding_window and kv_idx <= q_idx).
+  Tensor bias(seqQ * seqKv, 0.0f);
+  for (int64_t i = 0; i < seqQ; ++i)
+    for (int64_t j = 0; j < seqKv; ++j) {
+      int64_t pos = seqKv - seqQ + i;
+      if (!(j > pos - W && j <= pos))
+        bias[i * seqKv + j] = -INFINITY;
+    }
+  AttentionParams biased = heads(h, kv, hd, false);
+  biased.bias = bias.data();
+  CHECK_NEAR(out, attention(q, seqQ, k, v, seqKv, biased), 1e-6);
+  // Window 1: every query sees itself only.
+  p.window = 1;
+  Tensor self = attention(sliceRows(q, h * hd, 0, 1), 1, k, v, seqKv, p);
+  for (int64_t hh = 0; hh < h; ++hh)
+    for (int64_t c = 0; c < hd; ++c)
+      CHECK(self[hh * hd + c] == v[(seqKv - 1) * hd + c]);
+  // A window as long as the sequence changes nothing.
+  p.window = seqKv;
+  AttentionParams plain = heads(h, kv, hd, true);
+  CHECK_NEAR(attention(q, seqQ, k, v, seqKv, p),
+             attention(q, seqQ, k, v, seqKv, plain), 0.0);
+}
+
+void testAlibiAttention() {
+  // HF's slopes, hand-written from build_alibi_tensor: 8 heads are
+  // 2^-1 .. 2^-8; 12 heads add float32(2^-0.5)^(1, 3, 5, 7) computed in
+  // float32 (0x1.6a09e6p-1, 0x1.6a09e6p-2, 0x1.6a09e4p-3, 0x1.6a09e4p-4).
+  std::vector<double> s12 = alibiSlopes(12);
+  CHECK(s12.size() == 12);
+  for (int hh = 0; hh < 8; ++hh)
+    CHECK(s12[hh] == std::pow(2.0, -(hh + 1)));
+  const double extra[4] = {0x1.6a09e6p-1, 0x1.6a09e6p-2, 0x1.6a09e4p-3,
+                           0x1.6a09e4p-4};
+  for (int hh = 0; hh < 4; ++hh)
+    CHECK(s12[8 + hh] == extra[hh]);
+  CHECK(alibiSlopes(1) == std::vector<double>{1.0 / 256});
+
+  const int64_t h = 3, hd = 4, seqKv = 7, seqQ = 3;
+  Tensor q = randomTensor(seqQ * h * hd, 1.0f, 40);
+  Tensor k = randomTensor(seqKv * h * hd, 1.0f, 41);
+  Tensor v = randomTensor(seqKv * h * hd, 1.0f, 42);
+  std::vector<double> slopes = alibiSlopes(h);
+  AttentionParams p = heads(h, h, hd, true);
+  p.alibiSlopes = slopes.data();
+  Tensor out = attention(q, seqQ, k, v, seqKv, p);
+  // HF BLOOM adds slope * j (the key position) rather than
+  // -slope * (pos - j): the same softmax.
+  Tensor hfBias(h * seqQ * seqKv);
+  for (int64_t hh = 0; hh < h; ++hh)
+    for (int64_t i = 0; i < seqQ; ++i)
+      for (int64_t j = 0; j < seqKv; ++j)
+        hfBias[(hh * seqQ + i) * seqKv + j] =
+            static_cast<float>(slopes[hh] * j);
+  AttentionParams biased = heads(h, h, hd, true);
+  biased.bias = hfBias.data();
+  biased.biasHeads = h;
+  CHECK_NEAR(out, attention(q, seqQ, k, v, seqKv, biased), 1e-6);
+  Tensor alibi = alibiBias(h, seqQ, seqKv, -1);
+  biased.bias = alibi.data();
+  CHECK_NEAR(out, attention(q, seqQ, k, v, seqKv, biased), 1e-6);
+  // And it matters.
+  CHECK(maxAbsError(out, attention(q, seqQ, k, v, seqKv,
+                                   heads(h, h, hd, true))) > 1e-2);
+}
+
+void testRelativeBias() {
+  // Hand-computed T5 buckets (relative position = key - query).
+  struct Case {
+    int64_t rp;
+    bool bidirectional;
+    int64_t bucket;
+  };
+  const Case cases[] = {
+      {0, false, 0},     {-1, false, 1},     {-15, false, 15},
+      {-16, false, 16},  {-20, false, 17},   {-127, false, 31},
+      {-128, false, 31}, {-1000, false, 31}, {5, false, 0},
+      {3, true, 19},     {-3, true, 3},      {8, true, 24},
+      {-20, true, 10},   {200, true, 31},    {-200, true, 15},
+  };
+  for (const Case &c : cases)
+    CHECK(t5RelativePositionBucket(c.rp, c.bidirectional, 32, 128) == c.bucket);
+  // 16 buckets, max distance 32, decoder: exact below 8, then
+  // 8 + int(log(n / 8) / log(4) * 8).
+  CHECK(t5RelativePositionBucket(-9, false, 16, 32) == 8);
+  CHECK(t5RelativePositionBucket(-16, false, 16, 32) == 12);
+  CHECK(t5RelativePositionBucket(-31, false, 16, 32) == 15);
+
+  const int64_t h = 2, hd = 4, seq = 24, buckets = 8, maxDistance = 16;
+  Tensor q = randomTensor(seq * h * hd, 1.0f, 50);
+  Tensor k = randomTensor(seq * h * hd, 1.0f, 51);
+  Tensor v = randomTensor(seq * h * hd, 1.0f, 52);
+  Tensor table = randomTensor(buckets * h, 2.0f, 53);
+  AttentionParams p = heads(h, h, hd, true);
+  p.relativeBias = table.data();
+  p.relativeBuckets = buckets;
+  p.relativeMaxDistance = maxDistance;
+  Tensor out = attention(q, seq, k, v, seq, p);
+  // Second composition: the bias tensor of HF T5Attention.compute_bias with
+  // its buckets written out by hand for 8 buckets / distance 16 (decoder):
+  // n < 4 -> n; else 4 + int(log(n / 4) / log(4) * 4), at most 7.
+  auto handBucket = [](int64_t n) -> int64_t {
+    if (n < 4)
+      return n;
+    if (n < 6)
+      return 4; // log(n/4)/log(4)*4 < 1 for n < 5.66
+    if (n < 8)
+      return 5;
+    if (n < 12)
+      return 6; // 2 at n = 8; 3 at n = 11.31
+    return 7;
+  };
+  Tensor bias(h * seq * seq);
+  for (int64_t hh = 0; hh < h; ++hh)
+    for (int64_t i = 0; i < seq; ++i)
+      for (int64_t j = 0; j < seq; ++j)
+        bias[(hh * seq + i) * seq + j] =
+            table[handBucket(std::max<int64_t>(i - j, 0)) * h + hh];
+  AttentionParams biased = heads(h, h, hd, true);
+  biased.bias = bias.data();
+  biased.biasHeads = h;
+  CHECK_NEAR(out, attention(q, seq, k, v, seq, biased), 1e-6);
+}
+
+void testRopeFrequencies() {
+  const int64_t seq = 5, headDim = 8, features = 24;
+  Tensor x = randomTensor(seq * features, 1.0f, 60);
+  // Full rotary, no scaling: exactly rope().
+  for (RopePairing pairing :
+       {RopePairing::RotateHalf, RopePairing::Interleaved})
+    CHECK_NEAR(ropeWithFrequencies(x, seq, features, headDim,
+                                   ropeFrequencies(500.0, headDim), 1.0,
+                                   pairing, 3),
+               rope(x, seq, features, headDim, 500.0, pairing, 3), 0.0);
+
+  // Partial rotary: the first 4 features of each head rotate as rope() of a
+  // 4-wide head would; the other 4 pass through untouched.
+  const int64_t rot = 4, heads = features / headDim;
+  auto part = [&](const Tensor &t, int64_t from, int64_t width) {
+    Tensor out;
+    for (int64_t s = 0; s < seq; ++s)
+      for (int64_t hh = 0; hh < heads; ++hh)
+        for (int64_t c = 0; c < width; ++c)
+          out.push_back(t[s * features + hh * headDim + from + c]);
+    return out;
+  };
+  for (RopePairing pairing :
+       {RopePairing::RotateHalf, RopePairing::Interleaved}) {
+    Tensor y =
+        ropeWithFrequencies(x, seq, features, headDim,
+                            ropeFrequencies(100.0, rot), 1.0, pairing, 2);
+    CHECK_NEAR(part(y, 0, rot),
+               rope(part(x, 0, rot), seq, heads * rot, rot, 100.0, pairing, 2),
+               0.0);
+    CHECK(part(y, rot, headDim - rot) == part(x, rot, headDim - rot));
+    // The attention factor scales the rotated features only.
+    Tensor z =
+        ropeWithFrequencies(x, seq, features, headDim,
+                            ropeFrequencies(100.0, rot), 1.25, pairing, 2);
+    Tensor scaled = part(y, 0, rot);
+    for (float &value : scaled)
+      value *= 1.25f;
+    CHECK_NEAR(part(z, 0, rot), scaled, 1e-6);
+    CHECK(part(z, rot, headDim - rot) == part(x, rot, headDim - rot));
+  }
+  // Position 4, frequency 1/4: exactly one radian.
+  CHECK_NEAR(ropeWithFrequencies(Tensor{1, 0}, 1, 2, 2, {0.25}, 1.0,
+                                 RopePairing::Interleaved, 4),
+             (Tensor{float(std::cos(1.0)), float(std::sin(1.0))}), 0.0);
+}
+
+double relDiff(double a, double b) { return std::fabs(a - b) / std::fabs(b); }
+
+void testRopeScaling() {
+  const double theta = 10000.0, kPi = std::acos(-1.0);
+  const int64_t dim = 16;
+  std::vector<double> plain(dim / 2);
+  for (int i = 0; i < dim / 2; ++i)
+    plain[i] = 1.0 / std::pow(theta, 2.0 * i / dim); // HF's 1 / base^(2i/d)
+  double af = 0;
+
+  RopeScaling none;
+  std::vector<double> f = ropeScaledFrequencies(theta, dim, none, 0, af);
+  for (int i = 0; i < dim / 2; ++i)
+    CHECK(relDiff(f[i], plain[i]) < 1e-15);
+  CHECK(af == 1.0);
+
+  RopeScaling linear;
+  linear.type = RopeScaling::Type::Linear;
+  linear.factor = 4;
+  f = ropeScaledFrequencies(theta, dim, linear, 0, af);
+  for (int i = 0; i < dim / 2; ++i)
+    CHECK(relDiff(f[i], plain[i] / 4) < 1e-15);
+  CHECK(af == 1.0);
+
+  // Dynamic NTK: nothing changes up to max_position_embeddings; beyond it
+  // the base is theta * (factor * L / max - (factor - 1))^(d / (d - 2)).
+  RopeScaling dynamic;
+  dynamic.type = RopeScaling::Type::Dynamic;
+  dynamic.factor = 2;
+  dynamic.maxPositions = 32;
+  for (int64_t len : {1, 31, 32}) {
+    f = ropeScaledFrequencies(theta, dim, dynamic, len, af);
+    for (int i = 0; i < dim / 2; ++i)
+      CHECK(relDiff(f[i], plain[i]) < 1e-15);
+  }
+  f = ropeScaledFrequencies(theta, dim, dynamic, 64, af);
+  double grown = theta * std::pow(2.0 * 64 / 32 - 1, 16.0 / 14.0); // 3^(8/7)
+  for (int i = 0; i < dim / 2; ++i)
+    CHECK(relDiff(f[i], std::pow(grown, -2.0 * i / dim)) < 1e-14);
+  CHECK(af == 1.0);
+
+  // YaRN, dim 16, theta 1e4, original 64, factor 4, beta 32/1:
+  // correction dims 16 ln(64 / (b 2 pi)) / (2 ln 1e4) = -0.994 (b = 32) and
+  // 2.016 (b = 1), truncated to [0, 3]: ramp i / 3; frequency i blends
+  // plain / 4 (weight ramp) and plain (weight 1 - ramp).
+  RopeScaling yarn;
+  yarn.type = RopeScaling::Type::Yarn;
+  yarn.factor = 4;
+  yarn.originalMaxPositions = 64;
+  f = ropeScaledFrequencies(theta, dim, yarn, 0, af);
+  for (int i = 0; i < dim / 2; ++i) {
+    double ramp = std::min(i / 3.0, 1.0);
+    CHECK(relDiff(f[i], plain[i] / 4 * ramp + plain[i] * (1 - ramp)) < 1e-14);
+  }
+  CHECK(relDiff(af, 0.1 * std::log(4.0) + 1) < 1e-15);
+  CHECK(f[0] == plain[0] || relDiff(f[0], plain[0]) < 1e-15);
+  // Without truncation the ramp ends at 2.016 (= 16 ln(32 / pi) / (2 ln 1e4)).
+  yarn.truncate = false;
+  f = ropeScaledFrequencies(theta, dim, yarn, 0, af);
+  double high = 16 * std::log(64 / (2 * kPi)) / (2 * std::log(theta));
+  for (int i = 0; i < dim / 2; ++i) {
+    double ramp = std::min(i / high, 1.0);
+    CHECK(relDiff(f[i], plain[i] / 4 * ramp + plain[i] * (1 - ramp)) < 1e-14);
+  }
+  // mscale / mscale_all_dim: the ratio of 0.1 m ln(factor) + 1 (both set),
+  // mscale alone is ignored; attention_factor wins when given.
+  yarn.mscale = 0.707;
+  ropeScaledFrequencies(theta, dim, yarn, 0, af);
+  CHECK(relDiff(af, 0.1 * std::log(4.0) + 1) < 1e-15);
+  yarn.mscaleAllDim = 1.0;
+  ropeScaledFrequencies(theta, dim, yarn, 0, af);
+  CHECK(relDiff(af, (0.0707 * std::log(4.0) + 1) / (0.1 * std::log(4.0) + 1)) <
+        1e-15);
+  yarn.attentionFactor = 0.5;
+  ropeScaledFrequencies(theta, dim, yarn, 0, af);
+  CHECK(af == 0.5);
+  // factor <= 1: get_mscale is 1.
+  RopeScaling unit = yarn;
+  unit.factor = 1;
+  unit.attentionFactor = std::numeric_limits<double>::quiet_NaN();
+  unit.mscale = unit.mscaleAllDim = 0;
+  ropeScaledFrequencies(theta, dim, unit, 0, af);
+  CHECK(af == 1.0);
+
+  // Llama 3.1, factor 8, low 1, high 4, original 64: wavelengths 2 pi
+  // 1e4^(i/8) are 6.3, 19.9, 62.8, 199, ...: frequency 0 is high (kept),
+  // 1 and 2 are medium (smoothed with s = (64 / wavelen - 1) / 3), 3.. low
+  // (divided by 8).
+  RopeScaling llama3;
+  llama3.type = RopeScaling::Type::Llama3;
+  llama3.factor = 8;
+  llama3.lowFreqFactor = 1;
+  llama3.highFreqFactor = 4;
+  llama3.originalMaxPositions = 64;
+  f = ropeScaledFrequencies(theta, dim, llama3, 0, af);
+  CHECK(relDiff(f[0], plain[0]) < 1e-15);
+  for (int i = 1; i <= 2; ++i) {
+    double s = (64 / (2 * kPi / plain[i]) - 1) / 3;
+    CHECK(relDiff(f[i], (1 - s) * plain[i] / 8 + s * plain[i]) < 1e-14);
+  }
+  for (int i = 3; i < dim / 2; ++i)
+    CHECK(relDiff(f[i], plain[i] / 8) < 1e-15);
+  CHECK(af == 1.0);
+}
+
+void testNewActivations() {
+  Tensor x = {-2.0f, -0.0f, 0.5f, 3.0f};
+  CHECK(relu(x) == (Tensor{0.0f, -0.0f, 0.5f, 3.0f}));
+  Tensor up = {1.5f, 2.0f, -1.0f, 0.25f};
+  for (GeluApproximation a :
+       {GeluApproximation::Erf, GeluApproximation::Tanh}) {
+    Tensor g = gelu(x, a);
+    Tensor expected(4);
+    for (int i = 0; i < 4; ++i)
+      expected[i] = g[i] * up[i];
+    CHECK_NEAR(geglu(x, up, a), expected, 1e-6);
+  }
+}
 } // namespace
 
 int main() {
@@ -290,6 +619,12 @@ int main() {
   testGqa();
   testRope();
   testOthers();
+  testSlidingWindow();
+  testAlibiAttention();
+  testRelativeBias();
+  testRopeFrequencies();
+  testRopeScaling();
+  testNewActivations();
   if (failures) {
     std::cerr << failures << " check(s) failed\n";
     return 1;

@@ -2,11 +2,14 @@
 //
 // attn-ref-model --model DIR --tokens 1,2,3 [--dump-logits out.npy]
 //                [--print-argmax] [--check-greedy K [--greedy-tolerance X]]
+//                [--cached [--prefill N]]
 //
-// Runs the naive reference forward pass (no KV cache) over the tokens from
-// position 0. --check-greedy K treats the last K tokens as generated
-// greedily from the ones before and checks each against the argmax of the
-// previous position's reference logits. Errors: one line
+// Runs the naive reference forward pass over the tokens from position 0:
+// one call without a KV cache, or with --cached HF's cached generation (the
+// first N tokens in one call, then one call per token with a KV cache).
+// --check-greedy K treats the last K tokens as generated greedily from the
+// ones before and checks each against the argmax of the previous
+// position's reference logits. Errors: one line
 // "attn-ref-model: error: ...", exit 1.
 //
 //===----------------------------------------------------------------------===//
@@ -19,8 +22,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,7 +41,17 @@ const char *kUsage =
     "                          X of the maximum (near ties; default 0)\n"
     "  --generated-from FILE   append the ids of the 'generated: ...' line of\n"
     "                          attn-run's output to --tokens and check them\n"
-    "                          as with --check-greedy\n";
+    "                          as with --check-greedy\n"
+    "  --cached                HF's cached generation: the first --prefill\n"
+    "                          tokens in one call, then one call per token\n"
+    "                          with a KV cache (the same logits as without,\n"
+    "                          except rope_scaling dynamic past\n"
+    "                          max_position_embeddings)\n"
+    "  --prefill N             tokens of the first cached call (default 1)\n"
+    "\n"
+    "model_type: gpt2, llama, mistral, qwen2, gemma, phi3, gpt_neox, gptj,\n"
+    "opt, bloom, xglm; rope_scaling linear, dynamic, yarn, llama3 (llama,\n"
+    "mistral, qwen2, gemma). See docs/reference.md.\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::cerr << "attn-ref-model: error: " << message << "\n";
@@ -106,8 +119,9 @@ std::string formatFloat(double v) {
 int main(int argc, char **argv) {
   std::optional<std::string> modelDir, tokensText, dumpPath, generatedFrom;
   std::optional<int64_t> checkGreedy;
+  std::optional<int64_t> prefill;
   double greedyTolerance = 0.0;
-  bool printArgmax = false;
+  bool printArgmax = false, cached = false;
 
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
@@ -150,6 +164,18 @@ int main(int argc, char **argv) {
       if (text.empty() || *end != '\0' || errno == ERANGE || k < 1)
         fail("--check-greedy expects a positive integer, got '" + text + "'");
       checkGreedy = k;
+    } else if (flag == "--cached") {
+      if (hasInlineValue)
+        fail("--cached takes no value");
+      cached = true;
+    } else if (flag == "--prefill") {
+      std::string text = takeValue();
+      char *end = nullptr;
+      errno = 0;
+      long long k = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || errno == ERANGE || k < 1)
+        fail("--prefill expects a positive integer, got '" + text + "'");
+      prefill = k;
     } else if (flag == "--greedy-tolerance") {
       std::string text = takeValue();
       char *end = nullptr;
@@ -176,6 +202,11 @@ int main(int argc, char **argv) {
       checkGreedy = static_cast<int64_t>(generated.size());
   }
   int64_t n = static_cast<int64_t>(tokens.size());
+  if (prefill && !cached)
+    fail("--prefill needs --cached");
+  if (prefill && *prefill > n)
+    fail("--prefill " + std::to_string(*prefill) + " exceeds the " +
+         std::to_string(n) + " tokens");
   if (checkGreedy && *checkGreedy >= n)
     fail("--check-greedy " + std::to_string(*checkGreedy) +
          " needs more than " + std::to_string(*checkGreedy) +
@@ -190,7 +221,10 @@ int main(int argc, char **argv) {
   if (!model)
     fail(error);
   std::vector<float> logits;
-  if (!model->forward(tokens, logits, error))
+  bool ok =
+      cached ? model->forwardCached(tokens, prefill.value_or(1), logits, error)
+             : model->forward(tokens, logits, error);
+  if (!ok)
     fail(error);
   int64_t vocab = model->config().vocab;
 

@@ -1,0 +1,1932 @@
+//===- FamiliesReferenceTest.cpp - The oracle's model families ------------===//
+//
+// Checks the whole-model reference on every family beyond GPT-2 and LLaMA
+// (mistral, qwen2, gemma, phi3, gpt_neox, gptj, opt, bloom, xglm) and on
+// rope_scaling, without the model writer: configs are written here as JSON
+// text and parsed by the reader, weights are built in memory.
+//  - the reader: defaults of absent keys, errors naming the key, and the
+//    tensor names of each HF modeling file (written out here by hand);
+//  - the forward pass against a second composition written here in plain
+//    double arithmetic the way each modeling_<family>.py reads (views,
+//    chunk, rotate_half / rotate_every_two, build_alibi_tensor's slope * j,
+//    get_embedding's table, Conv1D-free nn.Linear), fed the same weights;
+//  - cached decode against the full forward (bit for bit), and rope
+//    scaling "dynamic" against HF's per-call semantics;
+//  - that each family's distinctive feature matters: a planted change
+//    (no ALiBi, window off by one, position offset 0, rotary on all dims,
+//    sequential residual, no +1 in Gemma's norm, the wrong qkv split, ...)
+//    moves the logits far more than the compiled-model tolerance (1e-5);
+//  - hand-computed small cases (OPT's offset, XGLM's table, Gemma's
+//    normalizer) and the --cached command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelReference.h"
+#include "Npy.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef ATTN_TOOLS_DIR
+#error "ATTN_TOOLS_DIR must name the directory of attn-ref-model"
+#endif
+
+using namespace attn;
+namespace fs = std::filesystem;
+using ref::Architecture;
+using ref::ModelConfig;
+using ref::ModelReference;
+using ref::StoredTensor;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Tiny models: a spec, its config.json, its weights
+//===----------------------------------------------------------------------===//
+
+/// What the test writes into config.json; the independent forward reads
+/// the same values from here, never from the reader's ModelConfig.
+struct Spec {
+  std::string type;
+  int64_t vocab = 61, hidden = 32, layers = 2, heads = 4, kvHeads = 4;
+  int64_t headDim = 8, ffn = 48, maxPos = 64;
+  double eps = 1e-5, theta = 10000.0;
+  /// Rotating features per head (the independent forward's view of the
+  /// partial factor written as `partial`).
+  int64_t rotaryDim = 8;
+  double partial = 1.0;
+  int64_t window = 0;                  ///< sliding_window (0: null / off)
+  int64_t maxWindowLayers = 0;         ///< qwen2
+  std::vector<std::string> layerTypes; ///< qwen2 layer_types when given
+  bool tie = false;
+  bool parallelResidual = true;  ///< gpt_neox
+  bool normBefore = true;        ///< opt
+  bool residualFromNorm = false; ///< bloom
+  bool bias = true;              ///< gemma attention_bias, opt enable_bias
+  std::string act;               ///< ACT2FN name
+  std::string rope = "default";  ///< rope_scaling type
+  double factor = 1.0, lowFreq = 1.0, highFreq = 4.0;
+  int64_t originalMax = 0;
+  std::string extraJson; ///< more keys, e.g. "\"layer_types\": [...]"
+};
+
+std::string jsonBool(bool b) { return b ? "true" : "false"; }
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g", v);
+  return buf;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+std::string ropeScalingJson(const Spec &s) {
+  if (s.rope == "default")
+    return "";
+  std::string j = "\"rope_scaling\": {\"rope_type\": \"" + s.rope +
+                  "\", \"factor\": " + num(s.factor);
+  if (s.rope == "yarn" || s.rope == "llama3")
+    j += ", \"original_max_position_embeddings\": " +
+         std::to_string(s.originalMax);
+  if (s.rope == "llama3")
+    j += ", \"low_freq_factor\": " + num(s.lowFreq) +
+         ", \"high_freq_factor\": " + num(s.highFreq);
+  return j + "},\n";
+}
+
+/// config.json for `s`, with each family's own key names.
+std::string configJson(const Spec &s) {
+  std::ostringstream j;
+  j << "{\n\"model_type\": \"" << s.type << "\",\n";
+  j << "\"vocab_size\": " << s.vocab << ",\n";
+  const std::string &t = s.type;
+  if (t == "llama" || t == "mistral" || t == "qwen2" || t == "gemma" ||
+      t == "phi3") {
+    j << "\"hidden_size\": " << s.hidden
+      << ", \"num_hidden_layers\": " << s.layers
+      << ", \"num_attention_heads\": " << s.heads
+      << ", \"num_key_value_heads\": " << s.kvHeads
+      << ", \"intermediate_size\": " << s.ffn
+      << ", \"max_position_embeddings\": " << s.maxPos
+      << ", \"rms_norm_eps\": " << num(s.eps)
+      << ", \"rope_theta\": " << num(s.theta)
+      << ", \"tie_word_embeddings\": " << jsonBool(s.tie)
+      << ", \"hidden_act\": \"" << s.act << "\",\n";
+    if (t != "phi3" && t != "qwen2")
+      j << "\"head_dim\": " << s.headDim << ",\n";
+    if (t == "mistral")
+      j << "\"sliding_window\": "
+        << (s.window ? std::to_string(s.window) : "null") << ",\n";
+    if (t == "qwen2")
+      j << "\"use_sliding_window\": " << jsonBool(s.window > 0)
+        << ", \"sliding_window\": " << (s.window ? s.window : 4096)
+        << ", \"max_window_layers\": " << s.maxWindowLayers << ",\n";
+    if (t == "qwen2" && !s.layerTypes.empty()) {
+      j << "\"layer_types\": [";
+      for (size_t i = 0; i < s.layerTypes.size(); ++i)
+        j << (i ? ", " : "") << "\"" << s.layerTypes[i] << "\"";
+      j << "],\n";
+    }
+    if (t == "gemma")
+      j << "\"attention_bias\": " << jsonBool(s.bias) << ",\n";
+    if (t == "phi3")
+      j << "\"partial_rotary_factor\": " << num(s.partial)
+        << ", \"sliding_window\": "
+        << (s.window ? std::to_string(s.window) : "null") << ",\n";
+    j << ropeScalingJson(s);
+  } else if (t == "gpt2") {
+    j << "\"n_embd\": " << s.hidden << ", \"n_layer\": " << s.layers
+      << ", \"n_head\": " << s.heads << ", \"n_inner\": " << s.ffn
+      << ", \"n_positions\": " << s.maxPos
+      << ", \"layer_norm_epsilon\": " << num(s.eps)
+      << ", \"activation_function\": \"" << s.act << "\",\n";
+  } else if (t == "gpt_neox") {
+    j << "\"hidden_size\": " << s.hidden
+      << ", \"num_hidden_layers\": " << s.layers
+      << ", \"num_attention_heads\": " << s.heads
+      << ", \"intermediate_size\": " << s.ffn
+      << ", \"max_position_embeddings\": " << s.maxPos
+      << ", \"layer_norm_eps\": " << num(s.eps)
+      << ", \"rotary_pct\": " << num(s.partial)
+      << ", \"rotary_emb_base\": " << num(s.theta)
+      << ", \"use_parallel_residual\": " << jsonBool(s.parallelResidual)
+      << ", \"tie_word_embeddings\": " << jsonBool(s.tie)
+      << ", \"hidden_act\": \"" << s.act << "\",\n";
+  } else if (t == "gptj") {
+    j << "\"n_embd\": " << s.hidden << ", \"n_layer\": " << s.layers
+      << ", \"n_head\": " << s.heads << ", \"n_inner\": " << s.ffn
+      << ", \"n_positions\": " << s.maxPos
+      << ", \"layer_norm_epsilon\": " << num(s.eps)
+      << ", \"rotary_dim\": " << s.rotaryDim
+      << ", \"tie_word_embeddings\": " << jsonBool(s.tie)
+      << ", \"activation_function\": \"" << s.act << "\",\n";
+  } else if (t == "opt") {
+    j << "\"hidden_size\": " << s.hidden
+      << ", \"num_hidden_layers\": " << s.layers
+      << ", \"num_attention_heads\": " << s.heads << ", \"ffn_dim\": " << s.ffn
+      << ", \"max_position_embeddings\": " << s.maxPos
+      << ", \"do_layer_norm_before\": " << jsonBool(s.normBefore)
+      << ", \"enable_bias\": " << jsonBool(s.bias)
+      << ", \"word_embed_proj_dim\": " << s.hidden
+      << ", \"tie_word_embeddings\": " << jsonBool(s.tie)
+      << ", \"activation_function\": \"" << s.act << "\",\n";
+  } else if (t == "bloom") {
+    j << "\"hidden_size\": " << s.hidden << ", \"n_layer\": " << s.layers
+      << ", \"n_head\": " << s.heads
+      << ", \"layer_norm_epsilon\": " << num(s.eps)
+      << ", \"apply_residual_connection_post_layernorm\": "
+      << jsonBool(s.residualFromNorm)
+      << ", \"tie_word_embeddings\": " << jsonBool(s.tie) << ",\n";
+  } else if (t == "xglm") {
+    j << "\"d_model\": " << s.hidden << ", \"num_layers\": " << s.layers
+      << ", \"attention_heads\": " << s.heads << ", \"ffn_dim\": " << s.ffn
+      << ", \"max_position_embeddings\": " << s.maxPos
+      << ", \"scale_embedding\": true, \"pad_token_id\": 1"
+      << ", \"tie_word_embeddings\": " << jsonBool(s.tie)
+      << ", \"activation_function\": \"" << s.act << "\",\n";
+  }
+  if (!s.extraJson.empty())
+    j << s.extraJson << ",\n";
+  j << "\"torch_dtype\": \"float32\"\n}\n";
+  return j.str();
+}
+
+/// The tiny models of the tests, one or more per family.
+Spec baseSpec(const std::string &type) {
+  Spec s;
+  s.type = type;
+  if (type == "llama") {
+    s.kvHeads = 2;
+    s.act = "silu";
+  } else if (type == "mistral") {
+    s.kvHeads = 2;
+    s.headDim = 12; // decoupled: 4 x 12 != 32
+    s.rotaryDim = 12;
+    s.act = "silu";
+    s.window = 5;
+    s.eps = 1e-6;
+  } else if (type == "qwen2") {
+    s.kvHeads = 2;
+    s.act = "silu";
+    s.window = 5;
+    s.maxWindowLayers = 1; // layer 0 full, layer 1 windowed
+    s.theta = 1000000.0;
+  } else if (type == "gemma") {
+    s.kvHeads = 1;
+    s.headDim = 12;
+    s.rotaryDim = 12;
+    s.act = "gelu_pytorch_tanh";
+    s.tie = true;
+    s.bias = false;
+    s.eps = 1e-6;
+  } else if (type == "phi3") {
+    s.hidden = 64;
+    s.kvHeads = 2;
+    s.headDim = 16;
+    s.partial = 0.5;
+    s.rotaryDim = 8;
+    s.act = "silu";
+  } else if (type == "gpt_neox") {
+    s.hidden = 64;
+    s.headDim = 16;
+    s.partial = 0.25; // rotary_pct
+    s.rotaryDim = 4;
+    s.act = "gelu";
+  } else if (type == "gptj") {
+    s.hidden = 64;
+    s.headDim = 16;
+    s.rotaryDim = 4;
+    s.act = "gelu_new";
+  } else if (type == "gpt2") {
+    s.act = "gelu_new";
+    s.tie = true;
+    s.rotaryDim = 0;
+  } else if (type == "opt") {
+    s.act = "relu";
+    s.tie = true;
+    s.rotaryDim = 0;
+  } else if (type == "bloom") {
+    s.heads = 4;
+    s.tie = true;
+    s.ffn = 4 * s.hidden;
+    s.rotaryDim = 0;
+    s.maxPos = 1 << 24;
+  } else if (type == "xglm") {
+    s.act = "gelu";
+    s.tie = true;
+    s.rotaryDim = 0;
+  }
+  return s;
+}
+
+ModelConfig parseOrDie(const std::string &json) {
+  ModelConfig c;
+  std::string error;
+  EXPECT_TRUE(ref::parseModelConfig(json, c, error)) << error << "\n" << json;
+  return c;
+}
+
+std::string parseError(const std::string &json) {
+  ModelConfig c;
+  std::string error;
+  EXPECT_FALSE(ref::parseModelConfig(json, c, error)) << json;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  return error;
+}
+
+uint64_t fnv(const std::string &s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char ch : s)
+    h = (h ^ ch) * 0x100000001B3ull;
+  return h;
+}
+
+bool contains(const std::string &s, const std::string &part) {
+  return s.find(part) != std::string::npos;
+}
+
+using Weights = std::map<std::string, std::vector<float>>;
+
+/// Sharp random weights for every tensor the config needs: q/k/v (and the
+/// fused qkv) std 2 / sqrt(fan_in) so that attention is peaked, other
+/// linears 1 / sqrt(fan_in), biases N(0, 0.5), norm weights 1 + N(0, 0.1)
+/// (Gemma's N(0, 0.1): it adds the 1), embeddings and position tables N(0, 1).
+Weights makeWeights(const ModelConfig &config, uint64_t seed) {
+  Weights w;
+  bool gemma = config.architecture == Architecture::Gemma;
+  for (const auto &[name, shape] : ModelReference::expectedWeights(config)) {
+    size_t n = 1;
+    for (int64_t d : shape)
+      n *= static_cast<size_t>(d);
+    bool isBias =
+        name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    bool isNorm = contains(name, "norm") || contains(name, "ln_") ||
+                  contains(name, "layernorm");
+    bool isEmbedding =
+        contains(name, "embed_tokens") || contains(name, "wte") ||
+        contains(name, "wpe") || contains(name, "word_embeddings.") ||
+        contains(name, "embed_in") || contains(name, "embed_positions");
+    bool isQkv = contains(name, "q_proj") || contains(name, "k_proj") ||
+                 contains(name, "v_proj") || contains(name, "qkv") ||
+                 contains(name, "query_key_value") || contains(name, "c_attn");
+    float stddev;
+    float mean = 0.0f;
+    if (isNorm && !isBias) {
+      stddev = 0.1f;
+      mean = gemma ? 0.0f : 1.0f;
+    } else if (isBias) {
+      stddev = 0.5f;
+    } else if (isEmbedding) {
+      stddev = 1.0f;
+    } else {
+      // nn.Linear is [out, in]; GPT-2's Conv1D is [in, out].
+      bool conv1d = config.architecture == Architecture::GPT2;
+      double fanIn = static_cast<double>(conv1d ? shape.front() : shape.back());
+      stddev = static_cast<float>((isQkv ? 2.0 : 1.0) / std::sqrt(fanIn));
+    }
+    std::vector<float> v = ref::randomTensor(n, stddev, seed ^ fnv(name));
+    for (float &x : v)
+      x += mean;
+    w[name] = std::move(v);
+  }
+  return w;
+}
+
+std::map<std::string, StoredTensor> toStored(const ModelConfig &config,
+                                             const Weights &w) {
+  std::map<std::string, StoredTensor> out;
+  for (const auto &[name, shape] : ModelReference::expectedWeights(config)) {
+    StoredTensor t;
+    t.dtype = "F32";
+    t.shape = shape;
+    t.data = w.at(name);
+    out[name] = std::move(t);
+  }
+  return out;
+}
+
+struct Built {
+  ModelConfig config;
+  Weights weights;
+  std::unique_ptr<ModelReference> model;
+};
+
+Built build(const Spec &spec, uint64_t seed = 1) {
+  Built b;
+  b.config = parseOrDie(configJson(spec));
+  b.weights = makeWeights(b.config, seed);
+  std::string error;
+  b.model =
+      ModelReference::create(b.config, toStored(b.config, b.weights), error);
+  EXPECT_TRUE(b.model) << error;
+  return b;
+}
+
+std::vector<int64_t> someTokens(int64_t n, int64_t vocab, int64_t salt = 0) {
+  std::vector<int64_t> tokens;
+  for (int64_t i = 0; i < n; ++i)
+    tokens.push_back((i * 37 + 11 + salt * 13) % vocab);
+  return tokens;
+}
+
+std::vector<float> forwardOrDie(const ModelReference &model,
+                                const std::vector<int64_t> &tokens) {
+  std::vector<float> logits;
+  std::string error;
+  EXPECT_TRUE(model.forward(tokens, logits, error)) << error;
+  return logits;
+}
+
+std::vector<float> cachedOrDie(const ModelReference &model,
+                               const std::vector<int64_t> &tokens,
+                               int64_t prefill) {
+  std::vector<float> logits;
+  std::string error;
+  EXPECT_TRUE(model.forwardCached(tokens, prefill, logits, error)) << error;
+  return logits;
+}
+
+//===----------------------------------------------------------------------===//
+// The independent forward pass
+//===----------------------------------------------------------------------===//
+//
+// Everything in double, no rounding between ops, written from each HF
+// modeling file. Positions are 0 .. n-1; `prefill` >= 1 splits the sequence
+// into HF forward calls (prefill, then one token each) for rope scaling
+// "dynamic", whose base depends on the call; every other family is
+// indifferent to the split.
+
+struct Bugs {
+  bool noAlibi = false;             ///< bloom without build_alibi_tensor
+  bool windowOffByOne = false;      ///< kv >= q - window instead of >
+  bool windowAllLayers = false;     ///< qwen2: ignore max_window_layers
+  bool positionOffsetZero = false;  ///< opt/xglm: row p, not p + 2
+  bool rotaryAllDims = false;       ///< partial rotary on the whole head
+  bool sequentialResidual = false;  ///< neox/gptj: attention then MLP
+  bool noGemmaPlusOne = false;      ///< GemmaRMSNorm * w instead of (1 + w)
+  bool wrongQkvSplit = false;       ///< neox/bloom: [q | k | v] not per head
+  bool rotateHalfForGptj = false;   ///< gptj with rotate_half pairing
+  bool noEmbeddingScale = false;    ///< gemma/xglm without the multiplier
+  bool interleavedSinusoid = false; ///< xglm table as sin, cos, sin, ...
+  bool preNormForOpt350m = false;   ///< an opt post-norm model read as pre-norm
+  bool qkvBiasOff = false;          ///< qwen2 without its q/k/v biases
+};
+
+using Vec = std::vector<double>;
+using Mat = std::vector<Vec>;
+
+/// nn.Linear: y = x W^T + b, W stored [out, in].
+Mat linearHF(const Mat &x, const Weights &w, const std::string &name,
+             bool withBias = true) {
+  const std::vector<float> &W = w.at(name + ".weight");
+  const std::vector<float> *b =
+      withBias && w.count(name + ".bias") ? &w.at(name + ".bias") : nullptr;
+  size_t in = x[0].size(), out = W.size() / in;
+  Mat y(x.size(), Vec(out));
+  for (size_t r = 0; r < x.size(); ++r)
+    for (size_t o = 0; o < out; ++o) {
+      double acc = b ? (*b)[o] : 0.0;
+      for (size_t i = 0; i < in; ++i)
+        acc += x[r][i] * W[o * in + i];
+      y[r][o] = acc;
+    }
+  return y;
+}
+
+Mat layerNormHF(const Mat &x, const Weights &w, const std::string &name,
+                double eps) {
+  const std::vector<float> &g = w.at(name + ".weight"),
+                           &b = w.at(name + ".bias");
+  Mat y = x;
+  for (Vec &row : y) {
+    double mean = 0, var = 0;
+    for (double v : row)
+      mean += v;
+    mean /= row.size();
+    for (double v : row)
+      var += (v - mean) * (v - mean);
+    var /= row.size();
+    for (size_t i = 0; i < row.size(); ++i)
+      row[i] = (row[i] - mean) / std::sqrt(var + eps) * g[i] + b[i];
+  }
+  return y;
+}
+
+Mat rmsNormHF(const Mat &x, const Weights &w, const std::string &name,
+              double eps, bool plusOne) {
+  const std::vector<float> &g = w.at(name + ".weight");
+  Mat y = x;
+  for (Vec &row : y) {
+    double ms = 0;
+    for (double v : row)
+      ms += v * v;
+    ms /= row.size();
+    for (size_t i = 0; i < row.size(); ++i)
+      row[i] = row[i] / std::sqrt(ms + eps) * (plusOne ? 1.0 + g[i] : g[i]);
+  }
+  return y;
+}
+
+double actHF(double v, const std::string &act) {
+  if (act == "gelu")
+    return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+    return 0.5 * v *
+           (1 + std::tanh(std::sqrt(2 / std::acos(-1.0)) *
+                          (v + 0.044715 * v * v * v)));
+  if (act == "relu")
+    return v > 0 ? v : 0;
+  if (act == "silu")
+    return v / (1 + std::exp(-v));
+  ADD_FAILURE() << "no activation " << act;
+  return v;
+}
+
+Mat activated(const Mat &x, const std::string &act) {
+  Mat y = x;
+  for (Vec &row : y)
+    for (double &v : row)
+      v = actHF(v, act);
+  return y;
+}
+
+Mat add(const Mat &a, const Mat &b) {
+  Mat y = a;
+  for (size_t r = 0; r < y.size(); ++r)
+    for (size_t i = 0; i < y[r].size(); ++i)
+      y[r][i] += b[r][i];
+  return y;
+}
+
+Mat mul(const Mat &a, const Mat &b) {
+  Mat y = a;
+  for (size_t r = 0; r < y.size(); ++r)
+    for (size_t i = 0; i < y[r].size(); ++i)
+      y[r][i] *= b[r][i];
+  return y;
+}
+
+Mat cols(const Mat &x, size_t from, size_t width) {
+  Mat y(x.size());
+  for (size_t r = 0; r < x.size(); ++r)
+    y[r] = Vec(x[r].begin() + from, x[r].begin() + from + width);
+  return y;
+}
+
+Mat embed(const std::vector<float> &table, int64_t dim,
+          const std::vector<int64_t> &rows) {
+  Mat x;
+  for (int64_t r : rows)
+    x.push_back(Vec(table.begin() + r * dim, table.begin() + (r + 1) * dim));
+  return x;
+}
+
+/// HF rotary frequencies for a call whose positions end at seqLen, and the
+/// attention factor: the modeling_rope_utils formulas, written again.
+Vec invFreqHF(const Spec &s, int64_t rot, int64_t seqLen, double &af) {
+  const double kPi = std::acos(-1.0);
+  af = 1.0;
+  auto plain = [&](double base) {
+    Vec f;
+    for (int64_t i = 0; i < rot; i += 2)
+      f.push_back(1.0 / std::pow(base, static_cast<double>(i) / rot));
+    return f;
+  };
+  if (s.rope == "default")
+    return plain(s.theta);
+  if (s.rope == "linear") {
+    Vec f = plain(s.theta);
+    for (double &v : f)
+      v /= s.factor;
+    return f;
+  }
+  if (s.rope == "dynamic") {
+    double base = s.theta;
+    if (seqLen > s.maxPos)
+      base *= std::pow(s.factor * seqLen / s.maxPos - (s.factor - 1),
+                       static_cast<double>(rot) / (rot - 2));
+    return plain(base);
+  }
+  if (s.rope == "yarn") {
+    af = 0.1 * std::log(s.factor) + 1.0;
+    auto corr = [&](double r) {
+      return rot * std::log(s.originalMax / (r * 2 * kPi)) /
+             (2 * std::log(s.theta));
+    };
+    double low = std::max(std::floor(corr(32)), 0.0);
+    double high = std::min(std::ceil(corr(1)), rot - 1.0);
+    Vec f = plain(s.theta);
+    for (size_t i = 0; i < f.size(); ++i) {
+      double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+      f[i] = f[i] / s.factor * ramp + f[i] * (1 - ramp);
+    }
+    return f;
+  }
+  if (s.rope == "llama3") {
+    Vec f = plain(s.theta);
+    double lowWave = s.originalMax / s.lowFreq,
+           highWave = s.originalMax / s.highFreq;
+    for (double &v : f) {
+      double wave = 2 * kPi / v;
+      if (wave > lowWave) {
+        v /= s.factor;
+      } else if (wave >= highWave) {
+        double smooth =
+            (s.originalMax / wave - s.lowFreq) / (s.highFreq - s.lowFreq);
+        v = (1 - smooth) * v / s.factor + smooth * v;
+      }
+    }
+    return f;
+  }
+  ADD_FAILURE() << "no rope type " << s.rope;
+  return plain(s.theta);
+}
+
+/// Rotates m [n, heads * hd] in place: the first `rot` features of each
+/// head, rotate_half style (cat(freqs, freqs), cat(-x2, x1)) or GPT-J's
+/// rotate_every_two (repeat_interleave, stack(-x[1::2], x[::2])); row p
+/// uses the frequencies of the call it belongs to.
+void ropeHF(Mat &m, const Spec &s, int64_t heads, int64_t hd, int64_t rot,
+            bool everyTwo, const std::vector<int64_t> &callEnd) {
+  for (size_t p = 0; p < m.size(); ++p) {
+    double af;
+    Vec inv = invFreqHF(s, rot, callEnd[p], af);
+    for (int64_t h = 0; h < heads; ++h) {
+      Vec x(m[p].begin() + h * hd, m[p].begin() + h * hd + rot);
+      for (int64_t c = 0; c < rot; ++c) {
+        double freq, rotated;
+        if (everyTwo) {
+          freq = inv[c / 2];
+          rotated = c % 2 == 0 ? -x[c + 1] : x[c - 1];
+        } else {
+          freq = inv[c % (rot / 2)];
+          rotated = c < rot / 2 ? -x[c + rot / 2] : x[c - rot / 2];
+        }
+        double angle = static_cast<double>(p) * freq;
+        m[p][h * hd + c] =
+            x[c] * std::cos(angle) * af + rotated * std::sin(angle) * af;
+      }
+    }
+  }
+}
+
+/// HF build_alibi_tensor's slopes, in double.
+Vec alibiSlopesHF(int64_t heads) {
+  int64_t closest = int64_t(1)
+                    << static_cast<int>(std::floor(std::log2(heads)));
+  double base = std::pow(2.0, -std::pow(2.0, -(std::log2(closest) - 3)));
+  Vec slopes;
+  for (int64_t p = 1; p <= closest; ++p)
+    slopes.push_back(std::pow(base, p));
+  if (closest != heads) {
+    double extra = std::pow(2.0, -std::pow(2.0, -(std::log2(2 * closest) - 3)));
+    int64_t remaining = std::min(closest, heads - closest);
+    for (int64_t p = 1; p < 1 + 2 * remaining; p += 2)
+      slopes.push_back(std::pow(extra, p));
+  }
+  return slopes;
+}
+
+/// eager attention: repeat_kv, q k^T * scaling (+ alibi slope * j), the
+/// causal (and sliding window) mask, softmax, @ v.
+Mat attentionHF(const Mat &q, const Mat &k, const Mat &v, int64_t heads,
+                int64_t kvHeads, int64_t hd, int64_t window, const Bugs &bugs,
+                const Vec *slopes) {
+  int64_t n = q.size();
+  Mat out(n, Vec(heads * hd, 0.0));
+  for (int64_t h = 0; h < heads; ++h) {
+    int64_t g = h / (heads / kvHeads);
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<int64_t> keys;
+      for (int64_t j = 0; j <= i; ++j) {
+        bool inWindow = window <= 0 || (bugs.windowOffByOne ? j >= i - window
+                                                            : j > i - window);
+        if (inWindow)
+          keys.push_back(j);
+      }
+      Vec s;
+      double mx = -1e300;
+      for (int64_t j : keys) {
+        double dot = 0;
+        for (int64_t c = 0; c < hd; ++c)
+          dot += q[i][h * hd + c] * k[j][g * hd + c];
+        double score = dot / std::sqrt(static_cast<double>(hd));
+        if (slopes)
+          score += (*slopes)[h] * j; // BLOOM: slope * key position
+        s.push_back(score);
+        mx = std::max(mx, score);
+      }
+      double sum = 0;
+      for (double &e : s)
+        sum += (e = std::exp(e - mx));
+      for (int64_t c = 0; c < hd; ++c) {
+        double acc = 0;
+        for (size_t t = 0; t < keys.size(); ++t)
+          acc += s[t] / sum * v[keys[t]][g * hd + c];
+        out[i][h * hd + c] = acc;
+      }
+    }
+  }
+  return out;
+}
+
+/// GPT-NeoX / BLOOM: qkv.view(..., heads, 3 * hd) -> q, k, v per head.
+void splitPerHead(const Mat &qkv, int64_t heads, int64_t hd, bool wrong, Mat &q,
+                  Mat &k, Mat &v) {
+  int64_t n = qkv.size(), d = heads * hd;
+  q = k = v = Mat(n, Vec(d));
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t c = 0; c < hd; ++c) {
+        if (wrong) { // [q | k | v], the GPT-2 / Phi-3 layout
+          q[p][h * hd + c] = qkv[p][h * hd + c];
+          k[p][h * hd + c] = qkv[p][d + h * hd + c];
+          v[p][h * hd + c] = qkv[p][2 * d + h * hd + c];
+        } else {
+          q[p][h * hd + c] = qkv[p][h * 3 * hd + c];
+          k[p][h * hd + c] = qkv[p][h * 3 * hd + hd + c];
+          v[p][h * hd + c] = qkv[p][h * 3 * hd + 2 * hd + c];
+        }
+      }
+}
+
+std::vector<float> flatten(const Mat &m) {
+  std::vector<float> out;
+  for (const Vec &row : m)
+    for (double v : row)
+      out.push_back(static_cast<float>(v));
+  return out;
+}
+
+std::vector<float> independent(const Spec &s, const Weights &w,
+                               const std::vector<int64_t> &tokens,
+                               const Bugs &bugs = {}, int64_t prefill = -1) {
+  const std::string &t = s.type;
+  const int64_t n = tokens.size(), d = s.hidden, hd = s.headDim;
+  std::vector<int64_t> positions(n), callEnd(n);
+  for (int64_t p = 0; p < n; ++p) {
+    positions[p] = p;
+    callEnd[p] = prefill < 1 ? n : (p < prefill ? prefill : p + 1);
+  }
+  const int64_t rot = bugs.rotaryAllDims ? hd : s.rotaryDim;
+  Mat x;
+  auto headOut = [&](const Mat &h, const std::string &headName,
+                     const std::string &tiedName) {
+    Weights view;
+    view["head.weight"] = w.at(s.tie ? tiedName : headName);
+    if (w.count("lm_head.bias"))
+      view["head.bias"] = w.at("lm_head.bias");
+    return flatten(linearHF(h, view, "head"));
+  };
+
+  if (t == "llama" || t == "mistral" || t == "qwen2" || t == "gemma" ||
+      t == "phi3") {
+    const bool gemma = t == "gemma", phi3 = t == "phi3";
+    x = embed(w.at("model.embed_tokens.weight"), d, tokens);
+    if (gemma && !bugs.noEmbeddingScale) {
+      // normalizer = torch.tensor(hidden_size ** 0.5, dtype=float32)
+      double normalizer = static_cast<float>(std::sqrt(static_cast<double>(d)));
+      for (Vec &row : x)
+        for (double &v : row)
+          v *= normalizer;
+    }
+    const int64_t qw = s.heads * hd, kvw = s.kvHeads * hd;
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = "model.layers." + std::to_string(l) + ".";
+      Mat h = rmsNormHF(x, w, p + "input_layernorm", s.eps,
+                        gemma && !bugs.noGemmaPlusOne);
+      Mat q, k, v;
+      if (phi3) {
+        Mat qkv = linearHF(h, w, p + "self_attn.qkv_proj");
+        q = cols(qkv, 0, qw);
+        k = cols(qkv, qw, kvw);
+        v = cols(qkv, qw + kvw, kvw);
+      } else {
+        bool b = !bugs.qkvBiasOff;
+        q = linearHF(h, w, p + "self_attn.q_proj", b);
+        k = linearHF(h, w, p + "self_attn.k_proj", b);
+        v = linearHF(h, w, p + "self_attn.v_proj", b);
+      }
+      ropeHF(q, s, s.heads, hd, rot, false, callEnd);
+      ropeHF(k, s, s.kvHeads, hd, rot, false, callEnd);
+      int64_t window = 0;
+      if (t == "mistral" || t == "phi3")
+        window = s.window;
+      if (t == "qwen2") {
+        // Qwen2Config.layer_types, or sliding for i >= max_window_layers.
+        bool sliding = s.layerTypes.empty()
+                           ? l >= s.maxWindowLayers
+                           : s.layerTypes[l] == "sliding_attention";
+        if (sliding || bugs.windowAllLayers)
+          window = s.window;
+      }
+      Mat a =
+          attentionHF(q, k, v, s.heads, s.kvHeads, hd, window, bugs, nullptr);
+      x = add(x, linearHF(a, w, p + "self_attn.o_proj"));
+      Mat h2 = rmsNormHF(x, w, p + "post_attention_layernorm", s.eps,
+                         gemma && !bugs.noGemmaPlusOne);
+      Mat gate, up;
+      if (phi3) {
+        Mat gu = linearHF(h2, w, p + "mlp.gate_up_proj");
+        gate = cols(gu, 0, s.ffn);
+        up = cols(gu, s.ffn, s.ffn);
+      } else {
+        gate = linearHF(h2, w, p + "mlp.gate_proj");
+        up = linearHF(h2, w, p + "mlp.up_proj");
+      }
+      x = add(
+          x, linearHF(mul(activated(gate, s.act), up), w, p + "mlp.down_proj"));
+    }
+    x = rmsNormHF(x, w, "model.norm", s.eps, gemma && !bugs.noGemmaPlusOne);
+    return headOut(x, "lm_head.weight", "model.embed_tokens.weight");
+  }
+
+  if (t == "gpt2") {
+    // Conv1D: y = x W + b with W stored [in, out]; c_attn is [q | k | v].
+    auto conv1d = [&](const Mat &in, const std::string &name) {
+      const std::vector<float> &W = w.at(name + ".weight"),
+                               &b = w.at(name + ".bias");
+      size_t inDim = in[0].size(), out = b.size();
+      Mat y(in.size(), Vec(out));
+      for (size_t r = 0; r < in.size(); ++r)
+        for (size_t o = 0; o < out; ++o) {
+          double acc = b[o];
+          for (size_t i = 0; i < inDim; ++i)
+            acc += in[r][i] * W[i * out + o];
+          y[r][o] = acc;
+        }
+      return y;
+    };
+    x = add(embed(w.at("wte.weight"), d, tokens),
+            embed(w.at("wpe.weight"), d, positions));
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = "h." + std::to_string(l) + ".";
+      Mat qkv = conv1d(layerNormHF(x, w, p + "ln_1", s.eps), p + "attn.c_attn");
+      Mat a = attentionHF(cols(qkv, 0, d), cols(qkv, d, d), cols(qkv, 2 * d, d),
+                          s.heads, s.heads, hd, 0, bugs, nullptr);
+      x = add(x, conv1d(a, p + "attn.c_proj"));
+      Mat u = conv1d(layerNormHF(x, w, p + "ln_2", s.eps), p + "mlp.c_fc");
+      x = add(x, conv1d(activated(u, s.act), p + "mlp.c_proj"));
+    }
+    x = layerNormHF(x, w, "ln_f", s.eps);
+    return headOut(x, "wte.weight", "wte.weight");
+  }
+
+  if (t == "gpt_neox") {
+    x = embed(w.at("gpt_neox.embed_in.weight"), d, tokens);
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = "gpt_neox.layers." + std::to_string(l) + ".";
+      Mat q, k, v;
+      splitPerHead(linearHF(layerNormHF(x, w, p + "input_layernorm", s.eps), w,
+                            p + "attention.query_key_value"),
+                   s.heads, hd, bugs.wrongQkvSplit, q, k, v);
+      ropeHF(q, s, s.heads, hd, rot, false, callEnd);
+      ropeHF(k, s, s.heads, hd, rot, false, callEnd);
+      Mat attn =
+          linearHF(attentionHF(q, k, v, s.heads, s.heads, hd, 0, bugs, nullptr),
+                   w, p + "attention.dense");
+      auto mlp = [&](const Mat &in) {
+        return linearHF(
+            activated(
+                linearHF(
+                    layerNormHF(in, w, p + "post_attention_layernorm", s.eps),
+                    w, p + "mlp.dense_h_to_4h"),
+                s.act),
+            w, p + "mlp.dense_4h_to_h");
+      };
+      if (s.parallelResidual && !bugs.sequentialResidual) {
+        x = add(add(mlp(x), attn), x);
+      } else {
+        Mat attnResidual = add(attn, x);
+        x = add(mlp(attnResidual), attnResidual);
+      }
+    }
+    x = layerNormHF(x, w, "gpt_neox.final_layer_norm", s.eps);
+    return headOut(x, "embed_out.weight", "gpt_neox.embed_in.weight");
+  }
+
+  if (t == "gptj") {
+    x = embed(w.at("transformer.wte.weight"), d, tokens);
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = "transformer.h." + std::to_string(l) + ".";
+      auto attention = [&](const Mat &h) {
+        Mat q = linearHF(h, w, p + "attn.q_proj");
+        Mat k = linearHF(h, w, p + "attn.k_proj");
+        Mat v = linearHF(h, w, p + "attn.v_proj");
+        ropeHF(q, s, s.heads, hd, rot, !bugs.rotateHalfForGptj, callEnd);
+        ropeHF(k, s, s.heads, hd, rot, !bugs.rotateHalfForGptj, callEnd);
+        return linearHF(
+            attentionHF(q, k, v, s.heads, s.heads, hd, 0, bugs, nullptr), w,
+            p + "attn.out_proj");
+      };
+      auto mlp = [&](const Mat &h) {
+        return linearHF(activated(linearHF(h, w, p + "mlp.fc_in"), s.act), w,
+                        p + "mlp.fc_out");
+      };
+      Mat h = layerNormHF(x, w, p + "ln_1", s.eps);
+      if (bugs.sequentialResidual) {
+        Mat x1 = add(attention(h), x);
+        x = add(mlp(layerNormHF(x1, w, p + "ln_1", s.eps)), x1);
+      } else {
+        x = add(add(attention(h), mlp(h)), x);
+      }
+    }
+    x = layerNormHF(x, w, "transformer.ln_f", s.eps);
+    return headOut(x, "lm_head.weight", "transformer.wte.weight");
+  }
+
+  if (t == "opt") {
+    const std::string m = "model.decoder.";
+    std::vector<int64_t> rows;
+    for (int64_t pos : positions)
+      rows.push_back(pos + (bugs.positionOffsetZero ? 0 : 2));
+    x = add(embed(w.at(m + "embed_tokens.weight"), d, tokens),
+            embed(w.at(m + "embed_positions.weight"), d, rows));
+    bool before = s.normBefore || bugs.preNormForOpt350m;
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = m + "layers." + std::to_string(l) + ".";
+      Mat h = before ? layerNormHF(x, w, p + "self_attn_layer_norm", 1e-5) : x;
+      Mat a = attentionHF(linearHF(h, w, p + "self_attn.q_proj"),
+                          linearHF(h, w, p + "self_attn.k_proj"),
+                          linearHF(h, w, p + "self_attn.v_proj"), s.heads,
+                          s.heads, hd, 0, bugs, nullptr);
+      x = add(x, linearHF(a, w, p + "self_attn.out_proj"));
+      if (!before)
+        x = layerNormHF(x, w, p + "self_attn_layer_norm", 1e-5);
+      h = before ? layerNormHF(x, w, p + "final_layer_norm", 1e-5) : x;
+      x = add(x, linearHF(activated(linearHF(h, w, p + "fc1"), s.act), w,
+                          p + "fc2"));
+      if (!before)
+        x = layerNormHF(x, w, p + "final_layer_norm", 1e-5);
+    }
+    if (s.normBefore && w.count(m + "final_layer_norm.weight"))
+      x = layerNormHF(x, w, m + "final_layer_norm", 1e-5);
+    return headOut(x, "lm_head.weight", m + "embed_tokens.weight");
+  }
+
+  if (t == "bloom") {
+    x = layerNormHF(
+        embed(w.at("transformer.word_embeddings.weight"), d, tokens), w,
+        "transformer.word_embeddings_layernorm", s.eps);
+    Vec slopes = alibiSlopesHF(s.heads);
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = "transformer.h." + std::to_string(l) + ".";
+      Mat ln1 = layerNormHF(x, w, p + "input_layernorm", s.eps);
+      Mat residual = s.residualFromNorm ? ln1 : x;
+      Mat q, k, v;
+      splitPerHead(linearHF(ln1, w, p + "self_attention.query_key_value"),
+                   s.heads, hd, bugs.wrongQkvSplit, q, k, v);
+      Mat attn =
+          add(linearHF(attentionHF(q, k, v, s.heads, s.heads, hd, 0, bugs,
+                                   bugs.noAlibi ? nullptr : &slopes),
+                       w, p + "self_attention.dense"),
+              residual);
+      Mat ln2 = layerNormHF(attn, w, p + "post_attention_layernorm", s.eps);
+      residual = s.residualFromNorm ? ln2 : attn;
+      // bloom_gelu_forward: x * 0.5 * (1 + tanh(0.79788456 x (1 + 0.044715
+      // x^2)))
+      Mat u = linearHF(ln2, w, p + "mlp.dense_h_to_4h");
+      for (Vec &row : u)
+        for (double &e : row)
+          e = e * 0.5 *
+              (1.0 + std::tanh(0.79788456 * e * (1 + 0.044715 * e * e)));
+      x = add(linearHF(u, w, p + "mlp.dense_4h_to_h"), residual);
+    }
+    x = layerNormHF(x, w, "transformer.ln_f", s.eps);
+    return headOut(x, "lm_head.weight", "transformer.word_embeddings.weight");
+  }
+
+  if (t == "xglm") {
+    x = embed(w.at("model.embed_tokens.weight"), d, tokens);
+    if (!bugs.noEmbeddingScale)
+      for (Vec &row : x)
+        for (double &v : row)
+          v *= static_cast<float>(std::sqrt(static_cast<double>(d)));
+    // XGLMSinusoidalPositionalEmbedding.get_embedding, padding_idx 1,
+    // offset 2.
+    int64_t half = d / 2;
+    double e = std::log(10000.0) / (half - 1);
+    for (int64_t p = 0; p < n; ++p) {
+      int64_t row = p + (bugs.positionOffsetZero ? 0 : 2);
+      for (int64_t i = 0; i < half; ++i) {
+        double arg = row * std::exp(i * -e);
+        double sn = row == 1 ? 0 : std::sin(arg),
+               cs = row == 1 ? 0 : std::cos(arg);
+        if (bugs.interleavedSinusoid) {
+          x[p][2 * i] += sn;
+          x[p][2 * i + 1] += cs;
+        } else {
+          x[p][i] += sn;
+          x[p][half + i] += cs;
+        }
+      }
+    }
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = "model.layers." + std::to_string(l) + ".";
+      Mat h = layerNormHF(x, w, p + "self_attn_layer_norm", 1e-5);
+      Mat a = attentionHF(linearHF(h, w, p + "self_attn.q_proj"),
+                          linearHF(h, w, p + "self_attn.k_proj"),
+                          linearHF(h, w, p + "self_attn.v_proj"), s.heads,
+                          s.heads, hd, 0, bugs, nullptr);
+      x = add(x, linearHF(a, w, p + "self_attn.out_proj"));
+      h = layerNormHF(x, w, p + "final_layer_norm", 1e-5);
+      x = add(x, linearHF(activated(linearHF(h, w, p + "fc1"), s.act), w,
+                          p + "fc2"));
+    }
+    x = layerNormHF(x, w, "model.layer_norm", 1e-5);
+    return headOut(x, "lm_head.weight", "model.embed_tokens.weight");
+  }
+  ADD_FAILURE() << "no independent forward for " << t;
+  return {};
+}
+
+} // namespace
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The reader
+//===----------------------------------------------------------------------===//
+
+/// HF's *ForCausalLM state_dict names of a one-layer model, written out
+/// from each modeling file (module names in registration order are not
+/// needed: the reference's order is forward order, compared as sets).
+std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
+  std::set<std::string> n;
+  auto linear = [&](const std::string &name, bool withBias) {
+    n.insert(name + ".weight");
+    if (withBias)
+      n.insert(name + ".bias");
+  };
+  auto ln = [&](const std::string &name) { linear(name, true); };
+  if (type == "mistral" || type == "qwen2" || type == "gemma") {
+    bool qkvBias = type == "qwen2" || (type == "gemma" && bias);
+    n.insert("model.embed_tokens.weight");
+    n.insert("model.layers.0.input_layernorm.weight");
+    linear("model.layers.0.self_attn.q_proj", qkvBias);
+    linear("model.layers.0.self_attn.k_proj", qkvBias);
+    linear("model.layers.0.self_attn.v_proj", qkvBias);
+    linear("model.layers.0.self_attn.o_proj", type == "gemma" && bias);
+    n.insert("model.layers.0.post_attention_layernorm.weight");
+    linear("model.layers.0.mlp.gate_proj", false);
+    linear("model.layers.0.mlp.up_proj", false);
+    linear("model.layers.0.mlp.down_proj", false);
+    n.insert("model.norm.weight");
+    if (!tie)
+      n.insert("lm_head.weight");
+  } else if (type == "phi3") {
+    n.insert("model.embed_tokens.weight");
+    n.insert("model.layers.0.input_layernorm.weight");
+    linear("model.layers.0.self_attn.qkv_proj", false);
+    linear("model.layers.0.self_attn.o_proj", false);
+    n.insert("model.layers.0.post_attention_layernorm.weight");
+    linear("model.layers.0.mlp.gate_up_proj", false);
+    linear("model.layers.0.mlp.down_proj", false);
+    n.insert("model.norm.weight");
+    if (!tie)
+      n.insert("lm_head.weight");
+  } else if (type == "gpt_neox") {
+    n.insert("gpt_neox.embed_in.weight");
+    ln("gpt_neox.layers.0.input_layernorm");
+    ln("gpt_neox.layers.0.post_attention_layernorm");
+    linear("gpt_neox.layers.0.attention.query_key_value", true);
+    linear("gpt_neox.layers.0.attention.dense", true);
+    linear("gpt_neox.layers.0.mlp.dense_h_to_4h", true);
+    linear("gpt_neox.layers.0.mlp.dense_4h_to_h", true);
+    ln("gpt_neox.final_layer_norm");
+    if (!tie)
+      n.insert("embed_out.weight");
+  } else if (type == "gptj") {
+    n.insert("transformer.wte.weight");
+    ln("transformer.h.0.ln_1");
+    linear("transformer.h.0.attn.k_proj", false);
+    linear("transformer.h.0.attn.v_proj", false);
+    linear("transformer.h.0.attn.q_proj", false);
+    linear("transformer.h.0.attn.out_proj", false);
+    linear("transformer.h.0.mlp.fc_in", true);
+    linear("transformer.h.0.mlp.fc_out", true);
+    ln("transformer.ln_f");
+    if (!tie)
+      n.insert("lm_head.weight");
+    n.insert("lm_head.bias");
+  } else if (type == "opt") {
+    n.insert("model.decoder.embed_tokens.weight");
+    n.insert("model.decoder.embed_positions.weight");
+    linear("model.decoder.layers.0.self_attn.k_proj", bias);
+    linear("model.decoder.layers.0.self_attn.v_proj", bias);
+    linear("model.decoder.layers.0.self_attn.q_proj", bias);
+    linear("model.decoder.layers.0.self_attn.out_proj", bias);
+    ln("model.decoder.layers.0.self_attn_layer_norm");
+    linear("model.decoder.layers.0.fc1", bias);
+    linear("model.decoder.layers.0.fc2", bias);
+    ln("model.decoder.layers.0.final_layer_norm");
+    ln("model.decoder.final_layer_norm");
+    if (!tie)
+      n.insert("lm_head.weight");
+  } else if (type == "bloom") {
+    n.insert("transformer.word_embeddings.weight");
+    ln("transformer.word_embeddings_layernorm");
+    ln("transformer.h.0.input_layernorm");
+    linear("transformer.h.0.self_attention.query_key_value", true);
+    linear("transformer.h.0.self_attention.dense", true);
+    ln("transformer.h.0.post_attention_layernorm");
+    linear("transformer.h.0.mlp.dense_h_to_4h", true);
+    linear("transformer.h.0.mlp.dense_4h_to_h", true);
+    ln("transformer.ln_f");
+    if (!tie)
+      n.insert("lm_head.weight");
+  } else if (type == "xglm") {
+    n.insert("model.embed_tokens.weight");
+    linear("model.layers.0.self_attn.k_proj", true);
+    linear("model.layers.0.self_attn.v_proj", true);
+    linear("model.layers.0.self_attn.q_proj", true);
+    linear("model.layers.0.self_attn.out_proj", true);
+    ln("model.layers.0.self_attn_layer_norm");
+    linear("model.layers.0.fc1", true);
+    linear("model.layers.0.fc2", true);
+    ln("model.layers.0.final_layer_norm");
+    ln("model.layer_norm");
+    if (!tie)
+      n.insert("lm_head.weight");
+  }
+  return n;
+}
+
+const char *kFamilies[] = {"mistral", "qwen2", "gemma", "phi3", "gpt_neox",
+                           "gptj",    "opt",   "bloom", "xglm"};
+
+TEST(FamilyConfig, TensorNamesAreHFs) {
+  for (const char *type : kFamilies)
+    for (bool tie : {false, true})
+      for (bool bias : {false, true}) {
+        Spec s = baseSpec(type);
+        s.layers = 1;
+        s.tie = tie;
+        s.bias = bias;
+        ModelConfig c = parseOrDie(configJson(s));
+        std::set<std::string> names;
+        for (const auto &entry : ModelReference::expectedWeights(c))
+          EXPECT_TRUE(names.insert(entry.first).second) << entry.first;
+        EXPECT_EQ(names, hfNames(type, tie, bias)) << type << " tie " << tie;
+      }
+  // Fused shapes: phi3 qkv_proj [q + 2 kv, d] and gate_up_proj [2f, d];
+  // neox and bloom query_key_value [3d, d]; OPT positions [max + 2, d].
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const char *type : {"phi3", "gpt_neox", "bloom", "opt", "mistral"}) {
+    Spec s = baseSpec(type);
+    for (const auto &[name, shape] :
+         ModelReference::expectedWeights(parseOrDie(configJson(s))))
+      shapes[name] = shape;
+  }
+  EXPECT_EQ(shapes["model.layers.0.self_attn.qkv_proj.weight"],
+            (std::vector<int64_t>{4 * 16 + 2 * 2 * 16, 64}));
+  EXPECT_EQ(shapes["model.layers.0.mlp.gate_up_proj.weight"],
+            (std::vector<int64_t>{2 * 48, 64}));
+  EXPECT_EQ(shapes["gpt_neox.layers.0.attention.query_key_value.weight"],
+            (std::vector<int64_t>{3 * 64, 64}));
+  EXPECT_EQ(shapes["transformer.h.1.self_attention.query_key_value.bias"],
+            (std::vector<int64_t>{3 * 32}));
+  EXPECT_EQ(shapes["model.decoder.embed_positions.weight"],
+            (std::vector<int64_t>{64 + 2, 32}));
+  // Mistral's decoupled head_dim: q_proj [heads * head_dim, hidden].
+  EXPECT_EQ(shapes["model.layers.0.self_attn.q_proj.weight"],
+            (std::vector<int64_t>{4 * 12, 32}));
+  EXPECT_EQ(shapes["model.layers.0.self_attn.o_proj.weight"],
+            (std::vector<int64_t>{32, 4 * 12}));
+}
+
+TEST(FamilyConfig, DefaultsOfAbsentKeys) {
+  auto parse = [](const std::string &body) {
+    return parseOrDie("{" + body + "}");
+  };
+  const std::string llamaDims =
+      "\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": "
+      "32, \"vocab_size\": 100, \"intermediate_size\": 96";
+
+  ModelConfig m = parse("\"model_type\": \"mistral\", " + llamaDims);
+  EXPECT_EQ(m.kvHeads, 8); // MistralConfig num_key_value_heads=8
+  EXPECT_EQ(m.headDim, 2); // hidden / heads
+  EXPECT_EQ(m.slidingWindow, 4096);
+  EXPECT_EQ(m.slidingLayers, std::vector<bool>(2, true));
+  EXPECT_EQ(m.maxPositions, 4096 * 32);
+  EXPECT_EQ(m.normEps, 1e-6);
+  EXPECT_EQ(m.ropeTheta, 10000.0);
+  EXPECT_FALSE(m.tieEmbeddings);
+  EXPECT_EQ(m.activation, ref::Activation::Silu);
+  // null differs from absent: null kv heads -> heads, null window -> none.
+  m = parse("\"model_type\": \"mistral\", \"num_key_value_heads\": null, "
+            "\"sliding_window\": null, \"head_dim\": null, " +
+            llamaDims);
+  EXPECT_EQ(m.kvHeads, 32);
+  EXPECT_EQ(m.slidingWindow, 0);
+  EXPECT_EQ(m.headDim, 2);
+
+  ModelConfig q = parse("\"model_type\": \"qwen2\", " + llamaDims);
+  EXPECT_EQ(q.kvHeads, 32);      // Qwen2Config num_key_value_heads=32
+  EXPECT_EQ(q.slidingWindow, 0); // use_sliding_window false
+  EXPECT_EQ(q.maxPositions, 32768);
+  EXPECT_TRUE(q.attentionBias);
+  q = parse("\"model_type\": \"qwen2\", \"use_sliding_window\": true, "
+            "\"num_hidden_layers\": 30, " +
+            llamaDims.substr(llamaDims.find("\"num_attention_heads\"")) +
+            ", \"hidden_size\": 64");
+  EXPECT_EQ(q.slidingWindow, 4096);
+  for (int64_t i = 0; i < 30; ++i) // max_window_layers 28: layers >= 28
+    EXPECT_EQ(q.slidingLayers[i], i >= 28) << i;
+
+  ModelConfig g = parse("\"model_type\": \"gemma\", " + llamaDims);
+  EXPECT_EQ(g.kvHeads, 16);
+  EXPECT_EQ(g.headDim, 256); // GemmaConfig head_dim=256, not hidden / heads
+  EXPECT_TRUE(g.tieEmbeddings);
+  EXPECT_EQ(g.activation, ref::Activation::GeluTanh); // gelu_pytorch_tanh
+  EXPECT_EQ(g.maxPositions, 8192);
+  EXPECT_FALSE(g.attentionBias);
+  // torch.tensor(64 ** 0.5, dtype=float32): 8 exactly here; 3072 -> 55.42562.
+  EXPECT_EQ(g.embeddingScale, 8.0);
+  g = parse("\"model_type\": \"gemma\", \"hidden_size\": 3072, "
+            "\"num_hidden_layers\": 1, \"num_attention_heads\": 16, "
+            "\"vocab_size\": 10, \"intermediate_size\": 8");
+  EXPECT_EQ(g.embeddingScale,
+            static_cast<double>(static_cast<float>(std::sqrt(3072.0))));
+  EXPECT_NE(g.embeddingScale, std::sqrt(3072.0));
+  // hidden_activation is ignored (transformers >= 4.48), with a note.
+  g = parse("\"model_type\": \"gemma\", \"hidden_act\": \"gelu\", "
+            "\"hidden_activation\": \"gelu_pytorch_tanh\", " +
+            llamaDims);
+  EXPECT_EQ(g.activation, ref::Activation::GeluErf);
+  ASSERT_EQ(g.notes.size(), 1u);
+  EXPECT_TRUE(contains(g.notes[0], "hidden_activation")) << g.notes[0];
+
+  ModelConfig p = parse("\"model_type\": \"phi3\", " + llamaDims);
+  EXPECT_EQ(p.kvHeads, 32);
+  EXPECT_EQ(p.normEps, 1e-5);
+  EXPECT_EQ(p.maxPositions, 4096);
+  EXPECT_EQ(p.rotaryDim, p.headDim);
+  EXPECT_EQ(p.slidingWindow, 0);
+
+  ModelConfig x = parse("\"model_type\": \"gpt_neox\", \"hidden_size\": 64, "
+                        "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                        "\"vocab_size\": 100, \"intermediate_size\": 96");
+  EXPECT_EQ(x.rotaryDim, 4); // int(16 * 0.25)
+  EXPECT_TRUE(x.parallelResidual);
+  EXPECT_TRUE(x.attentionBias);
+  EXPECT_FALSE(x.tieEmbeddings);
+  EXPECT_EQ(x.activation, ref::Activation::GeluErf);
+  EXPECT_EQ(x.maxPositions, 2048);
+  EXPECT_EQ(x.normEps, 1e-5);
+  // rotary_pct 0.3 of 10: Python int(10 * 0.3) = int(3.0000000000000004) = 3
+  // is odd: an error; 0.4 of 20 -> 8.
+  x = parse(
+      "\"model_type\": \"gpt_neox\", \"hidden_size\": 80, "
+      "\"num_hidden_layers\": 1, \"num_attention_heads\": 4, "
+      "\"vocab_size\": 10, \"intermediate_size\": 8, \"rotary_pct\": 0.4");
+  EXPECT_EQ(x.rotaryDim, 8);
+
+  ModelConfig j = parse("\"model_type\": \"gptj\", \"n_embd\": 256, "
+                        "\"n_layer\": 1, \"n_head\": 2, \"vocab_size\": 10");
+  EXPECT_EQ(j.rotaryDim, 64);
+  EXPECT_EQ(j.ffn, 4 * 256);
+  EXPECT_EQ(j.maxPositions, 2048);
+  EXPECT_EQ(j.ropePairing, ref::RopePairing::Interleaved);
+  EXPECT_EQ(j.activation, ref::Activation::GeluTanh);
+  EXPECT_FALSE(j.tieEmbeddings);
+  j = parse("\"model_type\": \"gptj\", \"n_embd\": 256, \"n_layer\": 1, "
+            "\"n_head\": 2, \"vocab_size\": 10, \"activation_function\": "
+            "\"gelu_fast\"");
+  EXPECT_EQ(j.activation, ref::Activation::GeluTanh); // 0.7978845608
+
+  ModelConfig o = parse("\"model_type\": \"opt\", \"hidden_size\": 32, "
+                        "\"num_hidden_layers\": 1, \"num_attention_heads\": 4, "
+                        "\"vocab_size\": 10, \"ffn_dim\": 8");
+  EXPECT_TRUE(o.layerNormBefore);
+  EXPECT_TRUE(o.finalLayerNorm);
+  EXPECT_TRUE(o.tieEmbeddings);
+  EXPECT_TRUE(o.attentionBias && o.mlpBias);
+  EXPECT_EQ(o.activation, ref::Activation::Relu);
+  EXPECT_EQ(o.maxPositions, 2048);
+  o = parse("\"model_type\": \"opt\", \"hidden_size\": 32, "
+            "\"num_hidden_layers\": 1, \"num_attention_heads\": 4, "
+            "\"vocab_size\": 10, \"ffn_dim\": 8, \"do_layer_norm_before\": "
+            "false, \"_remove_final_layer_norm\": false");
+  EXPECT_FALSE(o.layerNormBefore);
+  EXPECT_FALSE(o.finalLayerNorm); // only created for pre-norm models
+
+  ModelConfig b = parse("\"model_type\": \"bloom\", \"n_embed\": 32, "
+                        "\"num_hidden_layers\": 2, \"n_head\": 4, "
+                        "\"vocab_size\": 10");
+  EXPECT_EQ(b.hidden, 32);
+  EXPECT_EQ(b.layers, 2);
+  EXPECT_EQ(b.ffn, 128);
+  EXPECT_TRUE(b.tieEmbeddings);
+  EXPECT_FALSE(b.residualFromNorm);
+  EXPECT_EQ(b.maxPositions, ref::kNoPositionLimit);
+
+  ModelConfig g2 = parse("\"model_type\": \"xglm\", \"d_model\": 32, "
+                         "\"num_layers\": 1, \"attention_heads\": 4, "
+                         "\"vocab_size\": 10, \"ffn_dim\": 8");
+  EXPECT_EQ(g2.activation, ref::Activation::GeluErf);
+  EXPECT_EQ(g2.embeddingScale,
+            static_cast<double>(static_cast<float>(std::sqrt(32.0))));
+  EXPECT_EQ(g2.positionPaddingIndex, 1);
+  EXPECT_TRUE(g2.tieEmbeddings);
+  EXPECT_EQ(g2.maxPositions, 2048);
+}
+
+TEST(FamilyConfig, RopeScalingKeys) {
+  const std::string dims =
+      "\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": "
+      "1, \"num_attention_heads\": 4, \"vocab_size\": 10, "
+      "\"intermediate_size\": 8, \"max_position_embeddings\": 4096, ";
+  auto parse = [&](const std::string &rope) {
+    return parseOrDie("{" + dims + rope + "}");
+  };
+  using T = ref::RopeScaling::Type;
+  ModelConfig c =
+      parse("\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}");
+  EXPECT_EQ(c.ropeScaling.type, T::Linear); // legacy "type"
+  EXPECT_EQ(c.ropeScaling.factor, 2.0);
+  c = parse("\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 4.0}");
+  EXPECT_EQ(c.ropeScaling.type, T::Dynamic);
+  EXPECT_EQ(c.ropeScaling.maxPositions, 4096);
+  c = parse("\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}");
+  EXPECT_EQ(c.ropeScaling.type, T::Yarn);
+  EXPECT_EQ(c.ropeScaling.originalMaxPositions, 4096); // v5 default
+  EXPECT_EQ(c.ropeScaling.betaFast, 32.0);
+  EXPECT_EQ(c.ropeScaling.betaSlow, 1.0);
+  EXPECT_TRUE(c.ropeScaling.truncate);
+  EXPECT_TRUE(std::isnan(c.ropeScaling.attentionFactor));
+  c = parse("\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": null, "
+            "\"original_max_position_embeddings\": 1024, \"beta_fast\": 0, "
+            "\"mscale\": 0.707, \"mscale_all_dim\": 1.0, \"truncate\": false, "
+            "\"attention_factor\": 0.9}");
+  EXPECT_EQ(c.ropeScaling.factor, 4.0);    // null: max / original
+  EXPECT_EQ(c.ropeScaling.betaFast, 32.0); // `or 32`
+  EXPECT_EQ(c.ropeScaling.mscale, 0.707);
+  EXPECT_FALSE(c.ropeScaling.truncate);
+  EXPECT_EQ(c.ropeScaling.attentionFactor, 0.9);
+  EXPECT_TRUE(c.notes.empty());
+  // Qwen2.5's recipe (factor 4 with original == max): v5 keeps the factor,
+  // later v4 releases replaced it by the ratio 1: a note says so.
+  c = parse("\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+            "\"original_max_position_embeddings\": 4096}");
+  EXPECT_EQ(c.ropeScaling.factor, 4.0);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_TRUE(contains(c.notes[0], "replaced the factor by the ratio"))
+      << c.notes[0];
+  c = parse("\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+            "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+            "\"original_max_position_embeddings\": 8192}, \"rope_theta\": "
+            "500000.0");
+  EXPECT_EQ(c.ropeScaling.type, T::Llama3);
+  EXPECT_EQ(c.ropeScaling.originalMaxPositions, 8192);
+  EXPECT_EQ(c.ropeTheta, 500000.0);
+  // transformers 5 writes rope_parameters with rope_theta inside.
+  c = parse("\"rope_parameters\": {\"rope_type\": \"default\", "
+            "\"rope_theta\": 250000.0}");
+  EXPECT_EQ(c.ropeScaling.type, T::None);
+  EXPECT_EQ(c.ropeTheta, 250000.0);
+  c = parse("\"rope_scaling\": {\"rope_type\": \"default\"}");
+  EXPECT_EQ(c.ropeScaling.type, T::None);
+  c = parse("\"rope_scaling\": null");
+  EXPECT_EQ(c.ropeScaling.type, T::None);
+}
+
+TEST(FamilyConfig, UnsupportedSettingsNameTheKey) {
+  auto dims = [](const std::string &type) {
+    return "\"model_type\": \"" + type +
+           "\", \"hidden_size\": 64, \"num_hidden_layers\": 1, "
+           "\"num_attention_heads\": 4, \"vocab_size\": 10, "
+           "\"intermediate_size\": 8";
+  };
+  struct Case {
+    std::string json, expected;
+  };
+  const Case cases[] = {
+      {dims("llama") + ", \"rope_scaling\": {\"rope_type\": \"longrope\", "
+                       "\"short_factor\": [1], \"long_factor\": [1]}",
+       "\"rope_scaling.rope_type\" \"longrope\" is not supported"},
+      {dims("mistral") + ", \"rope_scaling\": {\"type\": \"su\"}",
+       "\"rope_scaling.type\" \"su\" is not supported"},
+      {dims("phi3") + ", \"rope_scaling\": {\"type\": \"longrope\"}",
+       "\"rope_scaling.type\" \"longrope\" is not supported for phi3"},
+      {dims("gpt_neox") + ", \"rope_scaling\": {\"type\": \"linear\", "
+                          "\"factor\": 2}",
+       "\"rope_scaling.type\" \"linear\" is not supported for gpt_neox"},
+      {dims("llama") + ", \"rope_scaling\": {\"rope_type\": \"linear\"}",
+       "missing key \"rope_scaling.factor\""},
+      {dims("llama") + ", \"rope_scaling\": {\"rope_type\": \"llama3\", "
+                       "\"factor\": 8, \"low_freq_factor\": 1}",
+       "missing key \"rope_scaling.high_freq_factor\""},
+      {dims("llama") + ", \"rope_scaling\": {\"rope_type\": \"yarn\"}",
+       "missing key \"rope_scaling.factor\""},
+      {dims("llama") + ", \"rope_theta\": 10000, \"rope_parameters\": "
+                       "{\"rope_theta\": 500000}",
+       "\"rope_parameters.rope_theta\" and \"rope_theta\" disagree"},
+      {dims("qwen2") +
+           ", \"num_key_value_heads\": 4, \"partial_rotary_factor\": "
+           "0.5",
+       "partial_rotary_factor < 1 is not supported for qwen2"},
+      {dims("mistral") + ", \"num_local_experts\": 8",
+       "\"num_local_experts\": mixture-of-experts configs are not supported"},
+      {dims("qwen2") + ", \"num_experts\": 4",
+       "\"num_experts\": mixture-of-experts"},
+      {dims("llama") + ", \"vision_config\": {}",
+       "\"vision_config\": vision and multimodal configs are not supported"},
+      {dims("gemma") + ", \"head_dim\": null", "\"head_dim\" must not be null"},
+      {dims("gemma") + ", \"use_bidirectional_attention\": true",
+       "use_bidirectional_attention: true is not supported"},
+      {"\"model_type\": \"opt\", \"hidden_size\": 64, \"num_hidden_layers\": "
+       "1, "
+       "\"num_attention_heads\": 4, \"vocab_size\": 10, \"ffn_dim\": 8, "
+       "\"word_embed_proj_dim\": 32",
+       "\"word_embed_proj_dim\" (32) != hidden_size (64): project_in / "
+       "project_out are not supported"},
+      {"\"model_type\": \"opt\", \"hidden_size\": 64, \"num_hidden_layers\": "
+       "1, "
+       "\"num_attention_heads\": 4, \"vocab_size\": 10, \"ffn_dim\": 8, "
+       "\"layer_norm_elementwise_affine\": false",
+       "\"layer_norm_elementwise_affine\": false is not supported"},
+      {"\"model_type\": \"gptj\", \"n_embd\": 64, \"n_layer\": 1, \"n_head\": "
+       "4, \"vocab_size\": 10, \"rotary_dim\": null",
+       "\"rotary_dim\": null is not supported"},
+      {"\"model_type\": \"gptj\", \"n_embd\": 64, \"n_layer\": 1, \"n_head\": "
+       "4, \"vocab_size\": 10, \"rotary_dim\": 32",
+       "\"rotary_dim\" (32) must be even and at most the head size (16)"},
+      {"\"model_type\": \"xglm\", \"d_model\": 64, \"num_layers\": 1, "
+       "\"attention_heads\": 4, \"vocab_size\": 10, \"ffn_dim\": 8, "
+       "\"add_cross_attention\": true",
+       "\"add_cross_attention\": true is not supported"},
+      {"\"model_type\": \"bloom\", \"hidden_size\": 64, \"n_layer\": 1, "
+       "\"num_hidden_layers\": 2, \"n_head\": 4, \"vocab_size\": 10",
+       "\"n_layer\" (1) and \"num_hidden_layers\" (2) disagree"},
+      {"\"model_type\": \"gpt_neox\", \"hidden_size\": 40, "
+       "\"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"vocab_size\": "
+       "10, \"intermediate_size\": 8, \"rotary_pct\": 0.3",
+       "the rotary dimensions (head_dim 10 x 0.29999999999999999 = 3) must be "
+       "even"},
+      {dims("qwen2") + ", \"num_key_value_heads\": 4, \"use_sliding_window\": "
+                       "true, \"layer_types\": [\"full_attention\", "
+                       "\"full_attention\"]",
+       "\"layer_types\" must be an array of num_hidden_layers strings"},
+      {dims("qwen2") + ", \"num_key_value_heads\": 4, \"layer_types\": "
+                       "[\"sliding_attention\"]",
+       "\"layer_types\" has sliding_attention layers but use_sliding_window "
+       "is false"},
+      {dims("qwen2"), "num_key_value_heads (32) does not divide "
+                      "num_attention_heads (4)"},
+      {"\"model_type\": \"mixtral\"", "unsupported model_type \"mixtral\""},
+  };
+  for (const Case &c : cases) {
+    std::string error = parseError("{" + c.json + "}");
+    EXPECT_TRUE(contains(error, c.expected))
+        << "error:    " << error << "\nexpected: " << c.expected;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The forward pass against the independent composition
+//===----------------------------------------------------------------------===//
+
+/// The reference rounds every op result to float where the independent
+/// pass keeps double, and rounds theta, epsilons, scales, inverse
+/// frequencies and slopes to float. With the sharp weights here that
+/// measured 3.9e-8 (xglm) to 5.1e-7 (phi3 with a window) of the largest
+/// logit over 24 positions; 2e-6 leaves a 4x margin and is 5x below the
+/// compiled models' 1e-5. Every planted bug below moves the logits by more
+/// than 1e-2 (measured 4.2e-2, XGLM's offset, to 2.9, OPT-350m as pre-norm).
+const double kTolerance = 2e-6;
+const double kBugVisible = 1e-2;
+
+struct Case {
+  std::string name;
+  Spec spec;
+  int64_t tokens = 24;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  auto add = [&](const std::string &name, Spec s, int64_t n = 24) {
+    out.push_back({name, std::move(s), n});
+  };
+  for (const char *type : kFamilies)
+    add(type, baseSpec(type));
+  add("gpt2", baseSpec("gpt2"));
+
+  Spec s = baseSpec("mistral");
+  s.window = 0;
+  add("mistral-no-window", s);
+  s = baseSpec("qwen2");
+  s.layerTypes = {"sliding_attention", "full_attention"};
+  s.maxWindowLayers = 1; // ignored: layer_types wins
+  add("qwen2-layer-types", s);
+  s = baseSpec("gemma");
+  s.bias = true;
+  s.act = "gelu";
+  s.tie = false;
+  add("gemma-bias-erf-untied", s);
+  s = baseSpec("phi3");
+  s.partial = 1.0;
+  s.rotaryDim = 16;
+  s.window = 6;
+  add("phi3-full-rotary-window", s);
+  s = baseSpec("gpt_neox");
+  s.parallelResidual = false;
+  s.tie = true;
+  add("neox-sequential-tied", s);
+  s = baseSpec("gptj");
+  s.rotaryDim = 16;
+  s.tie = true;
+  add("gptj-full-rotary-tied", s);
+  s = baseSpec("opt");
+  s.normBefore = false;
+  add("opt-post-norm", s);
+  s = baseSpec("opt");
+  s.bias = false;
+  s.tie = false;
+  add("opt-no-bias-untied", s);
+  s = baseSpec("bloom");
+  s.hidden = 48;
+  s.heads = 6; // not a power of two: 4 slopes of 2^-2 then 2 of 2^-1
+  s.headDim = 8;
+  s.ffn = 4 * 48;
+  add("bloom-6-heads", s);
+  s = baseSpec("bloom");
+  s.hidden = 96;
+  s.heads = 12;
+  s.headDim = 8;
+  s.ffn = 4 * 96;
+  s.residualFromNorm = true;
+  add("bloom-12-heads-post-ln-residual", s);
+
+  // rope_scaling on the four families that take it.
+  s = baseSpec("llama");
+  add("llama", s);
+  s.rope = "linear";
+  s.factor = 4;
+  add("llama-linear", s);
+  s.rope = "dynamic";
+  s.factor = 2;
+  add("llama-dynamic-within-max", s);
+  s.rope = "yarn";
+  s.factor = 4;
+  s.originalMax = 16;
+  add("llama-yarn", s);
+  s.rope = "llama3";
+  s.factor = 8;
+  s.originalMax = 64;
+  add("llama-llama3", s);
+  s = baseSpec("mistral");
+  s.rope = "yarn";
+  s.factor = 2;
+  s.originalMax = 32;
+  add("mistral-yarn", s);
+  s = baseSpec("qwen2");
+  s.rope = "linear";
+  s.factor = 2;
+  add("qwen2-linear", s);
+  s = baseSpec("gemma");
+  s.rope = "llama3";
+  s.factor = 4;
+  s.originalMax = 64;
+  add("gemma-llama3", s);
+  return out;
+}
+
+TEST(FamilyForward, MatchesIndependentComposition) {
+  for (const Case &c : cases()) {
+    Built b = build(c.spec);
+    ASSERT_TRUE(b.model) << c.name;
+    std::vector<int64_t> tokens = someTokens(c.tokens, c.spec.vocab);
+    std::vector<float> logits = forwardOrDie(*b.model, tokens);
+    std::vector<float> expected = independent(c.spec, b.weights, tokens);
+    ASSERT_EQ(logits.size(), expected.size()) << c.name;
+    double rel = ref::maxRelError(logits, expected);
+    EXPECT_LE(rel, kTolerance) << c.name;
+    RecordProperty(c.name, sci(rel));
+  }
+}
+
+TEST(FamilyForward, CachedDecodeEqualsTheFullForward) {
+  for (const Case &c : cases()) {
+    Built b = build(c.spec);
+    ASSERT_TRUE(b.model) << c.name;
+    std::vector<int64_t> tokens = someTokens(c.tokens, c.spec.vocab, 3);
+    std::vector<float> full = forwardOrDie(*b.model, tokens);
+    for (int64_t prefill : {int64_t(1), int64_t(7), c.tokens}) {
+      std::vector<float> cached = cachedOrDie(*b.model, tokens, prefill);
+      ASSERT_EQ(cached.size(), full.size());
+      // Bit for bit: every op works row by row, and each query row sees the
+      // same rounded keys and values either way.
+      EXPECT_EQ(std::memcmp(cached.data(), full.data(), full.size() * 4), 0)
+          << c.name << " prefill " << prefill << ": max abs "
+          << ref::maxAbsError(cached, full);
+    }
+  }
+}
+
+TEST(FamilyForward, StepByStepWithAnExplicitCache) {
+  Built b = build(baseSpec("bloom"));
+  ASSERT_TRUE(b.model);
+  std::vector<int64_t> tokens = someTokens(10, 61);
+  std::vector<float> full = forwardOrDie(*b.model, tokens);
+  ref::KvCache cache;
+  std::vector<float> rows, all;
+  std::string error;
+  ASSERT_TRUE(
+      b.model->step({tokens.begin(), tokens.begin() + 4}, cache, rows, error))
+      << error;
+  EXPECT_EQ(cache.length, 4);
+  all = rows;
+  for (int64_t p = 4; p < 10; ++p) {
+    ASSERT_TRUE(b.model->step({tokens[p]}, cache, rows, error)) << error;
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  EXPECT_EQ(cache.length, 10);
+  EXPECT_EQ(cache.keys[1].size(), static_cast<size_t>(10 * 32));
+  EXPECT_EQ(all, full);
+  // A bad token leaves the cache as it was.
+  EXPECT_FALSE(b.model->step({61}, cache, rows, error));
+  EXPECT_TRUE(contains(error, "token 61 at position 10")) << error;
+  EXPECT_EQ(cache.length, 10);
+  EXPECT_FALSE(b.model->forwardCached(tokens, 0, rows, error));
+  EXPECT_TRUE(contains(error, "prefill length 0")) << error;
+}
+
+/// rope_scaling "dynamic" past max_position_embeddings: a full forward of
+/// L tokens rotates everything with base(L); cached decode rotates each
+/// call's queries and keys with the base of that call's length and keeps
+/// the cached keys as they were.
+TEST(FamilyForward, DynamicNtkFollowsHFsPerCallBase) {
+  for (const char *type : {"llama", "qwen2"}) {
+    Spec s = baseSpec(type);
+    s.rope = "dynamic";
+    s.factor = 2;
+    s.maxPos = 16;
+    s.window = 0;
+    Built b = build(s);
+    ASSERT_TRUE(b.model);
+    const int64_t n = 24, prefill = 10;
+    std::vector<int64_t> tokens = someTokens(n, s.vocab);
+    std::vector<float> full = forwardOrDie(*b.model, tokens);
+    EXPECT_LE(ref::maxRelError(full, independent(s, b.weights, tokens)),
+              kTolerance)
+        << type;
+    std::vector<float> cached = cachedOrDie(*b.model, tokens, prefill);
+    EXPECT_LE(ref::maxRelError(cached,
+                               independent(s, b.weights, tokens, {}, prefill)),
+              kTolerance)
+        << type;
+    EXPECT_GT(ref::maxRelError(cached, full), kBugVisible) << type;
+    // The calls that end within max_position_embeddings use the plain
+    // base: their rows are those of a forward of the first 16 tokens.
+    std::vector<float> first = forwardOrDie(
+        *b.model, std::vector<int64_t>(tokens.begin(), tokens.begin() + 16));
+    EXPECT_EQ(std::memcmp(cached.data(), first.data(), first.size() * 4), 0)
+        << type;
+    // And the growth is real: base(24) differs from base(17).
+    double af;
+    ref::RopeScaling sc = b.config.ropeScaling;
+    std::vector<double> f17 =
+        ref::ropeScaledFrequencies(s.theta, s.headDim, sc, 17, af);
+    std::vector<double> f24 =
+        ref::ropeScaledFrequencies(s.theta, s.headDim, sc, 24, af);
+    EXPECT_GT(f17[1], f24[1]);
+  }
+}
+
+TEST(FamilyForward, PlantedBugsAreVisible) {
+  struct BugCase {
+    std::string what;
+    Spec spec;
+    std::function<void(Bugs &)> plant;
+  };
+  auto spec = [](const std::string &type) { return baseSpec(type); };
+  Spec opt350 = baseSpec("opt");
+  opt350.normBefore = false;
+  Spec phi3Window = baseSpec("phi3");
+  phi3Window.window = 6;
+  const std::vector<BugCase> bugs = {
+      {"bloom without ALiBi", spec("bloom"), [](Bugs &b) { b.noAlibi = true; }},
+      {"bloom qkv split [q|k|v]", spec("bloom"),
+       [](Bugs &b) { b.wrongQkvSplit = true; }},
+      {"neox qkv split [q|k|v]", spec("gpt_neox"),
+       [](Bugs &b) { b.wrongQkvSplit = true; }},
+      {"mistral window off by one", spec("mistral"),
+       [](Bugs &b) { b.windowOffByOne = true; }},
+      {"qwen2 window off by one", spec("qwen2"),
+       [](Bugs &b) { b.windowOffByOne = true; }},
+      {"qwen2 window on every layer", spec("qwen2"),
+       [](Bugs &b) { b.windowAllLayers = true; }},
+      {"qwen2 without q/k/v biases", spec("qwen2"),
+       [](Bugs &b) { b.qkvBiasOff = true; }},
+      {"phi3 window off by one", phi3Window,
+       [](Bugs &b) { b.windowOffByOne = true; }},
+      {"opt position offset 0", spec("opt"),
+       [](Bugs &b) { b.positionOffsetZero = true; }},
+      {"opt-350m read as pre-norm", opt350,
+       [](Bugs &b) { b.preNormForOpt350m = true; }},
+      {"xglm position offset 0", spec("xglm"),
+       [](Bugs &b) { b.positionOffsetZero = true; }},
+      {"xglm interleaved sin/cos", spec("xglm"),
+       [](Bugs &b) { b.interleavedSinusoid = true; }},
+      {"xglm without embed_scale", spec("xglm"),
+       [](Bugs &b) { b.noEmbeddingScale = true; }},
+      {"neox rotary on all dims", spec("gpt_neox"),
+       [](Bugs &b) { b.rotaryAllDims = true; }},
+      {"phi3 rotary on all dims", spec("phi3"),
+       [](Bugs &b) { b.rotaryAllDims = true; }},
+      {"gptj rotary on all dims", spec("gptj"),
+       [](Bugs &b) { b.rotaryAllDims = true; }},
+      {"gptj rotate_half pairing", spec("gptj"),
+       [](Bugs &b) { b.rotateHalfForGptj = true; }},
+      {"neox sequential residual", spec("gpt_neox"),
+       [](Bugs &b) { b.sequentialResidual = true; }},
+      {"gptj sequential residual", spec("gptj"),
+       [](Bugs &b) { b.sequentialResidual = true; }},
+      {"gemma norm without +1", spec("gemma"),
+       [](Bugs &b) { b.noGemmaPlusOne = true; }},
+      {"gemma without the normalizer", spec("gemma"),
+       [](Bugs &b) { b.noEmbeddingScale = true; }},
+  };
+  for (const BugCase &c : bugs) {
+    Built b = build(c.spec);
+    ASSERT_TRUE(b.model) << c.what;
+    std::vector<int64_t> tokens = someTokens(24, c.spec.vocab);
+    std::vector<float> good = independent(c.spec, b.weights, tokens);
+    Bugs planted;
+    c.plant(planted);
+    std::vector<float> bad = independent(c.spec, b.weights, tokens, planted);
+    double rel = ref::maxRelError(bad, good);
+    EXPECT_GT(rel, kBugVisible) << c.what;
+    RecordProperty(c.what, sci(rel));
+    // The reference sits with the correct composition, far from the bug.
+    EXPECT_LE(ref::maxRelError(forwardOrDie(*b.model, tokens), good),
+              kTolerance)
+        << c.what;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Hand-computed cases
+//===----------------------------------------------------------------------===//
+
+TEST(FamilyForward, OptReadsPositionRowPPlusTwo) {
+  Spec s = baseSpec("opt");
+  Built b = build(s);
+  ASSERT_TRUE(b.model);
+  std::vector<int64_t> tokens = someTokens(8, s.vocab);
+  std::vector<float> base = forwardOrDie(*b.model, tokens);
+  auto withRow = [&](int64_t row) {
+    Weights w = b.weights;
+    // Not a constant shift: LayerNorm would remove that.
+    std::vector<float> delta = ref::randomTensor(s.hidden, 1.0f, 99);
+    for (int64_t c = 0; c < s.hidden; ++c)
+      w["model.decoder.embed_positions.weight"][row * s.hidden + c] += delta[c];
+    std::string error;
+    auto m = ModelReference::create(b.config, toStored(b.config, w), error);
+    EXPECT_TRUE(m) << error;
+    return forwardOrDie(*m, tokens);
+  };
+  // Rows 0 and 1 are never read.
+  EXPECT_EQ(withRow(0), base);
+  EXPECT_EQ(withRow(1), base);
+  // Row 2 + 5 is position 5's: rows 0..4 are untouched, row 5 moves.
+  std::vector<float> moved = withRow(7);
+  const int64_t v = s.vocab;
+  EXPECT_EQ(std::memcmp(moved.data(), base.data(), 5 * v * 4), 0);
+  EXPECT_GT(
+      ref::maxAbsError(
+          std::vector<float>(moved.begin() + 5 * v, moved.begin() + 6 * v),
+          std::vector<float>(base.begin() + 5 * v, base.begin() + 6 * v)),
+      0.1);
+}
+
+TEST(FamilyForward, XglmTableAsGetEmbeddingBuildsIt) {
+  // d = 8: half 4, c = ln(1e4) / 3, frequencies 1e4^(-i/3).
+  std::vector<float> t = ref::xglmSinusoidalPositions(4, 8, 1);
+  const double f[4] = {1.0, 0.046415888336127786, 0.0021544346900318843,
+                       0.0001};
+  for (int64_t r : {0, 2, 3})
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(t[r * 8 + i], static_cast<float>(std::sin(r * f[i])))
+          << r << " " << i;
+      EXPECT_EQ(t[r * 8 + 4 + i], static_cast<float>(std::cos(r * f[i])))
+          << r << " " << i;
+    }
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(t[8 + i], 0.0f) << "padding row 1";
+  // An odd width ends in a zero column.
+  std::vector<float> odd = ref::xglmSinusoidalPositions(3, 9, -1);
+  EXPECT_EQ(odd[2 * 9 + 8], 0.0f);
+  EXPECT_EQ(odd[2 * 9 + 0], static_cast<float>(std::sin(2.0)));
+}
+
+//===----------------------------------------------------------------------===//
+// Files and the command line
+//===----------------------------------------------------------------------===//
+
+class TempDir {
+public:
+  TempDir() {
+    const ::testing::TestInfo *info =
+        ::testing::UnitTest::GetInstance()->current_test_info();
+    path = fs::temp_directory_path() /
+           (std::string("attn-families-") + info->name() + "-" +
+            std::to_string(static_cast<long>(::getpid())));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string sub(const std::string &name) const {
+    return (path / name).string();
+  }
+  fs::path path;
+};
+
+/// A minimal F32 safetensors writer: header JSON, padding, raw data.
+void writeSafetensors(const std::string &path,
+                      const std::map<std::string, StoredTensor> &tensors) {
+  std::string header = "{";
+  uint64_t offset = 0;
+  std::string data;
+  bool first = true;
+  for (const auto &[name, t] : tensors) {
+    std::string shape;
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      shape += (i ? "," : "") + std::to_string(t.shape[i]);
+    uint64_t bytes = t.data.size() * 4;
+    header += std::string(first ? "" : ",") + "\"" + name +
+              "\":{\"dtype\":\"F32\",\"shape\":[" + shape +
+              "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + bytes) + "]}";
+    data.append(reinterpret_cast<const char *>(t.data.data()), bytes);
+    offset += bytes;
+    first = false;
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::ofstream out(path, std::ios::binary);
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i)
+    out.put(static_cast<char>((n >> (8 * i)) & 0xFF));
+  out << header << data;
+}
+
+struct CommandResult {
+  int exitCode = -1;
+  std::string output;
+};
+
+CommandResult run(const std::string &command) {
+  CommandResult result;
+  std::FILE *pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe)
+    return result;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0)
+    result.output.append(buf, n);
+  int status = ::pclose(pipe);
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+TEST(FamilyFiles, BareNamesBuffersAndTheCachedCommandLine) {
+  TempDir dir;
+  Spec s = baseSpec("gpt_neox");
+  Built b = build(s);
+  ASSERT_TRUE(b.model);
+  // Saved from GPTNeoXModel: no "gpt_neox." prefix, old checkpoints'
+  // attention.bias / masked_bias / rotary_emb.inv_freq buffers.
+  std::map<std::string, StoredTensor> stored;
+  for (auto &[name, t] : toStored(b.config, b.weights)) {
+    std::string bare = name.rfind("gpt_neox.", 0) == 0 ? name.substr(9) : name;
+    stored[bare] = t;
+  }
+  StoredTensor buffer;
+  buffer.dtype = "F32";
+  buffer.shape = {2};
+  buffer.data = {1, 2};
+  stored["layers.0.attention.masked_bias"] = buffer;
+  stored["gpt_neox.layers.1.attention.rotary_emb.inv_freq"] = buffer;
+  stored["layers.1.attention.bias"] = buffer;
+  std::string model = dir.sub("neox");
+  fs::create_directories(model);
+  std::ofstream(model + "/config.json") << configJson(s);
+  writeSafetensors(model + "/model.safetensors", stored);
+
+  std::string error;
+  std::vector<std::string> warnings;
+  auto loaded = ModelReference::load(model, error, &warnings);
+  ASSERT_TRUE(loaded) << error;
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  std::vector<int64_t> tokens = someTokens(12, s.vocab);
+  std::vector<float> expected = forwardOrDie(*b.model, tokens);
+  EXPECT_EQ(forwardOrDie(*loaded, tokens), expected);
+
+  std::string tokenText;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokenText += (i ? "," : "") + std::to_string(tokens[i]);
+  std::string tool = std::string(ATTN_TOOLS_DIR) + "/attn-ref-model";
+  for (const std::string &flags : {std::string(""), std::string(" --cached"),
+                                   std::string(" --cached --prefill 5")}) {
+    std::string npy = dir.sub("out.npy");
+    CommandResult r = run(tool + " --model " + model + " --tokens " +
+                          tokenText + flags + " --dump-logits " + npy);
+    ASSERT_EQ(r.exitCode, 0) << flags << ": " << r.output;
+    std::vector<float> dumped;
+    std::vector<int64_t> shape;
+    ASSERT_TRUE(ref::readNpy(npy, dumped, shape, error)) << error;
+    EXPECT_EQ(shape, (std::vector<int64_t>{12, s.vocab}));
+    EXPECT_EQ(dumped, expected) << flags;
+  }
+  CommandResult bad =
+      run(tool + " --model " + model + " --tokens 1,2 --prefill 2");
+  EXPECT_EQ(bad.exitCode, 1);
+  EXPECT_TRUE(
+      contains(bad.output, "attn-ref-model: error: --prefill needs --cached"))
+      << bad.output;
+  bad = run(tool + " --model " + model + " --tokens 1,2 --cached --prefill 3");
+  EXPECT_EQ(bad.exitCode, 1);
+  EXPECT_TRUE(contains(bad.output, "--prefill 3 exceeds the 2 tokens"))
+      << bad.output;
+
+  // A config note reaches the warnings.
+  Spec g = baseSpec("gemma");
+  g.extraJson = "\"hidden_activation\": \"gelu\"";
+  Built gb = build(g);
+  std::string gemmaDir = dir.sub("gemma");
+  fs::create_directories(gemmaDir);
+  std::ofstream(gemmaDir + "/config.json") << configJson(g);
+  writeSafetensors(gemmaDir + "/model.safetensors",
+                   toStored(gb.config, gb.weights));
+  warnings.clear();
+  ASSERT_TRUE(ModelReference::load(gemmaDir, error, &warnings)) << error;
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(contains(warnings[0], "hidden_activation")) << warnings[0];
+}
+
+} // namespace
