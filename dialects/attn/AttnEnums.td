@@ -46,7 +46,11 @@ def Attn_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "fused epilogue of a gemm", 
   I32EnumAttrCase<"GeluErf", 2, "gelu_erf">,
   I32EnumAttrCase<"Silu", 3, "silu">,
   // silu(x W1) * (x W2): the gate and up projections of a LLaMA MLP.
-  I32EnumAttrCase<"Swiglu", 4, "swiglu">
+  I32EnumAttrCase<"Swiglu", 4, "swiglu">,
+  I32EnumAttrCase<"Relu", 5, "relu">,
+  // gelu(x W1) * (x W2): Gemma's gate and up projections.
+  I32EnumAttrCase<"GegluTanh", 6, "geglu_tanh">,
+  I32EnumAttrCase<"GegluErf", 7, "geglu_erf">
 ]> {
   let cppNamespace = "::mlir::attn";
 }

@@ -35,15 +35,21 @@ def Attn_EmbeddingOp : Attn_Op<"embedding", [Pure]> {
     embedding doubles as the output projection: row `v` is then
     `table[v / NR, :, v % NR]`.
 
+    `scale` (optional, finite) multiplies every gathered row, in f32:
+    Gemma's `sqrt(hidden_size)` and XGLM's `sqrt(d_model)`.
+
     Example:
     ```mlir
     %x = attn.embedding %wte[%ids] : tensor<50257x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
+    %g = attn.embedding %emb[%ids] scale(4.800000e+01) : tensor<256000x2304xf32>, tensor<?xi32> -> tensor<?x2304xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor:$table, Attn_TokenIds:$ids);
+  let arguments = (ins Attn_Tensor:$table, Attn_TokenIds:$ids,
+                       OptionalAttr<F32Attr>:$scale);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
-    $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
+    $table `[` $ids `]` (`scale` `(` $scale^ `)`)? attr-dict `:` type($table) `,`
+    type($ids) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -119,19 +125,23 @@ def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"
   let summary = "root-mean-square normalization over the innermost dimension";
   let description = [{
     For each row `x` of the innermost dimension (size `D`):
-    `result = x / sqrt(sum(x^2) / D + epsilon) * gamma`. `epsilon` must be
-    positive.
+    `result = x / sqrt(sum(x^2) / D + epsilon) * (gain_offset + gamma)`.
+    `epsilon` must be positive; `gain_offset` (optional, finite, default 0)
+    is added to the stored gain in f32 before it multiplies: Gemma stores
+    `w` and scales by `1 + w`.
 
     Example:
     ```mlir
     %y = attn.rms_norm %x, %gamma epsilon(1.0e-06) : tensor<?x768xf32>, tensor<768xf32>
+    %z = attn.rms_norm %x, %w epsilon(1.0e-06) gain_offset(1.0) : tensor<?x768xf32>, tensor<768xf32>
     ```
   }];
   let arguments = (ins Attn_Tensor:$input, Attn_Tensor1D:$gamma,
-                       F32Attr:$epsilon);
+                       F32Attr:$epsilon, OptionalAttr<F32Attr>:$gain_offset);
   let results = (outs Attn_Tensor:$result);
   let assemblyFormat = [{
-    $input `,` $gamma `epsilon` `(` $epsilon `)` attr-dict `:` type($input) `,` type($gamma)
+    $input `,` $gamma `epsilon` `(` $epsilon `)` (`gain_offset` `(` $gain_offset^ `)`)?
+    attr-dict `:` type($input) `,` type($gamma)
   }];
   let hasVerifier = 1;
 }
@@ -415,6 +425,39 @@ def Attn_SwigluOp : Attn_Op<"swiglu", [Pure, SameOperandsAndResultType]> {
   let arguments = (ins Attn_Tensor:$gate, Attn_Tensor:$up);
   let results = (outs Attn_Tensor:$result);
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+def Attn_ReluOp : Attn_Op<"relu", [Pure, SameOperandsAndResultType]> {
+  let summary = "rectified linear unit max(x, 0)";
+  let description = [{
+    The activation of the original transformer's and OPT's MLP. A NaN input
+    stays NaN.
+
+    Example:
+    ```mlir
+    %y = attn.relu %x : tensor<?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$input);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Attn_GegluOp : Attn_Op<"geglu", [Pure, AllTypesMatch<["gate", "up", "result"]>]> {
+  let summary = "GELU-gated linear unit gelu(gate) * up";
+  let description = [{
+    The gate of a Gemma-style MLP, `down(gelu(gate(x)) * up(x))`, with
+    `gelu` in the form the keyword names (see `attn.gelu`).
+
+    Example:
+    ```mlir
+    %h = attn.geglu %gate, %up tanh : tensor<?x16384xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$gate, Attn_Tensor:$up,
+                       Attn_GeluApproximation:$approximation);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = "$gate `,` $up $approximation attr-dict `:` type($result)";
 }
 
 def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {

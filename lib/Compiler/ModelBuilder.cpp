@@ -124,7 +124,10 @@ public:
     FloatAttr eps = b.getF32FloatAttr(static_cast<float>(config.norm.epsilon));
     if (config.norm.kind == NormKind::LayerNorm)
       return LayerNormOp::create(b, loc, x, gain, bias, eps);
-    return RmsNormOp::create(b, loc, x, gain, eps);
+    FloatAttr gainOffset;
+    if (config.norm.gainOffset != 0)
+      gainOffset = b.getF32FloatAttr(static_cast<float>(config.norm.gainOffset));
+    return RmsNormOp::create(b, loc, x, gain, eps, gainOffset);
   }
 
   /// Rotary embedding of queries or keys: theta, or the per-pair
@@ -173,19 +176,21 @@ public:
   Value mlp(Value h, const LayerValues &w) {
     int64_t f = config.intermediateSize;
     switch (config.mlp.kind) {
-    case MlpKind::SwiGlu: {
+    case MlpKind::SwiGlu:
+    case MlpKind::GeGlu: {
       Value gate = linear(h, w.gate, w.gateBias, WeightLayout::Packed, f);
       Value up = linear(h, w.up, w.upBias, WeightLayout::Packed, f);
+      if (config.mlp.kind == MlpKind::GeGlu)
+        return GegluOp::create(b, loc, gate, up, config.mlp.gelu);
       return SwigluOp::create(b, loc, gate, up);
     }
-    case MlpKind::Gelu: {
-      Value up = linear(h, w.up, w.upBias, WeightLayout::Packed, f);
-      return GeluOp::create(b, loc, up, config.mlp.gelu);
-    }
+    case MlpKind::Gelu:
+      return GeluOp::create(b, loc, linear(h, w.up, w.upBias, WeightLayout::Packed, f),
+                            config.mlp.gelu);
     case MlpKind::Relu:
-      break;
+      return ReluOp::create(b, loc, linear(h, w.up, w.upBias, WeightLayout::Packed, f));
     }
-    llvm_unreachable("MLP kind the family readers never produce");
+    llvm_unreachable("unknown MLP kind");
   }
 
   /// The attention sublayer of `h` (the normed input, or the input with
@@ -249,8 +254,11 @@ public:
 
   /// The embedded prompt: token embeddings, plus learned positions.
   Value embed(Value tokens, const GlobalValues &globals, Value pos, int64_t seq) {
+    FloatAttr scale;
+    if (config.embeddingScale != 1.0)
+      scale = b.getF32FloatAttr(static_cast<float>(config.embeddingScale));
     Value x = EmbeddingOp::create(b, loc, activations(seq, config.hiddenSize),
-                                  globals.tokenEmbedding, tokens);
+                                  globals.tokenEmbedding, tokens, scale);
     if (config.embeddingNorm)
       x = norm(x, globals.embeddingNorm, globals.embeddingNormBias);
     if (config.positions.kind != PositionKind::Learned)
@@ -275,7 +283,8 @@ public:
         });
     Value positions =
         EmbeddingOp::create(b, loc, activations(seq, config.hiddenSize),
-                            globals.positionEmbedding, ids.getResult(0));
+                            globals.positionEmbedding, ids.getResult(0),
+                            /*scale=*/FloatAttr());
     return ResidualAddOp::create(b, loc, x, positions);
   }
 

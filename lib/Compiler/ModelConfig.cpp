@@ -186,7 +186,7 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
     if (config.mlp.fusedGateUp) {
       projection(p + names.gateUp, 2 * f, d, config.mlp.bias, WeightRole::Mlp, i);
     } else {
-      if (config.mlp.kind == MlpKind::SwiGlu)
+      if (config.mlp.gated())
         projection(p + names.gate, f, d, config.mlp.bias, WeightRole::Mlp, i);
       projection(p + names.up, f, d, config.mlp.bias, WeightRole::Mlp, i);
     }

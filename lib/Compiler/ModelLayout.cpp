@@ -153,7 +153,7 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
         entries.upBias = packSources(p + names.gateUp + "up.bias", {upBias}, true);
       }
     } else {
-      if (config.mlp.kind == MlpKind::SwiGlu) {
+      if (config.mlp.gated()) {
         entries.gate = pack(p + names.gate, {p + names.gate}, outIn);
         entries.gateBias = biasOf(p + names.gate, mlpBias);
       }

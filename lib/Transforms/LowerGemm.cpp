@@ -123,7 +123,7 @@ void storeVector(OpBuilder &b, Location loc, const GemmKernel &g, Value value,
 void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
               Value block, int64_t rows, ArrayRef<int64_t> validLanes) {
   const int64_t vectors = g.vectorsPerBlock;
-  const bool gated = g.epilogue == GemmEpilogue::Swiglu;
+  const bool gated = isGatedEpilogue(g.epilogue);
   // One row has too few independent FMAs to hide their latency: keep one
   // accumulator chain per unrolled k step and add them up at the end.
   const int64_t chains = rows == 1 ? g.kUnroll : 1;
@@ -214,11 +214,20 @@ void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
       case GemmEpilogue::Silu:
         v = silu(b, loc, v);
         break;
-      case GemmEpilogue::Swiglu: {
+      case GemmEpilogue::Relu:
+        v = arith::MaximumFOp::create(b, loc, v, splat(b, loc, g.vectorType, 0.0));
+        break;
+      case GemmEpilogue::Swiglu:
+      case GemmEpilogue::GegluTanh:
+      case GemmEpilogue::GegluErf: {
         Value up = total(1, r, j);
         if (scale)
           up = arith::MulFOp::create(b, loc, up, scale);
-        v = arith::MulFOp::create(b, loc, silu(b, loc, v), up);
+        Value gate = g.epilogue == GemmEpilogue::Swiglu
+                         ? silu(b, loc, v)
+                         : gelu(b, loc, v,
+                                /*tanhForm=*/g.epilogue == GemmEpilogue::GegluTanh);
+        v = arith::MulFOp::create(b, loc, gate, up);
         break;
       }
       }

@@ -51,3 +51,19 @@ func.func @swiglu_residual(%x: memref<?x16xf32>, %g: memref<2x16x8xf32>, %u: mem
   attn.gemm swiglu ins(%x, %g, %u : memref<?x16xf32>, memref<2x16x8xf32>, memref<2x16x8xf32>) residual(%r : memref<?x16xf32>) outs(%out : memref<?x16xf32>)
   return
 }
+
+// -----
+
+// GeGLU reads both weights like SwiGLU and stores gelu(gate) * up; ReLU is
+// a maximum with zero.
+// CHECK-LABEL: func.func @geglu_and_relu
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c4 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK: math.tanh
+// CHECK-NOT: math.exp
+// CHECK: vector.store
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>
+func.func @geglu_and_relu(%x: memref<?x16xf32>, %g: memref<2x16x8xf32>, %u: memref<2x16x8xf32>, %out: memref<?x16xf32>) {
+  attn.gemm geglu_tanh ins(%x, %g, %u : memref<?x16xf32>, memref<2x16x8xf32>, memref<2x16x8xf32>) outs(%out : memref<?x16xf32>)
+  attn.gemm relu ins(%x, %g : memref<?x16xf32>, memref<2x16x8xf32>) outs(%out : memref<?x16xf32>)
+  return
+}

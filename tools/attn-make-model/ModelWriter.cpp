@@ -16,7 +16,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -209,8 +211,16 @@ uint64_t tensorStreamSeed(uint64_t seed, const std::string &canonicalName) {
 class TensorFiller {
 public:
   TensorFiller(const ModelSpec &spec, const TensorDesc &tensor)
-      : tensor(tensor),
+      : tensor(tensor), dtype(spec.dtype),
         stream(tensorStreamSeed(spec.seed, tensor.canonicalName)) {
+    if (!tensor.lineStd.empty() && !tensor.shape.empty()) {
+      lineCount = tensor.lineAxis == 0 ? tensor.shape.front()
+                                       : tensor.shape.back();
+      int64_t n = 1;
+      for (int64_t d : tensor.shape)
+        n *= d;
+      lineStride = tensor.lineAxis == 0 && lineCount > 0 ? n / lineCount : 1;
+    }
     if (tensor.init == TensorInit::CausalMask)
       maskSide = tensor.shape.empty() ? 1 : tensor.shape.back();
     if (tensor.init == TensorInit::InvFreq) {
@@ -232,8 +242,18 @@ public:
 private:
   float value(int64_t i) {
     switch (tensor.init) {
-    case TensorInit::Normal:
-      return static_cast<float>(tensor.mean + tensor.stddev * stream.next());
+    case TensorInit::Normal: {
+      double stddev = tensor.stddev;
+      if (lineCount > 0) {
+        int64_t line = tensor.lineAxis == 0 ? i / lineStride : i % lineCount;
+        stddev = tensor.lineStd[static_cast<size_t>(line)];
+      }
+      double z = stream.next();
+      float v = static_cast<float>(tensor.mean + stddev * z);
+      if (tensor.nonZero && storedAsZero(v))
+        v = std::signbit(z) ? -0x1.0p-14f : 0x1.0p-14f;
+      return v;
+    }
     case TensorInit::CausalMask: {
       int64_t row = (i / maskSide) % maskSide, col = i % maskSide;
       return col <= row ? 1.0f : 0.0f;
@@ -247,8 +267,23 @@ private:
     return 0.0f;
   }
 
+  /// Whether `v` is written as +-0 in the file's dtype.
+  bool storedAsZero(float v) const {
+    switch (dtype) {
+    case DType::F32:
+      return v == 0.0f;
+    case DType::F16:
+      return (floatToHalf(v) & 0x7FFF) == 0;
+    case DType::BF16:
+      return (floatToBFloat16(v) & 0x7FFF) == 0;
+    }
+    return false;
+  }
+
   const TensorDesc &tensor;
+  DType dtype;
   NormalStream stream;
+  int64_t lineCount = 0, lineStride = 1;
   int64_t index = 0;
   int64_t maskSide = 1;
   int64_t invFreqHeadDim = 2;
@@ -457,6 +492,99 @@ std::vector<double> standardNormals(uint64_t streamSeed, size_t count) {
 }
 
 //===----------------------------------------------------------------------===//
+// Families
+//===----------------------------------------------------------------------===//
+
+const char *familyName(Family family) {
+  switch (family) {
+  case Family::GPT2:
+    return "gpt2";
+  case Family::Llama:
+    return "llama";
+  case Family::Mistral:
+    return "mistral";
+  case Family::Qwen2:
+    return "qwen2";
+  case Family::Gemma:
+    return "gemma";
+  case Family::Phi3:
+    return "phi3";
+  case Family::GPTNeoX:
+    return "gpt_neox";
+  case Family::GPTJ:
+    return "gptj";
+  case Family::OPT:
+    return "opt";
+  case Family::Bloom:
+    return "bloom";
+  case Family::XGLM:
+    return "xglm";
+  }
+  return "?";
+}
+
+bool familyTiesByDefault(Family family) {
+  // The config classes' tie_word_embeddings defaults (PretrainedConfig's
+  // True unless the class passes False).
+  switch (family) {
+  case Family::GPT2:
+  case Family::Gemma:
+  case Family::OPT:
+  case Family::Bloom:
+  case Family::XGLM:
+    return true;
+  default:
+    return false;
+  }
+}
+
+namespace {
+
+/// model.layers.* with separate q/k/v projections, a gated MLP and RMSNorm.
+bool isLlamaLike(Family f) {
+  return f == Family::Llama || f == Family::Mistral || f == Family::Qwen2 ||
+         f == Family::Gemma;
+}
+bool hasGqa(Family f) { return isLlamaLike(f) || f == Family::Phi3; }
+bool hasRope(Family f) {
+  return isLlamaLike(f) || f == Family::Phi3 || f == Family::GPTNeoX ||
+         f == Family::GPTJ;
+}
+bool hasRopeScaling(Family f) { return isLlamaLike(f); }
+/// head_dim may differ from hidden / heads.
+bool hasHeadDim(Family f) { return isLlamaLike(f); }
+bool hasNormEps(Family f) { return f != Family::OPT && f != Family::XGLM; }
+/// MLP width from 4 * hidden when not given (gpt2, gptj: n_inner null;
+/// bloom: always).
+bool ffnDefaultsToFour(Family f) {
+  return f == Family::GPT2 || f == Family::GPTJ || f == Family::Bloom;
+}
+const char *ffnKey(Family f) {
+  return f == Family::OPT || f == Family::XGLM ? "ffn_dim"
+                                               : "intermediate_size";
+}
+/// Families whose config names their activation function; the others fix
+/// it (gated: silu or gemma's gelu_pytorch_tanh; bloom's tanh GELU).
+bool hasActivationKey(Family f) {
+  return f == Family::GPT2 || f == Family::GPTNeoX || f == Family::GPTJ ||
+         f == Family::OPT || f == Family::XGLM;
+}
+
+std::string familyList(std::initializer_list<Family> families) {
+  std::string out;
+  size_t i = 0, n = families.size();
+  for (Family f : families) {
+    if (i > 0)
+      out += i + 1 == n ? " and " : ", ";
+    out += familyName(f);
+    ++i;
+  }
+  return out;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
 // Specs and presets
 //===----------------------------------------------------------------------===//
 
@@ -467,7 +595,7 @@ int64_t effectiveKvHeads(const ModelSpec &spec) {
 int64_t effectiveFfn(const ModelSpec &spec) {
   if (spec.ffn > 0)
     return spec.ffn;
-  return spec.family == Family::GPT2 ? 4 * spec.hidden : 0;
+  return ffnDefaultsToFour(spec.family) ? 4 * spec.hidden : 0;
 }
 
 int64_t effectiveHeadDim(const ModelSpec &spec) {
@@ -479,12 +607,76 @@ int64_t effectiveHeadDim(const ModelSpec &spec) {
 std::string effectiveActivation(const ModelSpec &spec) {
   if (!spec.activation.empty())
     return spec.activation;
-  return spec.family == Family::GPT2 ? "gelu_new" : "silu";
+  switch (spec.family) {
+  case Family::GPT2:
+  case Family::GPTJ:
+    return "gelu_new";
+  case Family::GPTNeoX:
+  case Family::XGLM:
+    return "gelu";
+  case Family::OPT:
+    return "relu";
+  case Family::Gemma:
+  case Family::Bloom: // bloom_gelu_forward: the tanh form.
+    return "gelu_pytorch_tanh";
+  default:
+    return "silu";
+  }
+}
+
+int64_t effectiveRotaryDims(const ModelSpec &spec) {
+  int64_t hd = effectiveHeadDim(spec);
+  switch (spec.family) {
+  case Family::Phi3:
+    return spec.rotaryFraction > 0
+               ? static_cast<int64_t>(static_cast<double>(hd) *
+                                      spec.rotaryFraction)
+               : hd;
+  case Family::GPTNeoX:
+    return static_cast<int64_t>(
+        static_cast<double>(hd) *
+        (spec.rotaryFraction > 0 ? spec.rotaryFraction : 0.25));
+  case Family::GPTJ:
+    return spec.rotaryDim > 0 ? spec.rotaryDim : hd;
+  default:
+    return hasRope(spec.family) ? hd : 0;
+  }
+}
+
+int64_t effectiveMaxWindowLayers(const ModelSpec &spec) {
+  if (spec.maxWindowLayers >= 0)
+    return spec.maxWindowLayers;
+  return spec.slidingWindow > 0 ? 0 : spec.layers;
+}
+
+int64_t effectiveWordEmbedProjDim(const ModelSpec &spec) {
+  return spec.family == Family::OPT && spec.wordEmbedProjDim > 0
+             ? spec.wordEmbedProjDim
+             : spec.hidden;
 }
 
 std::vector<std::string> presetNames() {
-  return {"tiny-gpt2", "tiny-llama", "tiny-llama-tied", "gpt2-small",
-          "llama-15m", "llama-110m"};
+  return {"tiny-gpt2",
+          "tiny-llama",
+          "tiny-llama-tied",
+          "gpt2-small",
+          "llama-15m",
+          "llama-110m",
+          "tiny-mistral",
+          "tiny-mistral-mqa",
+          "tiny-qwen2",
+          "tiny-qwen2-swa",
+          "tiny-gemma",
+          "tiny-gemma-mqa",
+          "tiny-phi3",
+          "tiny-phi3-partial",
+          "tiny-gpt_neox",
+          "tiny-gpt_neox-sequential",
+          "tiny-gptj",
+          "tiny-opt",
+          "tiny-opt-postln",
+          "tiny-bloom",
+          "tiny-xglm"};
 }
 
 /// Token embeddings of tied presets. With a tied output projection and
@@ -492,6 +684,10 @@ std::vector<std::string> presetNames() {
 /// dominates every row, so argmaxes ignore what the layers compute; at 0.25
 /// a mask or layout bug flips most argmaxes (ModelReference.BugsAreVisible).
 constexpr double kTiedEmbeddingStd = 0.25;
+/// Gemma and XGLM multiply the embeddings by sqrt(hidden) before the first
+/// layer: 0.25 / sqrt(64) gives the tiny tied presets the residual stream
+/// of the 0.25 above.
+constexpr double kScaledTiedEmbeddingStd = 0.03125;
 
 bool presetSpec(const std::string &name, ModelSpec &spec) {
   ModelSpec s;
@@ -525,12 +721,166 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
     // kvHeads 0 = heads (12), so that --heads alone keeps it multi-head.
     s.layers = 12, s.hidden = 768, s.heads = 12, s.kvHeads = 0;
     s.ffn = 2048, s.vocab = 32000, s.maxPositions = 1024;
+  } else if (name == "tiny-mistral" || name == "tiny-mistral-mqa") {
+    // Mistral-Nemo style: head_dim 32 with 4 heads of a 64 wide model
+    // (q_proj [128, 64]), and Mistral-7B-v0.1's sliding window.
+    s.family = Family::Mistral;
+    s.layers = 2, s.hidden = 64, s.heads = 4, s.ffn = 172, s.vocab = 101;
+    s.kvHeads = name == "tiny-mistral-mqa" ? 1 : 2;
+    s.headDim = 32;
+    s.maxPositions = 64, s.slidingWindow = 16;
+  } else if (name == "tiny-qwen2" || name == "tiny-qwen2-swa") {
+    s.family = Family::Qwen2;
+    s.layers = 2, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 172;
+    s.vocab = 101, s.maxPositions = 64;
+    s.ropeTheta = 1000000.0, s.normEps = 1e-6;
+    if (name == "tiny-qwen2-swa") // layer 0 full, layer 1 windowed
+      s.slidingWindow = 8, s.maxWindowLayers = 1;
+  } else if (name == "tiny-gemma" || name == "tiny-gemma-mqa") {
+    // head_dim 32 != 64 / 4 (gemma-7b: 3072 wide, 16 heads of 256); tied;
+    // the mqa variant has gemma-2b's single kv head.
+    s.family = Family::Gemma;
+    s.layers = 2, s.hidden = 64, s.heads = 4, s.ffn = 172, s.vocab = 101;
+    s.kvHeads = name == "tiny-gemma-mqa" ? 1 : 2;
+    s.headDim = 32, s.maxPositions = 64, s.normEps = 1e-6;
+    s.tieEmbeddings = true, s.embeddingStd = kScaledTiedEmbeddingStd;
+  } else if (name == "tiny-phi3" || name == "tiny-phi3-partial") {
+    s.family = Family::Phi3;
+    s.layers = 2, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 172;
+    s.vocab = 101, s.maxPositions = 64;
+    if (name == "tiny-phi3-partial") // Phi-4-mini's partial_rotary_factor
+      s.rotaryFraction = 0.75;
+  } else if (name == "tiny-gpt_neox" || name == "tiny-gpt_neox-sequential") {
+    // Pythia's rotary_pct 0.25: 4 of each head's 16 dims rotate.
+    s.family = Family::GPTNeoX;
+    s.layers = 2, s.hidden = 64, s.heads = 4, s.ffn = 256, s.vocab = 97;
+    s.maxPositions = 64, s.rotaryFraction = 0.25;
+    s.parallelResidual = name == "tiny-gpt_neox";
+  } else if (name == "tiny-gptj") {
+    // rotary_dim 8 of 16 (GPT-J 6B: 64 of 256), n_inner null.
+    s.family = Family::GPTJ;
+    s.layers = 2, s.hidden = 64, s.heads = 4, s.vocab = 97;
+    s.maxPositions = 64, s.rotaryDim = 8;
+  } else if (name == "tiny-opt" || name == "tiny-opt-postln") {
+    // The postln variant has OPT-350m's layout: post-LN blocks, no final
+    // layer norm, and 32 wide embeddings projected in and out.
+    s.family = Family::OPT;
+    s.layers = 2, s.hidden = 64, s.heads = 4, s.ffn = 256, s.vocab = 97;
+    s.maxPositions = 64, s.tieEmbeddings = true;
+    s.embeddingStd = kTiedEmbeddingStd;
+    if (name == "tiny-opt-postln")
+      s.layerNormBefore = false, s.wordEmbedProjDim = 32;
+  } else if (name == "tiny-bloom") {
+    // Tied; the embedding std scales word_embeddings_layernorm here.
+    s.family = Family::Bloom;
+    s.layers = 2, s.hidden = 64, s.heads = 4, s.vocab = 97;
+    s.tieEmbeddings = true, s.embeddingStd = kTiedEmbeddingStd;
+  } else if (name == "tiny-xglm") {
+    s.family = Family::XGLM;
+    s.layers = 2, s.hidden = 64, s.heads = 4, s.ffn = 256, s.vocab = 97;
+    s.maxPositions = 64, s.tieEmbeddings = true;
+    s.embeddingStd = kScaledTiedEmbeddingStd;
   } else {
     return false;
   }
   spec = s;
   return true;
 }
+
+namespace {
+
+std::string validateRopeScaling(const ModelSpec &spec) {
+  const RopeScaling &r = spec.ropeScaling;
+  if (r.type == RopeScaling::Type::None)
+    return "";
+  if (!hasRopeScaling(spec.family))
+    return "rope_scaling applies only to " +
+           familyList({Family::Llama, Family::Mistral, Family::Qwen2,
+                       Family::Gemma}) +
+           " models";
+  if (!std::isfinite(r.factor) || r.factor < 1.0)
+    return "rope_scaling factor must be finite and >= 1, got " +
+           jsonDouble(r.factor);
+  if (r.originalMaxPositions < 0 || r.originalMaxPositions > kMaxDim)
+    return "rope_scaling original_max_position_embeddings out of range";
+  for (double v : {r.betaFast, r.betaSlow, r.attentionFactor,
+                   r.lowFreqFactor, r.highFreqFactor})
+    if (!std::isfinite(v) || v < 0)
+      return "rope_scaling parameters must be finite and positive";
+  bool yarn = r.type == RopeScaling::Type::Yarn;
+  bool llama3 = r.type == RopeScaling::Type::Llama3;
+  if (!yarn && (r.betaFast > 0 || r.betaSlow > 0 || r.attentionFactor > 0))
+    return "beta_fast, beta_slow and attention_factor apply only to yarn "
+           "rope_scaling";
+  if (!llama3 && (r.lowFreqFactor > 0 || r.highFreqFactor > 0))
+    return "low_freq_factor and high_freq_factor apply only to llama3 "
+           "rope_scaling";
+  if (!yarn && !llama3 && r.originalMaxPositions > 0)
+    return std::string("original_max_position_embeddings does not apply to ") +
+           ropeScalingName(r.type) + " rope_scaling";
+  if (llama3) {
+    if (r.originalMaxPositions < 1)
+      return "llama3 rope_scaling needs original_max_position_embeddings";
+    if (!(r.lowFreqFactor > 0) || !(r.highFreqFactor > r.lowFreqFactor))
+      return "llama3 rope_scaling needs 0 < low_freq_factor < "
+             "high_freq_factor";
+  }
+  return "";
+}
+
+/// The settings of one family checked on every other: each is an error
+/// where it has no meaning, so that a test asking for it never silently
+/// tests nothing.
+std::string validateFamilyOptions(const ModelSpec &spec) {
+  Family f = spec.family;
+  const char *name = familyName(f);
+  if (!spec.prefix.empty() && f != Family::GPT2)
+    return "a tensor name prefix applies only to gpt2 models";
+  if (spec.extraBuffers && f != Family::GPT2 && f != Family::Llama)
+    return "non-weight buffers (extra buffers) apply only to gpt2 and llama "
+           "models";
+  if (std::string e = validateRopeScaling(spec); !e.empty())
+    return e;
+  if (spec.slidingWindow != 0 && f != Family::Mistral && f != Family::Qwen2)
+    return "a sliding window applies only to mistral and qwen2 models";
+  if (spec.slidingWindow < 0 || spec.slidingWindow > kMaxDim)
+    return "sliding window out of range";
+  if (spec.maxWindowLayers != -1) {
+    if (f != Family::Qwen2)
+      return "max_window_layers applies only to qwen2 models";
+    if (spec.maxWindowLayers < 0 || spec.maxWindowLayers > spec.layers)
+      return "max_window_layers must be in [0, layers], got " +
+             std::to_string(spec.maxWindowLayers);
+  }
+  if (spec.rotaryFraction != 0 && f != Family::GPTNeoX && f != Family::Phi3)
+    return "a rotary fraction (rotary_pct, partial_rotary_factor) applies "
+           "only to gpt_neox and phi3 models";
+  if (spec.rotaryDim != 0 && f != Family::GPTJ)
+    return "rotary_dim applies only to gptj models";
+  if (!spec.parallelResidual && f != Family::GPTNeoX)
+    return "use_parallel_residual applies only to gpt_neox models";
+  if (!spec.layerNormBefore && f != Family::OPT)
+    return "do_layer_norm_before applies only to opt models";
+  if (spec.wordEmbedProjDim != 0) {
+    if (f != Family::OPT)
+      return "word_embed_proj_dim applies only to opt models";
+    if (spec.wordEmbedProjDim < 1 || spec.wordEmbedProjDim > kMaxDim)
+      return "word_embed_proj_dim out of range";
+  }
+  if (!spec.scaleEmbedding && f != Family::XGLM)
+    return "scale_embedding applies only to xglm models";
+  if (!hasRope(f) && spec.ropeTheta != 10000.0)
+    return std::string(name) + " has no rotary embeddings: rope theta does "
+                               "not apply";
+  if (f == Family::GPTJ && spec.ropeTheta != 10000.0)
+    return "gptj has no rope theta setting (its rotary base is 10000)";
+  if (!hasNormEps(f) && spec.normEps != 1e-5)
+    return std::string(name) +
+           " has no layer norm epsilon setting (nn.LayerNorm's 1e-5)";
+  return "";
+}
+
+} // namespace
 
 std::string validateSpec(const ModelSpec &spec) {
   auto positive = [](const char *what, int64_t v) -> std::string {
@@ -558,8 +908,10 @@ std::string validateSpec(const ModelSpec &spec) {
     return "norm epsilon must be finite and >= 0, got " +
            jsonDouble(spec.normEps);
 
+  Family family = spec.family;
+  const std::string name = familyName(family);
   int64_t kvHeads = effectiveKvHeads(spec);
-  if (spec.family == Family::GPT2) {
+  if (family == Family::GPT2) {
     if (spec.hidden % spec.heads != 0)
       return "heads (" + std::to_string(spec.heads) +
              ") must divide the hidden size (" + std::to_string(spec.hidden) +
@@ -574,28 +926,209 @@ std::string validateSpec(const ModelSpec &spec) {
              "' (expected gelu_new, gelu_pytorch_tanh or gelu)";
     if (int64_t f = effectiveFfn(spec); f > kMaxDim)
       return "ffn too large";
-  } else {
+    return validateFamilyOptions(spec);
+  }
+
+  // Heads and head dims.
+  if (hasHeadDim(family)) {
     if (spec.headDim == 0 && spec.hidden % spec.heads != 0)
       return "heads (" + std::to_string(spec.heads) +
              ") must divide the hidden size (" + std::to_string(spec.hidden) +
              ") unless head dim is given";
+    // GemmaAttention raises on it even with an explicit head_dim.
+    if (family == Family::Gemma && spec.hidden % spec.heads != 0)
+      return "gemma: heads (" + std::to_string(spec.heads) +
+             ") must divide the hidden size (" + std::to_string(spec.hidden) +
+             "), which GemmaAttention checks even with head_dim";
+  } else {
+    if (spec.hidden % spec.heads != 0)
+      return "heads (" + std::to_string(spec.heads) +
+             ") must divide the hidden size (" + std::to_string(spec.hidden) +
+             ")";
+    if (spec.headDim != 0 && spec.headDim != spec.hidden / spec.heads)
+      return name + " has no head_dim setting: head dim must be hidden / heads";
+  }
+  if (hasGqa(family)) {
     if (spec.heads % kvHeads != 0)
       return "kv heads (" + std::to_string(kvHeads) + ") must divide heads (" +
              std::to_string(spec.heads) + ")";
-    if (effectiveHeadDim(spec) % 2 != 0)
-      return "head dim (" + std::to_string(effectiveHeadDim(spec)) +
+  } else if (kvHeads != spec.heads) {
+    return name + " has no grouped-query attention: kv heads must equal heads";
+  }
+
+  // Rotary dims.
+  int64_t hd = effectiveHeadDim(spec);
+  if (spec.rotaryFraction != 0 &&
+      !(spec.rotaryFraction > 0 && spec.rotaryFraction <= 1))
+    return "the rotary fraction must be in (0, 1], got " +
+           jsonDouble(spec.rotaryFraction);
+  if (hasRope(family)) {
+    if (hd % 2 != 0)
+      return "head dim (" + std::to_string(hd) +
              ") must be even for rotary embeddings";
-    if (spec.ffn < 1)
-      return "llama needs an ffn (intermediate_size) >= 1";
+    int64_t rot = effectiveRotaryDims(spec);
+    if (rot < 2 || rot > hd || rot % 2 != 0)
+      return "rotary dims (" + std::to_string(rot) + " of head dim " +
+             std::to_string(hd) + ") must be even, >= 2 and <= the head dim";
     if (!(spec.ropeTheta > 0) || !std::isfinite(spec.ropeTheta))
       return "rope theta must be positive and finite, got " +
              jsonDouble(spec.ropeTheta);
-    if (!spec.prefix.empty())
-      return "a tensor name prefix applies only to gpt2 models";
-    if (effectiveActivation(spec) != "silu")
-      return "llama models use hidden_act silu, got '" + spec.activation + "'";
+  }
+
+  // The MLP.
+  if (family == Family::Bloom) {
+    if (spec.ffn != 0 && spec.ffn != 4 * spec.hidden)
+      return "bloom has no ffn setting: its MLP is 4 * hidden wide";
+  } else if (!ffnDefaultsToFour(family) && spec.ffn < 1) {
+    return name + " needs an ffn (" + ffnKey(family) + ") >= 1";
+  }
+  if (effectiveFfn(spec) > kMaxDim)
+    return "ffn too large";
+  std::string act = effectiveActivation(spec);
+  if (hasActivationKey(family)) {
+    if (act != "gelu" && act != "gelu_new" && act != "gelu_pytorch_tanh" &&
+        act != "relu")
+      return "unsupported " + name + " activation '" + act +
+             "' (expected gelu, gelu_new, gelu_pytorch_tanh or relu)";
+  } else if (family == Family::Bloom) {
+    if (!spec.activation.empty())
+      return "bloom has no activation setting (its MLP uses the tanh GELU)";
+  } else {
+    std::string fixed = family == Family::Gemma ? "gelu_pytorch_tanh" : "silu";
+    if (act != fixed)
+      return name + " models use hidden_act " + fixed + ", got '" +
+             spec.activation + "'";
+  }
+  if (family == Family::XGLM && spec.hidden < 4)
+    return "xglm's sinusoidal positions need a hidden size >= 4";
+  return validateFamilyOptions(spec);
+}
+
+//===----------------------------------------------------------------------===//
+// rope_scaling
+//===----------------------------------------------------------------------===//
+
+const char *ropeScalingName(RopeScaling::Type type) {
+  switch (type) {
+  case RopeScaling::Type::None:
+    return "";
+  case RopeScaling::Type::Linear:
+    return "linear";
+  case RopeScaling::Type::Dynamic:
+    return "dynamic";
+  case RopeScaling::Type::Yarn:
+    return "yarn";
+  case RopeScaling::Type::Llama3:
+    return "llama3";
   }
   return "";
+}
+
+namespace {
+
+std::vector<std::string> splitOn(const std::string &text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t at = text.find(sep, start);
+    parts.push_back(text.substr(start, at - start));
+    if (at == std::string::npos)
+      return parts;
+    start = at + 1;
+  }
+}
+
+bool parseNumber(const std::string &text, double &out) {
+  errno = 0;
+  char *end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  return !text.empty() && *end == '\0' && errno != ERANGE &&
+         std::isfinite(out);
+}
+
+bool parseCount(const std::string &text, int64_t &out) {
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  out = v;
+  return !text.empty() && *end == '\0' && errno != ERANGE && v >= 1;
+}
+
+} // namespace
+
+bool parseRopeScaling(const std::string &text, RopeScaling &out,
+                      std::string &error) {
+  const std::string usage =
+      " (expected linear:F, dynamic:F, yarn:F[:ORIGINAL_MAX][,beta_fast=X]"
+      "[,beta_slow=X][,attention_factor=X] or llama3:F:LOW:HIGH:ORIGINAL_MAX)";
+  std::vector<std::string> options = splitOn(text, ',');
+  std::vector<std::string> fields = splitOn(options[0], ':');
+  RopeScaling r;
+  const std::string &type = fields[0];
+  size_t minFields = 2, maxFields = 2;
+  if (type == "linear") {
+    r.type = RopeScaling::Type::Linear;
+  } else if (type == "dynamic") {
+    r.type = RopeScaling::Type::Dynamic;
+  } else if (type == "yarn") {
+    r.type = RopeScaling::Type::Yarn;
+    maxFields = 3;
+  } else if (type == "llama3") {
+    r.type = RopeScaling::Type::Llama3;
+    minFields = maxFields = 5;
+  } else {
+    error = "unknown rope scaling type '" + type + "'" + usage;
+    return false;
+  }
+  if (fields.size() < minFields || fields.size() > maxFields) {
+    error = "malformed rope scaling '" + text + "'" + usage;
+    return false;
+  }
+  if (!parseNumber(fields[1], r.factor)) {
+    error = "rope scaling factor must be a number, got '" + fields[1] + "'";
+    return false;
+  }
+  if (r.type == RopeScaling::Type::Yarn && fields.size() == 3 &&
+      !parseCount(fields[2], r.originalMaxPositions)) {
+    error = "yarn original max positions must be an integer >= 1, got '" +
+            fields[2] + "'";
+    return false;
+  }
+  if (r.type == RopeScaling::Type::Llama3) {
+    if (!parseNumber(fields[2], r.lowFreqFactor) ||
+        !parseNumber(fields[3], r.highFreqFactor)) {
+      error = "llama3 low and high frequency factors must be numbers, got '" +
+              fields[2] + "' and '" + fields[3] + "'";
+      return false;
+    }
+    if (!parseCount(fields[4], r.originalMaxPositions)) {
+      error = "llama3 original max positions must be an integer >= 1, got '" +
+              fields[4] + "'";
+      return false;
+    }
+  }
+  for (size_t i = 1; i < options.size(); ++i) {
+    size_t eq = options[i].find('=');
+    std::string key = options[i].substr(0, eq);
+    double *slot = key == "beta_fast"          ? &r.betaFast
+                   : key == "beta_slow"        ? &r.betaSlow
+                   : key == "attention_factor" ? &r.attentionFactor
+                                               : nullptr;
+    if (r.type != RopeScaling::Type::Yarn || !slot ||
+        eq == std::string::npos) {
+      error = "unknown rope scaling option '" + options[i] + "'" + usage;
+      return false;
+    }
+    double v = 0;
+    if (!parseNumber(options[i].substr(eq + 1), v) || !(v > 0)) {
+      error = "rope scaling " + key + " must be a positive number, got '" +
+              options[i].substr(eq + 1) + "'";
+      return false;
+    }
+    *slot = v;
+  }
+  out = r;
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -618,7 +1151,7 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
   std::vector<TensorDesc> plan;
   auto add = [&](const std::string &name, std::vector<int64_t> shape,
                  double mean, double stddev,
-                 TensorInit init = TensorInit::Normal) {
+                 TensorInit init = TensorInit::Normal) -> TensorDesc & {
     TensorDesc t;
     t.canonicalName = name;
     t.name = spec.prefix + name;
@@ -627,21 +1160,63 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
     t.mean = mean;
     t.stddev = stddev;
     plan.push_back(std::move(t));
+    return plan.back();
   };
+  auto invSqrt = [](int64_t fanIn) {
+    return 1.0 / std::sqrt(static_cast<double>(fanIn));
+  };
+  // --sharp: queries and keys twice as large, so scores have std ~4.
+  const double qkScale = spec.sharp ? 2.0 : 1.0;
   auto projection = [&](const std::string &name, int64_t rows, int64_t cols,
                         int64_t fanIn) {
-    add(name, {rows, cols}, 0.0, 1.0 / std::sqrt(static_cast<double>(fanIn)));
+    add(name, {rows, cols}, 0.0, invSqrt(fanIn));
+  };
+  auto qkProjection = [&](const std::string &name, int64_t rows, int64_t cols,
+                          int64_t fanIn) {
+    add(name, {rows, cols}, 0.0, qkScale * invSqrt(fanIn));
+  };
+  // A fused q/k/v projection whose lines (rows of an nn.Linear [out, in],
+  // columns of a Conv1D [in, out]) are q, k or v as `isQk` says.
+  auto fusedProjection = [&](const std::string &name,
+                             std::vector<int64_t> shape, int64_t fanIn,
+                             int axis, const std::function<bool(int64_t)> &isQk) {
+    TensorDesc &t = add(name, shape, 0.0, invSqrt(fanIn));
+    if (!spec.sharp)
+      return;
+    int64_t lines = axis == 0 ? shape.front() : shape.back();
+    t.lineAxis = axis;
+    t.lineStd.resize(static_cast<size_t>(lines));
+    for (int64_t i = 0; i < lines; ++i)
+      t.lineStd[static_cast<size_t>(i)] =
+          (isQk(i) ? qkScale : 1.0) * invSqrt(fanIn);
   };
   auto gain = [&](const std::string &name, int64_t d) {
     add(name, {d}, 1.0, 0.1);
   };
-  auto bias = [&](const std::string &name, int64_t d) {
+  // Gemma's RMSNorm multiplies by (1 + w): the stored w is the deviation.
+  auto offsetGain = [&](const std::string &name, int64_t d) {
     add(name, {d}, 0.0, 0.1);
   };
+  auto bias = [&](const std::string &name, int64_t d) {
+    add(name, {d}, 0.0, spec.sharp ? 0.5 : 0.1).nonZero = true;
+  };
+  auto layerNorm = [&](const std::string &name, int64_t d) {
+    gain(name + ".weight", d);
+    bias(name + ".bias", d);
+  };
+  auto linear = [&](const std::string &name, int64_t out, int64_t in) {
+    projection(name + ".weight", out, in, in);
+    bias(name + ".bias", out);
+  };
 
+  Family family = spec.family;
   int64_t d = spec.hidden, v = spec.vocab, p = spec.maxPositions;
   int64_t f = effectiveFfn(spec);
-  if (spec.family == Family::GPT2) {
+  int64_t hd = effectiveHeadDim(spec);
+  int64_t heads = spec.heads, kvHeads = effectiveKvHeads(spec);
+  int64_t qWidth = heads * hd, kvWidth = kvHeads * hd;
+  bool tied = spec.tieEmbeddings;
+  if (family == Family::GPT2) {
     add("wte.weight", {v, d}, 0.0, spec.embeddingStd);
     add("wpe.weight", {p, d}, 0.0, 1.0);
     for (int64_t i = 0; i < spec.layers; ++i) {
@@ -652,8 +1227,10 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
         add(h + "attn.bias", {1, 1, p, p}, 0.0, 0.0, TensorInit::CausalMask);
         add(h + "attn.masked_bias", {}, -1e4, 0.0, TensorInit::Constant);
       }
-      // Conv1D weights are [in, out]: fan-in is the first dimension.
-      projection(h + "attn.c_attn.weight", d, 3 * d, d);
+      // Conv1D weights are [in, out]: fan-in is the first dimension, and
+      // c_attn's columns are q (0..d), k (d..2d), v (2d..3d).
+      fusedProjection(h + "attn.c_attn.weight", {d, 3 * d}, d, 1,
+                      [&](int64_t c) { return c < 2 * d; });
       bias(h + "attn.c_attn.bias", 3 * d);
       projection(h + "attn.c_proj.weight", d, d, d);
       bias(h + "attn.c_proj.bias", d);
@@ -666,29 +1243,141 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
     }
     gain("ln_f.weight", d);
     bias("ln_f.bias", d);
-  } else {
-    int64_t hd = effectiveHeadDim(spec);
-    int64_t qWidth = spec.heads * hd, kvWidth = effectiveKvHeads(spec) * hd;
+  } else if (isLlamaLike(family)) {
+    bool qkvBias = family == Family::Qwen2;
+    auto norm = [&](const std::string &name) {
+      if (family == Family::Gemma)
+        offsetGain(name, d);
+      else
+        gain(name, d);
+    };
     add("model.embed_tokens.weight", {v, d}, 0.0, spec.embeddingStd);
     for (int64_t i = 0; i < spec.layers; ++i) {
       std::string l = "model.layers." + std::to_string(i) + ".";
-      gain(l + "input_layernorm.weight", d);
+      norm(l + "input_layernorm.weight");
       // nn.Linear weights are [out, in]: fan-in is the second dimension.
-      projection(l + "self_attn.q_proj.weight", qWidth, d, d);
-      projection(l + "self_attn.k_proj.weight", kvWidth, d, d);
+      qkProjection(l + "self_attn.q_proj.weight", qWidth, d, d);
+      if (qkvBias)
+        bias(l + "self_attn.q_proj.bias", qWidth);
+      qkProjection(l + "self_attn.k_proj.weight", kvWidth, d, d);
+      if (qkvBias)
+        bias(l + "self_attn.k_proj.bias", kvWidth);
       projection(l + "self_attn.v_proj.weight", kvWidth, d, d);
+      if (qkvBias)
+        bias(l + "self_attn.v_proj.bias", kvWidth);
       projection(l + "self_attn.o_proj.weight", d, qWidth, qWidth);
       if (spec.extraBuffers)
         add(l + "self_attn.rotary_emb.inv_freq", {hd / 2}, 0.0, 0.0,
             TensorInit::InvFreq);
-      gain(l + "post_attention_layernorm.weight", d);
+      norm(l + "post_attention_layernorm.weight");
       projection(l + "mlp.gate_proj.weight", f, d, d);
       projection(l + "mlp.up_proj.weight", f, d, d);
       projection(l + "mlp.down_proj.weight", d, f, f);
     }
-    gain("model.norm.weight", d);
-    if (!spec.tieEmbeddings)
+    norm("model.norm.weight");
+    if (!tied)
       projection("lm_head.weight", v, d, d);
+  } else if (family == Family::Phi3) {
+    add("model.embed_tokens.weight", {v, d}, 0.0, spec.embeddingStd);
+    for (int64_t i = 0; i < spec.layers; ++i) {
+      std::string l = "model.layers." + std::to_string(i) + ".";
+      gain(l + "input_layernorm.weight", d);
+      // Rows: all query heads, then all key heads, then all value heads.
+      fusedProjection(l + "self_attn.qkv_proj.weight",
+                      {qWidth + 2 * kvWidth, d}, d, 0,
+                      [&](int64_t r) { return r < qWidth + kvWidth; });
+      projection(l + "self_attn.o_proj.weight", d, qWidth, qWidth);
+      gain(l + "post_attention_layernorm.weight", d);
+      // Rows: gate (0..f), then up (f..2f).
+      projection(l + "mlp.gate_up_proj.weight", 2 * f, d, d);
+      projection(l + "mlp.down_proj.weight", d, f, f);
+    }
+    gain("model.norm.weight", d);
+    if (!tied)
+      projection("lm_head.weight", v, d, d);
+  } else if (family == Family::GPTNeoX || family == Family::Bloom) {
+    // Both fuse q/k/v per head: rows [h * 3hd, h * 3hd + hd) are head h's
+    // query, the next hd its key, the next hd its value.
+    bool neox = family == Family::GPTNeoX;
+    std::string root = neox ? "gpt_neox." : "transformer.";
+    std::string attn = neox ? "attention." : "self_attention.";
+    if (neox) {
+      add(root + "embed_in.weight", {v, d}, 0.0, spec.embeddingStd);
+    } else {
+      // The residual stream starts at LayerNorm(embedding), whose scale is
+      // the norm's, not the embedding's: --embedding-std scales the norm.
+      double s = spec.embeddingStd;
+      add(root + "word_embeddings.weight", {v, d}, 0.0, 1.0);
+      add(root + "word_embeddings_layernorm.weight", {d}, s, 0.1 * s);
+      add(root + "word_embeddings_layernorm.bias", {d}, 0.0,
+          (spec.sharp ? 0.5 : 0.1) * s)
+          .nonZero = true;
+    }
+    for (int64_t i = 0; i < spec.layers; ++i) {
+      std::string l = root + (neox ? "layers." : "h.") + std::to_string(i) + ".";
+      layerNorm(l + "input_layernorm", d);
+      if (neox)
+        layerNorm(l + "post_attention_layernorm", d);
+      fusedProjection(l + attn + "query_key_value.weight", {3 * d, d}, d, 0,
+                      [&](int64_t r) { return r % (3 * hd) < 2 * hd; });
+      bias(l + attn + "query_key_value.bias", 3 * d);
+      linear(l + attn + "dense", d, d);
+      if (!neox)
+        layerNorm(l + "post_attention_layernorm", d);
+      linear(l + "mlp.dense_h_to_4h", f, d);
+      linear(l + "mlp.dense_4h_to_h", d, f);
+    }
+    layerNorm(root + (neox ? "final_layer_norm" : "ln_f"), d);
+    if (!tied)
+      projection(neox ? "embed_out.weight" : "lm_head.weight", v, d, d);
+  } else if (family == Family::GPTJ) {
+    add("transformer.wte.weight", {v, d}, 0.0, spec.embeddingStd);
+    for (int64_t i = 0; i < spec.layers; ++i) {
+      std::string h = "transformer.h." + std::to_string(i) + ".";
+      layerNorm(h + "ln_1", d);
+      qkProjection(h + "attn.q_proj.weight", d, d, d);
+      qkProjection(h + "attn.k_proj.weight", d, d, d);
+      projection(h + "attn.v_proj.weight", d, d, d);
+      projection(h + "attn.out_proj.weight", d, d, d);
+      linear(h + "mlp.fc_in", f, d);
+      linear(h + "mlp.fc_out", d, f);
+    }
+    layerNorm("transformer.ln_f", d);
+    if (!tied)
+      projection("lm_head.weight", v, d, d);
+    bias("lm_head.bias", v);
+  } else if (family == Family::OPT || family == Family::XGLM) {
+    bool opt = family == Family::OPT;
+    std::string root = opt ? "model.decoder." : "model.";
+    int64_t wp = effectiveWordEmbedProjDim(spec);
+    add(root + "embed_tokens.weight", {v, wp}, 0.0, spec.embeddingStd);
+    if (opt) {
+      // OPTLearnedPositionalEmbedding: position p reads row p + 2.
+      add(root + "embed_positions.weight", {p + 2, d}, 0.0, 1.0);
+      if (wp != d) {
+        projection(root + "project_out.weight", wp, d, d);
+        projection(root + "project_in.weight", d, wp, wp);
+      }
+      if (spec.layerNormBefore)
+        layerNorm(root + "final_layer_norm", d);
+    }
+    for (int64_t i = 0; i < spec.layers; ++i) {
+      std::string l = root + "layers." + std::to_string(i) + ".";
+      qkProjection(l + "self_attn.q_proj.weight", d, d, d);
+      bias(l + "self_attn.q_proj.bias", d);
+      qkProjection(l + "self_attn.k_proj.weight", d, d, d);
+      bias(l + "self_attn.k_proj.bias", d);
+      linear(l + "self_attn.v_proj", d, d);
+      linear(l + "self_attn.out_proj", d, d);
+      layerNorm(l + "self_attn_layer_norm", d);
+      linear(l + "fc1", f, d);
+      linear(l + "fc2", d, f);
+      layerNorm(l + "final_layer_norm", d);
+    }
+    if (!opt)
+      layerNorm(root + "layer_norm", d);
+    if (!tied)
+      projection("lm_head.weight", v, wp, wp);
   }
 
   std::set<std::string> names;
@@ -751,11 +1440,241 @@ std::vector<float> tensorValues(const ModelSpec &spec,
 // config.json
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// rope_scaling as save_pretrained writes it (keys sorted), or null.
+std::string ropeScalingJson(const ModelSpec &spec) {
+  const RopeScaling &r = spec.ropeScaling;
+  if (r.type == RopeScaling::Type::None)
+    return "null";
+  std::map<std::string, std::string> m;
+  m["rope_type"] = jsonString(ropeScalingName(r.type));
+  m["factor"] = jsonDouble(r.factor);
+  if (r.originalMaxPositions > 0)
+    m["original_max_position_embeddings"] = jsonInt(r.originalMaxPositions);
+  if (r.type == RopeScaling::Type::Llama3) {
+    m["low_freq_factor"] = jsonDouble(r.lowFreqFactor);
+    m["high_freq_factor"] = jsonDouble(r.highFreqFactor);
+  }
+  if (r.betaFast > 0)
+    m["beta_fast"] = jsonDouble(r.betaFast);
+  if (r.betaSlow > 0)
+    m["beta_slow"] = jsonDouble(r.betaSlow);
+  if (r.attentionFactor > 0)
+    m["attention_factor"] = jsonDouble(r.attentionFactor);
+  std::string out = "{";
+  bool first = true;
+  for (const auto &[key, value] : m) {
+    out += std::string(first ? "\n" : ",\n") + "    " + jsonString(key) +
+           ": " + value;
+    first = false;
+  }
+  return out + "\n  }";
+}
+
+/// An integral double as Python writes an int-typed default (10000), other
+/// values as floats.
+std::string jsonIntegralOrDouble(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15)
+    return std::to_string(static_cast<long long>(value));
+  return jsonDouble(value);
+}
+
+std::string jsonBool(bool b) { return b ? "true" : "false"; }
+
+/// config.json of the families after gpt2 and llama, as save_pretrained
+/// writes them: keys sorted, every key of the config class.
+std::string familyConfigJson(const ModelSpec &spec,
+                             const std::string &torchDtype) {
+  std::map<std::string, std::string> c;
+  Family family = spec.family;
+  int64_t v = spec.vocab;
+  auto id = [&](int64_t token) {
+    return jsonInt(std::min<int64_t>(token, v - 1));
+  };
+  c["model_type"] = jsonString(familyName(family));
+  c["torch_dtype"] = torchDtype;
+  c["transformers_version"] = "\"4.50.0\"";
+  c["use_cache"] = "true";
+  c["vocab_size"] = jsonInt(v);
+  c["initializer_range"] = "0.02";
+  // save_pretrained writes only the values that differ from
+  // PretrainedConfig's defaults or the class's own: a tied model of a
+  // family that ties by default has no tie_word_embeddings key.
+  if (!(spec.tieEmbeddings && familyTiesByDefault(family)))
+    c["tie_word_embeddings"] = jsonBool(spec.tieEmbeddings);
+
+  int64_t kv = effectiveKvHeads(spec);
+  if (isLlamaLike(family) || family == Family::Phi3) {
+    c["hidden_size"] = jsonInt(spec.hidden);
+    c["intermediate_size"] = jsonInt(spec.ffn);
+    c["num_hidden_layers"] = jsonInt(spec.layers);
+    c["num_attention_heads"] = jsonInt(spec.heads);
+    c["num_key_value_heads"] = jsonInt(kv);
+    c["max_position_embeddings"] = jsonInt(spec.maxPositions);
+    c["rms_norm_eps"] = jsonDouble(spec.normEps);
+    c["rope_theta"] = jsonDouble(spec.ropeTheta);
+    c["attention_dropout"] = "0.0";
+    c["hidden_act"] = jsonString(effectiveActivation(spec));
+    c["bos_token_id"] = id(1);
+    c["eos_token_id"] = id(2);
+    if (spec.ropeScaling.type != RopeScaling::Type::None)
+      c["rope_scaling"] = ropeScalingJson(spec);
+  }
+  switch (family) {
+  case Family::Mistral:
+    c["architectures"] = "[\"MistralForCausalLM\"]";
+    c["head_dim"] = jsonInt(effectiveHeadDim(spec));
+    c["sliding_window"] =
+        spec.slidingWindow > 0 ? jsonInt(spec.slidingWindow) : "null";
+    break;
+  case Family::Qwen2:
+    c["architectures"] = "[\"Qwen2ForCausalLM\"]";
+    if (spec.headDim > 0)
+      c["head_dim"] = jsonInt(spec.headDim);
+    c["use_sliding_window"] = jsonBool(spec.slidingWindow > 0);
+    // Qwen2 checkpoints carry a window even when it is off.
+    c["sliding_window"] = jsonInt(spec.slidingWindow > 0 ? spec.slidingWindow
+                                                         : spec.maxPositions);
+    c["max_window_layers"] = jsonInt(effectiveMaxWindowLayers(spec));
+    break;
+  case Family::Gemma:
+    c["architectures"] = "[\"GemmaForCausalLM\"]";
+    c["head_dim"] = jsonInt(effectiveHeadDim(spec));
+    // transformers 4.38-4.47 read hidden_activation (hidden_act ignored),
+    // later ones hidden_act: both say the same.
+    c["hidden_activation"] = jsonString("gelu_pytorch_tanh");
+    c["attention_bias"] = "false";
+    c["bos_token_id"] = id(2);
+    c["eos_token_id"] = id(1);
+    c["pad_token_id"] = id(0);
+    break;
+  case Family::Phi3:
+    c["architectures"] = "[\"Phi3ForCausalLM\"]";
+    c["attention_bias"] = "false";
+    c["embd_pdrop"] = "0.0";
+    c["resid_pdrop"] = "0.0";
+    c["original_max_position_embeddings"] = jsonInt(spec.maxPositions);
+    if (spec.rotaryFraction > 0)
+      c["partial_rotary_factor"] = jsonDouble(spec.rotaryFraction);
+    c["rope_scaling"] = "null";
+    c["sliding_window"] = "null";
+    c["eos_token_id"] = id(v - 1);
+    c["pad_token_id"] = id(v - 1); // Phi3Config's default (32000) > vocab
+    break;
+  case Family::GPTNeoX:
+    c["architectures"] = "[\"GPTNeoXForCausalLM\"]";
+    c["attention_bias"] = "true";
+    c["attention_dropout"] = "0.0";
+    c["bos_token_id"] = id(0);
+    c["classifier_dropout"] = "0.1";
+    c["eos_token_id"] = id(0);
+    c["hidden_act"] = jsonString(effectiveActivation(spec));
+    c["hidden_dropout"] = "0.0";
+    c["hidden_size"] = jsonInt(spec.hidden);
+    c["intermediate_size"] = jsonInt(spec.ffn);
+    c["layer_norm_eps"] = jsonDouble(spec.normEps);
+    c["max_position_embeddings"] = jsonInt(spec.maxPositions);
+    c["num_attention_heads"] = jsonInt(spec.heads);
+    c["num_hidden_layers"] = jsonInt(spec.layers);
+    c["rope_scaling"] = "null";
+    c["rotary_emb_base"] = jsonIntegralOrDouble(spec.ropeTheta);
+    c["rotary_pct"] = jsonDouble(
+        spec.rotaryFraction > 0 ? spec.rotaryFraction : 0.25);
+    c["use_parallel_residual"] = jsonBool(spec.parallelResidual);
+    break;
+  case Family::GPTJ:
+    c["activation_function"] = jsonString(effectiveActivation(spec));
+    c["architectures"] = "[\"GPTJForCausalLM\"]";
+    c["attn_pdrop"] = "0.0";
+    c["bos_token_id"] = id(v - 1);
+    c["embd_pdrop"] = "0.0";
+    c["eos_token_id"] = id(v - 1);
+    c["layer_norm_epsilon"] = jsonDouble(spec.normEps);
+    c["n_embd"] = jsonInt(spec.hidden);
+    c["n_head"] = jsonInt(spec.heads);
+    c["n_inner"] = spec.ffn > 0 ? jsonInt(spec.ffn) : "null";
+    c["n_layer"] = jsonInt(spec.layers);
+    c["n_positions"] = jsonInt(spec.maxPositions);
+    c["resid_pdrop"] = "0.0";
+    c["rotary_dim"] = jsonInt(effectiveRotaryDims(spec));
+    break;
+  case Family::OPT:
+    c["_remove_final_layer_norm"] = "false";
+    c["activation_dropout"] = "0.0";
+    c["activation_function"] = jsonString(effectiveActivation(spec));
+    c["architectures"] = "[\"OPTForCausalLM\"]";
+    c["attention_dropout"] = "0.0";
+    c["bos_token_id"] = id(2);
+    c["do_layer_norm_before"] = jsonBool(spec.layerNormBefore);
+    c["dropout"] = "0.1";
+    c["enable_bias"] = "true";
+    c["eos_token_id"] = id(2);
+    c["ffn_dim"] = jsonInt(spec.ffn);
+    c["hidden_size"] = jsonInt(spec.hidden);
+    c["init_std"] = "0.02";
+    c.erase("initializer_range");
+    c["layer_norm_elementwise_affine"] = "true";
+    c["layerdrop"] = "0.0";
+    c["max_position_embeddings"] = jsonInt(spec.maxPositions);
+    c["num_attention_heads"] = jsonInt(spec.heads);
+    c["num_hidden_layers"] = jsonInt(spec.layers);
+    c["pad_token_id"] = id(1);
+    c["word_embed_proj_dim"] = jsonInt(effectiveWordEmbedProjDim(spec));
+    break;
+  case Family::Bloom:
+    c["apply_residual_connection_post_layernorm"] = "false";
+    c["architectures"] = "[\"BloomForCausalLM\"]";
+    c["attention_dropout"] = "0.0";
+    c["bos_token_id"] = id(1);
+    c["eos_token_id"] = id(2);
+    c["hidden_dropout"] = "0.0";
+    c["hidden_size"] = jsonInt(spec.hidden);
+    c["layer_norm_epsilon"] = jsonDouble(spec.normEps);
+    c["n_head"] = jsonInt(spec.heads);
+    c["n_layer"] = jsonInt(spec.layers);
+    c["pad_token_id"] = id(3);
+    c["pretraining_tp"] = "1";
+    c["slow_but_exact"] = "false";
+    break;
+  case Family::XGLM:
+    c["activation_dropout"] = "0.0";
+    c["activation_function"] = jsonString(effectiveActivation(spec));
+    c["architectures"] = "[\"XGLMForCausalLM\"]";
+    c["attention_dropout"] = "0.1";
+    c["attention_heads"] = jsonInt(spec.heads);
+    c["bos_token_id"] = id(0);
+    c["d_model"] = jsonInt(spec.hidden);
+    c["decoder_start_token_id"] = id(2);
+    c["dropout"] = "0.1";
+    c["eos_token_id"] = id(2);
+    c["ffn_dim"] = jsonInt(spec.ffn);
+    c["init_std"] = "0.02";
+    c.erase("initializer_range");
+    c["layerdrop"] = "0.0";
+    c["max_position_embeddings"] = jsonInt(spec.maxPositions);
+    c["num_layers"] = jsonInt(spec.layers);
+    c["pad_token_id"] = id(1);
+    c["scale_embedding"] = jsonBool(spec.scaleEmbedding);
+    break;
+  default:
+    break;
+  }
+  JsonObjectWriter w;
+  for (const auto &[key, value] : c)
+    w.add(key, value);
+  return w.finish();
+}
+
+} // namespace
+
 std::string configJson(const ModelSpec &spec) {
   JsonObjectWriter w;
   const char *torchDtype = spec.dtype == DType::F32   ? "\"float32\""
                            : spec.dtype == DType::F16 ? "\"float16\""
                                                       : "\"bfloat16\"";
+  if (spec.family != Family::GPT2 && spec.family != Family::Llama)
+    return familyConfigJson(spec, torchDtype);
   if (spec.family == Family::GPT2) {
     w.add("activation_function", jsonString(effectiveActivation(spec)));
     w.add("architectures", "[\"GPT2LMHeadModel\"]");
@@ -805,7 +1724,7 @@ std::string configJson(const ModelSpec &spec) {
     w.add("num_key_value_heads", jsonInt(effectiveKvHeads(spec)));
     w.add("pretraining_tp", "1");
     w.add("rms_norm_eps", jsonDouble(spec.normEps));
-    w.add("rope_scaling", "null");
+    w.add("rope_scaling", ropeScalingJson(spec));
     w.add("rope_theta", jsonDouble(spec.ropeTheta));
     w.add("tie_word_embeddings", spec.tieEmbeddings ? "true" : "false");
     w.add("torch_dtype", torchDtype);
@@ -815,6 +1734,7 @@ std::string configJson(const ModelSpec &spec) {
   }
   return w.finish();
 }
+
 
 //===----------------------------------------------------------------------===//
 // model.safetensors

@@ -1,9 +1,11 @@
 //===- ModelWriter.h - Random Hugging Face style test models ----*- C++ -*-===//
 //
 // Writes a model folder (config.json + model.safetensors) in the layout of a
-// real GPT-2 or LLaMA checkpoint, filled with deterministic random weights,
-// so that the compiler, the runtime and the reference model can be tested on
-// any shape without downloading anything.
+// real Hugging Face checkpoint of one of the families below (GPT-2, LLaMA,
+// Mistral, Qwen2, Gemma, Phi-3, GPT-NeoX, GPT-J, OPT, BLOOM, XGLM), filled
+// with deterministic random weights, so that the compiler, the runtime and
+// the reference model can be tested on any shape without downloading
+// anything.
 //
 // The weights are drawn from a generator written here (splitmix64 seeding,
 // xoshiro256**, Box-Muller with our own log/sin/cos in plain IEEE double
@@ -32,10 +34,53 @@
 namespace attn {
 namespace modelgen {
 
+/// The model families, each written in the layout of its Hugging Face
+/// checkpoints (README.md has the table of names, shapes and layouts).
 enum class Family {
-  GPT2,  ///< "model_type": "gpt2", Conv1D [in, out] weights, learned positions.
-  Llama, ///< "model_type": "llama", nn.Linear [out, in] weights, RoPE, GQA.
+  GPT2,    ///< "gpt2": Conv1D [in, out] weights, learned positions.
+  Llama,   ///< "llama": nn.Linear [out, in] weights, RoPE, GQA.
+  Mistral, ///< "mistral": LLaMA + sliding_window, head_dim always written.
+  Qwen2,   ///< "qwen2": LLaMA + q/k/v biases, use_sliding_window.
+  Gemma,   ///< "gemma": GeGLU, (1 + w) RMSNorm, sqrt(hidden) embed scale.
+  Phi3,    ///< "phi3": fused qkv_proj and gate_up_proj, partial rotary.
+  GPTNeoX, ///< "gpt_neox": per-head fused query_key_value, parallel residual.
+  GPTJ,    ///< "gptj": interleaved partial rotary, parallel block.
+  OPT,     ///< "opt": learned positions at offset 2, ReLU.
+  Bloom,   ///< "bloom": ALiBi, embedding LayerNorm, per-head fused qkv.
+  XGLM,    ///< "xglm": sinusoidal positions at offset 2, scaled embeddings.
 };
+
+/// The family's "model_type" ("gpt2", "gpt_neox", ...).
+const char *familyName(Family family);
+
+/// rope_scaling of the RoPE families that support it (llama, mistral,
+/// qwen2, gemma), written as transformers writes it:
+/// {"factor": F, "rope_type": "linear"}, dynamic likewise,
+/// {"factor": F, "original_max_position_embeddings": N, "rope_type": "yarn"}
+/// (N, beta_fast, beta_slow and attention_factor only when set) and
+/// {"factor", "high_freq_factor", "low_freq_factor",
+/// "original_max_position_embeddings", "rope_type": "llama3"}.
+struct RopeScaling {
+  enum class Type { None, Linear, Dynamic, Yarn, Llama3 };
+  Type type = Type::None;
+  double factor = 1.0;
+  /// yarn (optional, 0 = omitted) and llama3 (required).
+  int64_t originalMaxPositions = 0;
+  /// llama3.
+  double lowFreqFactor = 0.0, highFreqFactor = 0.0;
+  /// yarn, optional: 0 = omitted (transformers' defaults 32, 1 and
+  /// 0.1 ln(factor) + 1 then apply).
+  double betaFast = 0.0, betaSlow = 0.0, attentionFactor = 0.0;
+};
+
+/// Parses "linear:F", "dynamic:F", "yarn:F[:ORIGINAL_MAX]" with optional
+/// ",beta_fast=X", ",beta_slow=X", ",attention_factor=X", or
+/// "llama3:F:LOW:HIGH:ORIGINAL_MAX". Returns false and sets `error` (one
+/// line) on a malformed text; values are range-checked by validateSpec.
+bool parseRopeScaling(const std::string &text, RopeScaling &out,
+                      std::string &error);
+/// "linear", "dynamic", "yarn", "llama3" ("" for none).
+const char *ropeScalingName(RopeScaling::Type type);
 
 enum class DType { F32, F16, BF16 };
 
@@ -46,23 +91,29 @@ struct ModelSpec {
   int64_t layers = 2;
   int64_t hidden = 64;
   int64_t heads = 4;
-  /// LLaMA key/value heads; must divide heads. 0 = heads. GPT-2: 0 or heads.
+  /// Key/value heads (llama, mistral, qwen2, gemma, phi3); must divide
+  /// heads. 0 = heads. The other families: 0 or heads.
   int64_t kvHeads = 0;
-  /// MLP width. 0 = GPT-2's `n_inner: null` (4 * hidden); LLaMA needs one.
+  /// MLP width. 0 = `n_inner: null` (4 * hidden) for gpt2 and gptj, and
+  /// bloom's fixed 4 * hidden; the other families need one.
   int64_t ffn = 0;
   int64_t vocab = 97;
-  /// GPT-2 n_positions (= n_ctx), LLaMA max_position_embeddings.
+  /// n_positions / max_position_embeddings (bloom, with ALiBi, has none).
   int64_t maxPositions = 64;
-  /// LLaMA only. 0 = hidden / heads, and config.json has no head_dim key.
+  /// llama, qwen2: 0 = hidden / heads, and config.json has no head_dim key.
+  /// mistral, gemma: 0 = hidden / heads, head_dim always written. The other
+  /// families: 0 or hidden / heads.
   int64_t headDim = 0;
-  /// LLaMA rope_theta.
+  /// rope_theta (gpt_neox rotary_emb_base; gptj fixes 10000).
   double ropeTheta = 10000.0;
-  /// GPT-2 layer_norm_epsilon, LLaMA rms_norm_eps.
+  /// layer_norm_epsilon / rms_norm_eps / layer_norm_eps (opt and xglm fix
+  /// nn.LayerNorm's 1e-5).
   double normEps = 1e-5;
-  /// LLaMA tie_word_embeddings (no lm_head.weight when set). Ignored for
-  /// GPT-2, which always ties.
+  /// tie_word_embeddings (no lm_head.weight / embed_out.weight when set).
+  /// Ignored for GPT-2, which always ties.
   bool tieEmbeddings = false;
-  /// GPT-2 activation_function; empty = "gelu_new".
+  /// activation_function (gpt2, gptj, opt, xglm) or hidden_act (gpt_neox);
+  /// empty = the family's default. Gated and bloom MLPs have a fixed one.
   std::string activation;
   /// GPT-2 only: prepended to every tensor name (e.g. "transformer.").
   std::string prefix;
@@ -89,12 +140,47 @@ struct ModelSpec {
   /// (model-00001-of-0000N.safetensors, the plan's tensors split in order
   /// into N runs of nearly equal count) and model.safetensors.index.json.
   int64_t shards = 0;
+  /// mistral sliding_window, qwen2 sliding_window with use_sliding_window
+  /// true. 0 = none (mistral writes null; qwen2 writes use_sliding_window
+  /// false and sliding_window = max positions, as its checkpoints do).
+  int64_t slidingWindow = 0;
+  /// qwen2 max_window_layers: layers with index >= this use the window.
+  /// -1 = the default: 0 with a sliding window (every layer slides), the
+  /// layer count without.
+  int64_t maxWindowLayers = -1;
+  /// llama, mistral, qwen2, gemma rope_scaling.
+  RopeScaling ropeScaling;
+  /// The fraction of each head's dims that rotate: gpt_neox rotary_pct
+  /// (0 = 0.25, always written), phi3 partial_rotary_factor (0 = the key
+  /// is not written, all dims rotate).
+  double rotaryFraction = 0.0;
+  /// gptj rotary_dim, always written. 0 = the head dim.
+  int64_t rotaryDim = 0;
+  /// gpt_neox use_parallel_residual.
+  bool parallelResidual = true;
+  /// opt do_layer_norm_before (false: OPT-350m's post-LN blocks, and no
+  /// decoder final_layer_norm).
+  bool layerNormBefore = true;
+  /// opt word_embed_proj_dim, always written. 0 = hidden; otherwise the
+  /// embeddings and head are this wide, with project_in / project_out.
+  int64_t wordEmbedProjDim = 0;
+  /// xglm scale_embedding (embeddings times sqrt(d_model)).
+  bool scaleEmbedding = true;
+  /// Peaked attention and large biases, so that a missing bias, a wrong
+  /// q/k/v layout or a wrong position offset or pairing flips argmaxes:
+  /// query and key projections (and the q/k parts of fused ones) get std
+  /// 2/sqrt(fan_in) and every bias N(0, 0.5). Off in every preset.
+  bool sharp = false;
   /// Standard deviation of the token embedding (wte / embed_tokens).
   /// With a tied head (every GPT-2, tied LLaMA) and the default 1, the
   /// logit of the input token itself (|e_t|^2 ~ hidden) dominates, so the
   /// argmax of every position is its input token whatever the layers do:
   /// bugs change logit values but not argmaxes, and greedy generation
-  /// repeats the last token. 0.25 makes argmaxes depend on the layers.
+  /// repeats the last token. 0.25 makes argmaxes depend on the layers
+  /// (gemma and xglm, which multiply embeddings by sqrt(hidden): 0.25 /
+  /// sqrt(hidden)). bloom normalizes its embeddings first, so there this is
+  /// the scale of word_embeddings_layernorm (gain S (1 + N(0, 0.1)), bias
+  /// N(0, 0.1 S)) and the embeddings are N(0, 1).
   double embeddingStd = 1.0;
 };
 
@@ -103,9 +189,21 @@ int64_t effectiveKvHeads(const ModelSpec &spec);
 int64_t effectiveFfn(const ModelSpec &spec);
 int64_t effectiveHeadDim(const ModelSpec &spec);
 std::string effectiveActivation(const ModelSpec &spec);
+/// The rotated dims of each head for the RoPE families (head dim, or its
+/// partial part for gpt_neox, gptj and a phi3 partial_rotary_factor); 0
+/// for the others.
+int64_t effectiveRotaryDims(const ModelSpec &spec);
+/// qwen2 max_window_layers after the default.
+int64_t effectiveMaxWindowLayers(const ModelSpec &spec);
+/// opt word_embed_proj_dim after the default (hidden for the others).
+int64_t effectiveWordEmbedProjDim(const ModelSpec &spec);
+/// Whether the family's config class ties by default (a tied model of such
+/// a family has no tie_word_embeddings key, as save_pretrained writes it).
+bool familyTiesByDefault(Family family);
 
 /// The presets: tiny-gpt2, tiny-llama, tiny-llama-tied, gpt2-small,
-/// llama-15m, llama-110m.
+/// llama-15m, llama-110m, then tiny-<model_type> (and variants) of every
+/// other family.
 std::vector<std::string> presetNames();
 /// Sets `spec` to the named preset (seed and options at their defaults).
 /// Returns false for an unknown name.
@@ -132,6 +230,14 @@ struct TensorDesc {
   TensorInit init = TensorInit::Normal;
   double mean = 0.0;
   double stddev = 1.0;
+  /// When non-empty, the std of each row (lineAxis 0, first dim) or column
+  /// (lineAxis 1, last dim) instead of `stddev`: --sharp's larger q/k parts
+  /// of fused projections.
+  std::vector<double> lineStd;
+  int lineAxis = 0;
+  /// A bias: an element that would be stored as exactly zero in the file's
+  /// dtype is replaced by +-2^-14, so that a dropped bias always shows.
+  bool nonZero = false;
   /// Elements overwritten after generation (ModelSpec::poison): flat index
   /// and value.
   std::vector<std::pair<int64_t, float>> overrides;

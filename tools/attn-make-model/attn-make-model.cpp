@@ -28,24 +28,46 @@ const char *kUsage =
     "Writes DIR/config.json and DIR/model.safetensors (or shards) with\n"
     "deterministic random weights in the layout of a Hugging Face checkpoint.\n"
     "\n"
-    "presets: tiny-gpt2, tiny-llama, tiny-llama-tied, gpt2-small, llama-110m\n"
+    "presets (--list-presets): tiny-gpt2, tiny-llama, tiny-llama-tied,\n"
+    "  gpt2-small, llama-15m, llama-110m, tiny-mistral, tiny-mistral-mqa,\n"
+    "  tiny-qwen2, tiny-qwen2-swa, tiny-gemma, tiny-gemma-mqa, tiny-phi3,\n"
+    "  tiny-phi3-partial, tiny-gpt_neox, tiny-gpt_neox-sequential, tiny-gptj,\n"
+    "  tiny-opt, tiny-opt-postln, tiny-bloom, tiny-xglm\n"
     "\n"
-    "dimensions (override the preset):\n"
+    "dimensions (override the preset; an option the family has no setting\n"
+    "for is an error):\n"
     "  --layers N  --hidden D  --heads H  --kv-heads G  --ffn F  --vocab V\n"
-    "  --max-positions P  --head-dim HD (llama)  --rope-theta T (llama)\n"
-    "  --norm-eps E  --activation NAME (gpt2: gelu_new, gelu_pytorch_tanh, "
-    "gelu)\n"
+    "  --max-positions P  --head-dim HD  --rope-theta T  --norm-eps E\n"
+    "  --activation NAME   gpt2, gpt_neox, gptj, opt, xglm: gelu, gelu_new,\n"
+    "                      gelu_pytorch_tanh (gpt2 also), relu (not gpt2)\n"
     "  --embedding-std S   token embedding std (default 1; 0.25 lets tied\n"
     "                      models' argmaxes depend on the layers)\n"
-    "  --tie-embeddings / --no-tie-embeddings (llama)\n"
+    "  --tie-embeddings / --no-tie-embeddings (alias --tie / --no-tie)\n"
+    "family settings:\n"
+    "  --rope-scaling S    llama, mistral, qwen2, gemma: linear:F, dynamic:F,\n"
+    "                      yarn:F[:ORIGINAL_MAX][,beta_fast=X][,beta_slow=X]\n"
+    "                      [,attention_factor=X], llama3:F:LOW:HIGH:ORIGINAL_MAX\n"
+    "  --sliding-window N  mistral, qwen2 (qwen2: use_sliding_window true);\n"
+    "                      0 = none\n"
+    "  --max-window-layers N  qwen2: layers >= N use the window (default 0)\n"
+    "  --partial-rotary-factor F  phi3    --rotary-pct F  gpt_neox\n"
+    "  --rotary-dim N      gptj\n"
+    "  --parallel-residual / --no-parallel-residual  gpt_neox\n"
+    "  --layer-norm-before / --no-layer-norm-before  opt (do_layer_norm_before)\n"
+    "  --word-embed-proj-dim N  opt (project_in / project_out)\n"
+    "  --scale-embedding / --no-scale-embedding  xglm\n"
+    "weights:\n"
+    "  --sharp             peaked attention (q/k std 2/sqrt(fan_in)) and\n"
+    "                      biases N(0, 0.5), so that layout bugs flip argmaxes\n"
+    "  --dtype F32|F16|BF16  --seed S\n"
     "file variants:\n"
     "  --prefix P          prepend P to every name (gpt2, e.g. transformer.)\n"
     "  --extra-buffers     add the non-weight buffers real checkpoints carry\n"
+    "                      (gpt2, llama)\n"
     "  --extra-tensor NAME add an unknown tensor (repeatable)\n"
     "  --omit-tensor NAME  leave a tensor out (repeatable)\n"
     "  --poison NAME:I:V   set element I (flat) of a tensor to V: nan, inf,\n"
     "                      -inf or a number (repeatable)\n"
-    "  --dtype F32|F16|BF16  --seed S\n"
     "  --shards N          N shard files and model.safetensors.index.json\n"
     "                      (Hugging Face naming) instead of model.safetensors\n"
     "other: --list-presets, --quiet, --help\n";
@@ -55,14 +77,15 @@ const char *kUsage =
   std::exit(1);
 }
 
-int64_t parseInt(const std::string &flag, const std::string &text) {
+int64_t parseInt(const std::string &flag, const std::string &text,
+                 int64_t min = 1) {
   errno = 0;
   char *end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno == ERANGE)
     fail(flag + " expects an integer, got '" + text + "'");
-  if (v < 1)
-    fail(flag + " must be at least 1, got " + text);
+  if (v < min)
+    fail(flag + " must be at least " + std::to_string(min) + ", got " + text);
   return v;
 }
 
@@ -122,18 +145,40 @@ ModelSpec::Poison parsePoison(const std::string &text) {
   return poison;
 }
 
+/// "llama, mistral and qwen2" for messages.
+std::string familyList(const std::vector<Family> &families) {
+  std::string out;
+  for (size_t i = 0; i < families.size(); ++i) {
+    if (i > 0)
+      out += i + 1 == families.size() ? " and " : ", ";
+    out += familyName(families[i]);
+  }
+  return out;
+}
+
+bool contains(const std::vector<Family> &families, Family f) {
+  for (Family g : families)
+    if (g == f)
+      return true;
+  return false;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   std::optional<std::string> preset, out, activation, prefix;
   std::optional<int64_t> layers, hidden, heads, kvHeads, ffn, vocab,
-      maxPositions, headDim;
-  std::optional<double> ropeTheta, normEps, embeddingStd;
-  std::optional<bool> tie;
+      maxPositions, headDim, slidingWindow, maxWindowLayers, rotaryDim,
+      wordEmbedProjDim;
+  std::optional<double> ropeTheta, normEps, embeddingStd, partialRotary,
+      rotaryPct;
+  std::optional<bool> tie, parallelResidual, layerNormBefore, scaleEmbedding;
+  std::string tieFlag;
+  std::optional<RopeScaling> ropeScaling;
   std::optional<DType> dtype;
   std::optional<uint64_t> seed;
   std::optional<int64_t> shards;
-  bool extraBuffers = false, quiet = false;
+  bool extraBuffers = false, quiet = false, sharp = false;
   std::vector<std::string> extraTensors, omitTensors;
   std::vector<ModelSpec::Poison> poison;
 
@@ -200,12 +245,51 @@ int main(int argc, char **argv) {
       embeddingStd = parsePositiveDouble(flag, takeValue());
     } else if (flag == "--activation") {
       activation = takeValue();
-    } else if (flag == "--tie-embeddings") {
+    } else if (flag == "--tie-embeddings" || flag == "--tie") {
       noValue();
-      tie = true;
-    } else if (flag == "--no-tie-embeddings") {
+      tie = true, tieFlag = flag;
+    } else if (flag == "--no-tie-embeddings" || flag == "--no-tie") {
       noValue();
-      tie = false;
+      tie = false, tieFlag = flag;
+    } else if (flag == "--rope-scaling") {
+      RopeScaling parsed;
+      std::string error;
+      if (!parseRopeScaling(takeValue(), parsed, error))
+        fail("--rope-scaling: " + error);
+      ropeScaling = parsed;
+    } else if (flag == "--sliding-window") {
+      slidingWindow = parseInt(flag, takeValue(), 0);
+    } else if (flag == "--max-window-layers") {
+      maxWindowLayers = parseInt(flag, takeValue(), 0);
+    } else if (flag == "--partial-rotary-factor") {
+      partialRotary = parsePositiveDouble(flag, takeValue());
+    } else if (flag == "--rotary-pct") {
+      rotaryPct = parsePositiveDouble(flag, takeValue());
+    } else if (flag == "--rotary-dim") {
+      rotaryDim = parseInt(flag, takeValue());
+    } else if (flag == "--parallel-residual") {
+      noValue();
+      parallelResidual = true;
+    } else if (flag == "--no-parallel-residual") {
+      noValue();
+      parallelResidual = false;
+    } else if (flag == "--layer-norm-before") {
+      noValue();
+      layerNormBefore = true;
+    } else if (flag == "--no-layer-norm-before") {
+      noValue();
+      layerNormBefore = false;
+    } else if (flag == "--word-embed-proj-dim") {
+      wordEmbedProjDim = parseInt(flag, takeValue());
+    } else if (flag == "--scale-embedding") {
+      noValue();
+      scaleEmbedding = true;
+    } else if (flag == "--no-scale-embedding") {
+      noValue();
+      scaleEmbedding = false;
+    } else if (flag == "--sharp") {
+      noValue();
+      sharp = true;
     } else if (flag == "--prefix") {
       prefix = takeValue();
     } else if (flag == "--extra-buffers") {
@@ -246,19 +330,67 @@ int main(int argc, char **argv) {
   ModelSpec spec;
   if (!presetSpec(*preset, spec))
     fail("unknown preset '" + *preset + "' (one of: " + presetList + ")");
-  bool llama = spec.family == Family::Llama;
+  const Family family = spec.family;
+  const std::string familyText = familyName(family);
+
   // Flags that have no meaning for the family are errors, not silently
   // ignored: a test that asked for them would otherwise test nothing.
-  if (!llama && ropeTheta)
-    fail("--rope-theta applies only to llama models");
-  if (!llama && headDim)
-    fail("--head-dim applies only to llama models");
-  if (!llama && tie && !*tie)
-    fail("--no-tie-embeddings: gpt2 always ties its embeddings");
-  if (llama && activation && *activation != "silu")
-    fail("--activation: llama models use silu");
-  if (llama && prefix && !prefix->empty())
-    fail("--prefix applies only to gpt2 models");
+  using F = Family;
+  const std::vector<Family> gqa = {F::Llama, F::Mistral, F::Qwen2, F::Gemma,
+                                   F::Phi3};
+  const std::vector<Family> llamaLike = {F::Llama, F::Mistral, F::Qwen2,
+                                         F::Gemma};
+  auto only = [&](bool given, const std::string &flag,
+                  const std::vector<Family> &families) {
+    if (given && !contains(families, family))
+      fail(flag + " applies only to " + familyList(families) + " models");
+  };
+  auto notFor = [&](bool given, const std::string &flag, Family f,
+                    const std::string &why) {
+    if (given && family == f)
+      fail(flag + ": " + why);
+  };
+  only(prefix && !prefix->empty(), "--prefix", {F::GPT2});
+  only(extraBuffers, "--extra-buffers", {F::GPT2, F::Llama});
+  only(kvHeads.has_value(), "--kv-heads", gqa);
+  only(headDim.has_value(), "--head-dim", llamaLike);
+  only(ropeTheta.has_value(), "--rope-theta",
+       {F::Llama, F::Mistral, F::Qwen2, F::Gemma, F::Phi3, F::GPTNeoX});
+  only(ropeScaling.has_value(), "--rope-scaling", llamaLike);
+  only(slidingWindow.has_value(), "--sliding-window", {F::Mistral, F::Qwen2});
+  only(maxWindowLayers.has_value(), "--max-window-layers", {F::Qwen2});
+  only(partialRotary.has_value(), "--partial-rotary-factor", {F::Phi3});
+  only(rotaryPct.has_value(), "--rotary-pct", {F::GPTNeoX});
+  only(rotaryDim.has_value(), "--rotary-dim", {F::GPTJ});
+  only(parallelResidual.has_value(),
+       parallelResidual.value_or(true) ? "--parallel-residual" : "--no-parallel-residual",
+       {F::GPTNeoX});
+  only(layerNormBefore.has_value(),
+       layerNormBefore.value_or(true) ? "--layer-norm-before" : "--no-layer-norm-before",
+       {F::OPT});
+  only(wordEmbedProjDim.has_value(), "--word-embed-proj-dim", {F::OPT});
+  only(scaleEmbedding.has_value(),
+       scaleEmbedding.value_or(true) ? "--scale-embedding" : "--no-scale-embedding",
+       {F::XGLM});
+  only(normEps.has_value(), "--norm-eps",
+       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Gemma, F::Phi3,
+        F::GPTNeoX, F::GPTJ, F::Bloom});
+  only(maxPositions.has_value(), "--max-positions",
+       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Gemma, F::Phi3,
+        F::GPTNeoX, F::GPTJ, F::OPT, F::XGLM});
+  notFor(ffn.has_value(), "--ffn", F::Bloom,
+         "bloom has no ffn setting (its MLP is 4 * hidden wide)");
+  notFor(tie && !*tie, tieFlag, F::GPT2,
+         "gpt2 always ties its embeddings");
+  if (activation) {
+    if (contains(gqa, family)) {
+      std::string fixed = family == F::Gemma ? "gelu_pytorch_tanh" : "silu";
+      if (*activation != fixed)
+        fail("--activation: " + familyText + " models use " + fixed);
+    }
+    notFor(true, "--activation", F::Bloom,
+           "bloom has no activation setting (its MLP uses the tanh GELU)");
+  }
 
   if (layers)
     spec.layers = *layers;
@@ -284,8 +416,29 @@ int main(int argc, char **argv) {
     spec.embeddingStd = *embeddingStd;
   if (activation)
     spec.activation = *activation;
-  if (tie && llama)
+  if (tie && family != F::GPT2)
     spec.tieEmbeddings = *tie;
+  if (ropeScaling)
+    spec.ropeScaling = *ropeScaling;
+  if (slidingWindow)
+    spec.slidingWindow = *slidingWindow;
+  if (maxWindowLayers)
+    spec.maxWindowLayers = *maxWindowLayers;
+  if (partialRotary)
+    spec.rotaryFraction = *partialRotary;
+  if (rotaryPct)
+    spec.rotaryFraction = *rotaryPct;
+  if (rotaryDim)
+    spec.rotaryDim = *rotaryDim;
+  if (parallelResidual)
+    spec.parallelResidual = *parallelResidual;
+  if (layerNormBefore)
+    spec.layerNormBefore = *layerNormBefore;
+  if (wordEmbedProjDim)
+    spec.wordEmbedProjDim = *wordEmbedProjDim;
+  if (scaleEmbedding)
+    spec.scaleEmbedding = *scaleEmbedding;
+  spec.sharp = sharp;
   if (prefix)
     spec.prefix = *prefix;
   if (dtype)
@@ -310,11 +463,13 @@ int main(int argc, char **argv) {
     int64_t elements = 0;
     for (const TensorDesc &t : tensors)
       elements += numElements(t);
-    std::cout << "wrote " << *out << ": " << *preset << ", "
-              << (llama ? "llama" : "gpt2") << ", " << spec.layers
-              << " layers, hidden " << spec.hidden << ", " << tensors.size()
-              << " tensors, " << elements << " elements, "
-              << dtypeName(spec.dtype) << ", seed " << spec.seed;
+    std::cout << "wrote " << *out << ": " << *preset << ", " << familyText
+              << ", " << spec.layers << " layers, hidden " << spec.hidden
+              << ", " << tensors.size() << " tensors, " << elements
+              << " elements, " << dtypeName(spec.dtype) << ", seed "
+              << spec.seed;
+    if (spec.sharp)
+      std::cout << ", sharp";
     if (spec.shards > 0)
       std::cout << ", " << spec.shards << " shards";
     std::cout << "\n";

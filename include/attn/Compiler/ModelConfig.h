@@ -103,14 +103,19 @@ llvm::SmallVector<double> ropeInverseFrequencies(const PositionSpec &positions,
 /// What cos and sin are multiplied by: yarn's attention factor, else 1.
 double ropeAttentionFactor(const RopeScaling &scaling);
 
-enum class MlpKind { Gelu, Relu, SwiGlu };
+/// down(act(up(x))) for Gelu and Relu; down(act(gate(x)) * up(x)) for the
+/// gated SwiGlu (silu) and GeGlu (gelu, Gemma).
+enum class MlpKind { Gelu, Relu, SwiGlu, GeGlu };
 
 struct MlpSpec {
   MlpKind kind = MlpKind::SwiGlu;
+  /// The GELU form of Gelu and GeGlu.
   GeluApproximation gelu = GeluApproximation::Tanh;
   bool bias = false;
-  /// SwiGLU's gate and up as one weight, rows gate | up (Phi-3).
+  /// The gate and up projections as one weight, rows gate | up (Phi-3).
   bool fusedGateUp = false;
+  /// Whether there is a gate projection.
+  bool gated() const { return kind == MlpKind::SwiGlu || kind == MlpKind::GeGlu; }
 };
 
 /// Where q, k and v come from in the checkpoint.
@@ -192,8 +197,10 @@ struct ModelConfig {
   AttentionSpec attention;
   MlpSpec mlp;
   BlockSpec block;
-  /// A LayerNorm (the model's norm kind) right after the token embedding.
+  /// A norm (the model's kind) right after the token embedding.
   bool embeddingNorm = false;
+  /// Multiplies the token embeddings (Gemma: sqrt(hidden_size)); 1 = none.
+  double embeddingScale = 1.0;
   /// A bias on the output projection (GPT-J's lm_head).
   bool headBias = false;
   /// Checkpoint projections are nn.Linear [out, in] (else Conv1D [in, out]).

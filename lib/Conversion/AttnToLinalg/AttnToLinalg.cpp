@@ -65,6 +65,25 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
 
     MLIRContext *ctx = rewriter.getContext();
     AffineMap rowMap = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+    FloatAttr scale = op.getScaleAttr();
+    // Row `row`, column `col` of the table, times the scale.
+    auto element = [&](OpBuilder &b, Location l, Value row, Value col) -> Value {
+      Value value;
+      if (!packedBlock) {
+        value = tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+      } else {
+        // Row v of a packed [blocks, dim, NR] table is [v / NR, :, v % NR].
+        Value block = arith::ConstantIndexOp::create(b, l, packedBlock);
+        Value blockIndex = arith::DivUIOp::create(b, l, row, block);
+        Value lane = arith::RemUIOp::create(b, l, row, block);
+        value = tensor::ExtractOp::create(b, l, table,
+                                          ValueRange{blockIndex, col, lane});
+      }
+      if (scale)
+        value = arith::MulFOp::create(
+            b, l, value, floatConstant(b, l, scale.getValueAsDouble()));
+      return value;
+    };
     Value gathered = buildGeneric(
         rewriter, loc, ids, {rowMap}, init, rewriter.getMultiDimIdentityMap(2),
         iteratorTypes(2), [&](OpBuilder &b, Location l, ValueRange args) {
@@ -72,17 +91,7 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
           Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
           row = arith::MaxSIOp::create(b, l, row, zero);
           row = arith::MinSIOp::create(b, l, row, lastRow);
-          Value col = linalg::IndexOp::create(b, l, 1);
-          if (!packedBlock)
-            return tensor::ExtractOp::create(b, l, table, ValueRange{row, col})
-                .getResult();
-          // Row v of a packed [blocks, dim, NR] table is [v / NR, :, v % NR].
-          Value block = arith::ConstantIndexOp::create(b, l, packedBlock);
-          Value blockIndex = arith::DivUIOp::create(b, l, row, block);
-          Value lane = arith::RemUIOp::create(b, l, row, block);
-          return tensor::ExtractOp::create(b, l, table,
-                                           ValueRange{blockIndex, col, lane})
-              .getResult();
+          return element(b, l, row, linalg::IndexOp::create(b, l, 1));
         });
     rewriter.replaceOp(op, castIfNeeded(rewriter, loc, gathered, resultType));
     return success();
@@ -249,13 +258,18 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
                                  op.getEpsilon().convertToDouble());
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
     Value init = emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, x));
+    FloatAttr gainOffset = op.getGainOffsetAttr();
     Value result = buildGeneric(
         rewriter, loc, {x, rinv, adaptor.getGamma()},
         {identity, dropInnermostMap(ctx, rank), innermostMap(ctx, rank)}, init,
         identity, iteratorTypes(rank),
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value normed = arith::MulFOp::create(b, l, args[0], args[1]);
-          return arith::MulFOp::create(b, l, normed, args[2]).getResult();
+          Value gain = args[2];
+          if (gainOffset)
+            gain = arith::AddFOp::create(
+                b, l, gain, floatConstant(b, l, gainOffset.getValueAsDouble()));
+          return arith::MulFOp::create(b, l, normed, gain).getResult();
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -305,13 +319,12 @@ static Value residualAddScalar(ResidualAddOp, OpBuilder &b, Location loc,
   return arith::AddFOp::create(b, loc, args[0], args[1]);
 }
 
-static Value geluScalar(GeluOp op, OpBuilder &b, Location loc,
-                        ValueRange args) {
-  Value x = args[0];
+static Value gelu(OpBuilder &b, Location loc, Value x,
+                  GeluApproximation approximation) {
   Value half = floatConstant(b, loc, 0.5);
   Value one = floatConstant(b, loc, 1.0);
   Value inner;
-  if (op.getApproximation() == GeluApproximation::Erf) {
+  if (approximation == GeluApproximation::Erf) {
     // 0.5 x (1 + erf(x / sqrt(2)))
     Value scaled = arith::MulFOp::create(b, loc, x,
                                          floatConstant(b, loc, M_SQRT1_2));
@@ -329,6 +342,21 @@ static Value geluScalar(GeluOp op, OpBuilder &b, Location loc,
   Value halfX = arith::MulFOp::create(b, loc, half, x);
   return arith::MulFOp::create(b, loc, halfX,
                                arith::AddFOp::create(b, loc, one, inner));
+}
+
+static Value geluScalar(GeluOp op, OpBuilder &b, Location loc,
+                        ValueRange args) {
+  return gelu(b, loc, args[0], op.getApproximation());
+}
+
+static Value gegluScalar(GegluOp op, OpBuilder &b, Location loc,
+                         ValueRange args) {
+  return arith::MulFOp::create(b, loc, gelu(b, loc, args[0], op.getApproximation()),
+                               args[1]);
+}
+
+static Value reluScalar(ReluOp, OpBuilder &b, Location loc, ValueRange args) {
+  return arith::MaximumFOp::create(b, loc, args[0], floatConstant(b, loc, 0.0));
 }
 
 static Value siluScalar(SiluOp, OpBuilder &b, Location loc, ValueRange args) {
@@ -732,5 +760,7 @@ void mlir::attn::populateAttnToLinalgPatterns(
   patterns.add<ElementwiseLowering<GeluOp>>(ctx, geluScalar);
   patterns.add<ElementwiseLowering<SiluOp>>(ctx, siluScalar);
   patterns.add<ElementwiseLowering<SwigluOp>>(ctx, swigluScalar);
+  patterns.add<ElementwiseLowering<GegluOp>>(ctx, gegluScalar);
+  patterns.add<ElementwiseLowering<ReluOp>>(ctx, reluScalar);
   populateAttentionToLinalgPatterns(patterns, options);
 }

@@ -18,6 +18,20 @@ func.func @embedding(%table: tensor<100x8xf32>, %ids: tensor<?xi32>) -> tensor<?
 
 // -----
 
+// A scaled embedding multiplies the gathered element.
+// CHECK-LABEL: func.func @embedding_scaled
+// CHECK: linalg.generic
+// CHECK:   %[[E:.*]] = tensor.extract
+// CHECK:   %[[S:.*]] = arith.constant 4.800000e+01 : f32
+// CHECK:   %[[V:.*]] = arith.mulf %[[E]], %[[S]] : f32
+// CHECK:   linalg.yield %[[V]]
+func.func @embedding_scaled(%table: tensor<100x8xf32>, %ids: tensor<?xi32>) -> tensor<?x8xf32> {
+  %0 = attn.embedding %table[%ids] scale(48.0) : tensor<100x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
 // nn.Linear [out, in]: the weight is read transposed through its map, and
 // the bias is broadcast into the accumulator.
 // CHECK-DAG: #[[$LHS:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
@@ -90,6 +104,21 @@ func.func @layer_norm(%x: tensor<?x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>)
 // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[$ROW]], #[[$FEATURE]], #{{.*}}]
 func.func @rms_norm(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
   %0 = attn.rms_norm %x, %g epsilon(1.0e-06) : tensor<?x8xf32>, tensor<8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// Gemma's (1 + w): the offset joins the gain before it multiplies.
+// CHECK-LABEL: func.func @rms_norm_gain_offset
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK: ^bb0(%[[X:.*]]: f32, %[[R:.*]]: f32, %[[W:.*]]: f32, %{{.*}}: f32):
+// CHECK:   %[[N:.*]] = arith.mulf %[[X]], %[[R]] : f32
+// CHECK:   %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK:   %[[G:.*]] = arith.addf %[[W]], %[[ONE]] : f32
+// CHECK:   arith.mulf %[[N]], %[[G]] : f32
+func.func @rms_norm_gain_offset(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.rms_norm %x, %g epsilon(1.0e-06) gain_offset(1.0) : tensor<?x8xf32>, tensor<8xf32>
   return %0 : tensor<?x8xf32>
 }
 
@@ -271,6 +300,35 @@ func.func @gelu_erf(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 // CHECK:   arith.mulf
 func.func @swiglu(%g: tensor<?x8xf32>, %u: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %0 = attn.swiglu %g, %u : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// gelu(gate) * up, the erf form.
+// CHECK-LABEL: func.func @geglu
+// CHECK: linalg.generic
+// CHECK: ^bb0(%{{.*}}: f32, %[[UP:.*]]: f32, %{{.*}}: f32):
+// CHECK:   math.erf
+// CHECK:   %[[HALF:.*]] = arith.mulf
+// CHECK:   arith.addf
+// CHECK:   %[[GELU:.*]] = arith.mulf %[[HALF]]
+// CHECK:   %[[OUT:.*]] = arith.mulf %[[GELU]], %[[UP]] : f32
+// CHECK:   linalg.yield %[[OUT]]
+func.func @geglu(%g: tensor<?x8xf32>, %u: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.geglu %g, %u erf : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// max(x, 0), NaN propagating.
+// CHECK-LABEL: func.func @relu
+// CHECK: linalg.generic
+// CHECK:   %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:   arith.maximumf %{{.*}}, %[[ZERO]] : f32
+func.func @relu(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.relu %x : tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
 

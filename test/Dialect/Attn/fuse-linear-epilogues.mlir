@@ -55,6 +55,28 @@ func.func @activations(%x: tensor<4x64xf32>, %w: tensor<2x64x32xf32>) -> (tensor
 
 // -----
 
+// Gemma's GeGLU MLP fuses as SwiGLU does; OPT's ReLU is an epilogue.
+// CHECK-LABEL: func.func @geglu_and_relu
+// CHECK: %[[H:.*]] = attn.gemm geglu_tanh ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<6x64x32xf32>, tensor<6x64x32xf32>) outs
+// CHECK: attn.gemm geglu_erf ins
+// CHECK: attn.gemm relu ins(%{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<6x64x32xf32>) bias(%{{.*}} : tensor<172xf32>) outs
+// CHECK-NOT: attn.geglu
+// CHECK-NOT: attn.relu
+func.func @geglu_and_relu(%x: tensor<?x64xf32>, %wg: tensor<6x64x32xf32>, %wu: tensor<6x64x32xf32>,
+                          %b: tensor<172xf32>) -> (tensor<?x172xf32>, tensor<?x172xf32>, tensor<?x172xf32>) {
+  %g = attn.linear %x, %wg layout(packed) : tensor<?x64xf32>, tensor<6x64x32xf32> -> tensor<?x172xf32>
+  %u = attn.linear %x, %wu layout(packed) : tensor<?x64xf32>, tensor<6x64x32xf32> -> tensor<?x172xf32>
+  %h = attn.geglu %g, %u tanh : tensor<?x172xf32>
+  %g2 = attn.linear %x, %wg layout(packed) : tensor<?x64xf32>, tensor<6x64x32xf32> -> tensor<?x172xf32>
+  %u2 = attn.linear %x, %wu layout(packed) : tensor<?x64xf32>, tensor<6x64x32xf32> -> tensor<?x172xf32>
+  %h2 = attn.geglu %g2, %u2 erf : tensor<?x172xf32>
+  %a = attn.linear %x, %wg, %b layout(packed) : tensor<?x64xf32>, tensor<6x64x32xf32>, tensor<172xf32> -> tensor<?x172xf32>
+  %r = attn.relu %a : tensor<?x172xf32>
+  return %h, %h2, %r : tensor<?x172xf32>, tensor<?x172xf32>, tensor<?x172xf32>
+}
+
+// -----
+
 // Left alone: a projection whose value has a second use (it must be stored
 // anyway), an unpacked weight, and gate/up projections of different inputs.
 // CHECK-LABEL: func.func @not_fused

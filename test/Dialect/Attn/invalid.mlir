@@ -630,3 +630,35 @@ func.func @softmax_unranked(%x: tensor<*xf32>) -> tensor<*xf32> {
   %0 = "attn.softmax"(%x) : (tensor<*xf32>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
+
+// -----
+
+func.func @embedding_scale_nan(%table: tensor<100x8xf32>, %ids: tensor<3xi32>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{'attn.embedding' op scale must be finite, got NaN}}
+  %0 = attn.embedding %table[%ids] scale(0x7FC00000) : tensor<100x8xf32>, tensor<3xi32> -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
+func.func @rms_norm_gain_offset_infinite(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'attn.rms_norm' op gain_offset must be finite, got +Inf}}
+  %0 = attn.rms_norm %x, %g epsilon(1.0e-06) gain_offset(0x7F800000) : tensor<?x8xf32>, tensor<8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @geglu_mismatched_operands(%g: tensor<4x8xf32>, %u: tensor<4x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'attn.geglu' op failed to verify that all of {gate, up, result} have same type}}
+  %0 = "attn.geglu"(%g, %u) <{approximation = 0 : i32}> : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @relu_integer(%x: tensor<4x8xi32>) -> tensor<4x8xi32> {
+  // expected-error @+1 {{'attn.relu' op operand #0 must be ranked tensor of 32-bit float values, but got 'tensor<4x8xi32>'}}
+  %0 = attn.relu %x : tensor<4x8xi32>
+  return %0 : tensor<4x8xi32>
+}

@@ -33,7 +33,7 @@ func.func @gemm_rows(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tenso
 // -----
 
 func.func @gemm_swiglu_without_up(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
-  // expected-error @+1 {{takes a second weight if and only if its epilogue is swiglu}}
+  // expected-error @+1 {{takes a second weight if and only if its epilogue is gated (swiglu, geglu_tanh, geglu_erf)}}
   %0 = attn.gemm swiglu ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
   return %0 : tensor<4x80xf32>
 }
@@ -124,4 +124,20 @@ func.func @packed_linear_blocks(%x: tensor<?x64xf32>, %w: tensor<2x64x32xf32>) -
   // expected-error @+1 {{80 output features in blocks of 32 need 3 blocks, but the packed weight has 2}}
   %0 = attn.linear %x, %w layout(packed) : tensor<?x64xf32>, tensor<2x64x32xf32> -> tensor<?x80xf32>
   return %0 : tensor<?x80xf32>
+}
+
+// -----
+
+func.func @gemm_relu_with_second_weight(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{takes a second weight if and only if its epilogue is gated}}
+  %0 = attn.gemm relu ins(%x, %w, %w : tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_geglu_without_up(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{takes a second weight if and only if its epilogue is gated}}
+  %0 = attn.gemm geglu_erf ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
 }

@@ -17,6 +17,15 @@ func.func @embedding_dynamic_seq(%table: tensor<100x8xf32>, %ids: tensor<?xi32>)
 
 // -----
 
+// CHECK-LABEL: func.func @embedding_scaled
+// CHECK: attn.embedding %{{.*}}[%{{.*}}] scale(4.800000e+01) : tensor<100x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+func.func @embedding_scaled(%table: tensor<100x8xf32>, %ids: tensor<?xi32>) -> tensor<?x8xf32> {
+  %0 = attn.embedding %table[%ids] scale(48.0) : tensor<100x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @embedding_i64_static
 // CHECK: attn.embedding %{{.*}}[%{{.*}}] : tensor<100x8xf32>, tensor<3xi64> -> tensor<3x8xf32>
 func.func @embedding_i64_static(%table: tensor<100x8xf32>, %ids: tensor<3xi64>) -> tensor<3x8xf32> {
@@ -66,6 +75,15 @@ func.func @layer_norm_rank3(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %b: tensor
 // CHECK: attn.rms_norm %{{.*}}, %{{.*}} epsilon(9.99999997E-7) : tensor<?x8xf32>, tensor<8xf32>
 func.func @rms_norm(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
   %0 = attn.rms_norm %x, %g epsilon(1.0e-06) : tensor<?x8xf32>, tensor<8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rms_norm_gain_offset
+// CHECK: attn.rms_norm %{{.*}}, %{{.*}} epsilon(9.99999997E-7) gain_offset(1.000000e+00) : tensor<?x8xf32>, tensor<8xf32>
+func.func @rms_norm_gain_offset(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.rms_norm %x, %g epsilon(1.0e-06) gain_offset(1.0) : tensor<?x8xf32>, tensor<8xf32>
   return %0 : tensor<?x8xf32>
 }
 
@@ -197,11 +215,17 @@ func.func @kv_cache(%new: tensor<?x8xf32>, %cache: tensor<16x8xf32>, %pos: index
 // CHECK: attn.silu %{{.*}} : tensor<?x8xf32>
 // CHECK: attn.swiglu %{{.*}}, %{{.*}} : tensor<?x8xf32>
 // CHECK: attn.softmax %{{.*}} : tensor<?x8xf32>
+// CHECK: attn.relu %{{.*}} : tensor<?x8xf32>
+// CHECK: attn.geglu %{{.*}}, %{{.*}} tanh : tensor<?x8xf32>
+// CHECK: attn.geglu %{{.*}}, %{{.*}} erf : tensor<?x8xf32>
 func.func @activations(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %0 = attn.gelu %x tanh : tensor<?x8xf32>
   %1 = attn.gelu %0 erf : tensor<?x8xf32>
   %2 = attn.silu %1 : tensor<?x8xf32>
   %3 = attn.swiglu %2, %y : tensor<?x8xf32>
   %4 = attn.softmax %3 : tensor<?x8xf32>
-  return %4 : tensor<?x8xf32>
+  %5 = attn.relu %4 : tensor<?x8xf32>
+  %6 = attn.geglu %5, %y tanh : tensor<?x8xf32>
+  %7 = attn.geglu %6, %y erf : tensor<?x8xf32>
+  return %7 : tensor<?x8xf32>
 }

@@ -85,6 +85,29 @@ TEST(Embedding, GathersRowsAndClampsBadIds) {
   }
 }
 
+// Gemma and XGLM scale token embeddings by sqrt(width), in f32.
+TEST(Embedding, ScaleMultipliesTheRows) {
+  const int64_t vocab = 50, dim = 48;
+  const float scale = std::sqrt(48.0f);
+  auto module = compileOrDie(llvm::formatv(R"mlir(
+    func.func @embed(%table: tensor<{0}x{1}xf32>, %ids: tensor<?xi32>) -> tensor<?x{1}xf32> {
+      %0 = attn.embedding %table[%ids] scale({2:e}) : tensor<{0}x{1}xf32>, tensor<?xi32> -> tensor<?x{1}xf32>
+      return %0 : tensor<?x{1}xf32>
+    })mlir", vocab, dim, static_cast<double>(scale)).str());
+  ASSERT_TRUE(module);
+  std::vector<float> table = random(vocab * dim, 1.0f, 2);
+  std::vector<int32_t> ids = {3, 49, 0, 17, 3};
+  Buffer2D tableBuf(table, {vocab, dim});
+  Buffer<int32_t, 1> idBuf(ids, {5});
+  Buffer2D out(std::vector<float>(5 * dim), {5, dim});
+  ASSERT_TRUE(module->call("embed", tableBuf.memref(), idBuf.memref(), out.memref()));
+  std::vector<float> expected =
+      ref::embedding(table, vocab, dim, std::vector<int64_t>(ids.begin(), ids.end()));
+  for (float &value : expected)
+    value *= scale;
+  EXPECT_EQ(ref::maxAbsError(out.values(), expected), 0.0);
+}
+
 struct LinearCase {
   int64_t in, out;
   bool outIn, bias;
@@ -148,14 +171,37 @@ struct PackedCase {
   int64_t in, out, blockSize;
   bool bias;
   /// What consumes the projection: "residual", "silu", "gelu_tanh",
-  /// "gelu_erf" or "swiglu" (a second projection gates the first).
+  /// "gelu_erf", "relu", or "swiglu" / "geglu_tanh" / "geglu_erf" (a second
+  /// projection gated by the first).
   const char *consumer;
+
+  bool gated() const {
+    return llvm::StringRef(consumer) == "swiglu" ||
+           llvm::StringRef(consumer).starts_with("geglu");
+  }
 };
 
 const std::vector<PackedCase> kPackedCases = {
-    {64, 80, 32, true, "silu"},       {768, 96, 32, false, "residual"},
-    {37, 2304, 32, true, "residual"}, {128, 48, 16, false, "gelu_tanh"},
-    {64, 100, 32, true, "gelu_erf"},  {96, 172, 32, false, "swiglu"}};
+    {64, 80, 32, true, "silu"},        {768, 96, 32, false, "residual"},
+    {37, 2304, 32, true, "residual"},  {128, 48, 16, false, "gelu_tanh"},
+    {64, 100, 32, true, "gelu_erf"},   {96, 172, 32, false, "swiglu"},
+    {64, 90, 32, true, "relu"},        {96, 172, 32, false, "geglu_tanh"},
+    {48, 40, 16, false, "geglu_erf"}};
+
+std::vector<float> relu(const std::vector<float> &x) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = std::max(x[i], 0.0f);
+  return out;
+}
+
+/// x * y elementwise.
+std::vector<float> product(const std::vector<float> &x, const std::vector<float> &y) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = x[i] * y[i];
+  return out;
+}
 
 std::string packedFunction(size_t index, const PackedCase &c) {
   int64_t blocks = (c.out + c.blockSize - 1) / c.blockSize;
@@ -170,7 +216,7 @@ std::string packedFunction(size_t index, const PackedCase &c) {
     args += ", %b: " + b;
   if (consumer == "residual")
     args += ", %r: " + y;
-  if (consumer == "swiglu")
+  if (c.gated())
     args += ", %w2: " + w;
   std::string body =
       "%0 = attn.linear %x, %w" + std::string(c.bias ? ", %b" : "") +
@@ -183,9 +229,15 @@ std::string packedFunction(size_t index, const PackedCase &c) {
     body += "%1 = attn.gelu %0 tanh : " + y;
   else if (consumer == "gelu_erf")
     body += "%1 = attn.gelu %0 erf : " + y;
-  else
+  else if (consumer == "relu")
+    body += "%1 = attn.relu %0 : " + y;
+  else {
+    std::string gate = consumer == "swiglu"       ? "attn.swiglu %0, %u"
+                       : consumer == "geglu_tanh" ? "attn.geglu %0, %u tanh"
+                                                  : "attn.geglu %0, %u erf";
     body += "%u = attn.linear %x, %w2 layout(packed) : " + x + ", " + w + " -> " + y +
-            "\n%1 = attn.swiglu %0, %u : " + y;
+            "\n%1 = " + gate + " : " + y;
+  }
   return llvm::formatv(R"mlir(
     func.func @packed{0}({1}) -> {2} {
       {3}
@@ -226,7 +278,7 @@ TEST_P(PackedGemm, MatchesReference) {
       Buffer2D out(std::vector<float>(m * c.out), {m, c.out});
       std::string name = "packed" + std::to_string(index);
       bool called;
-      if (consumer == "swiglu")
+      if (c.gated())
         called = module->call(name, xBuf.memref(), wBuf.memref(), w2Buf.memref(), out.memref());
       else if (c.bias && consumer == "residual")
         called = module->call(name, xBuf.memref(), wBuf.memref(), bBuf.memref(), rBuf.memref(), out.memref());
@@ -248,8 +300,17 @@ TEST_P(PackedGemm, MatchesReference) {
         expected = ref::gelu(y, ref::GeluApproximation::Tanh);
       else if (consumer == "gelu_erf")
         expected = ref::gelu(y, ref::GeluApproximation::Erf);
-      else
-        expected = ref::swiglu(y, ref::linear(x, m, c.in, w2, c.out, ref::WeightLayout::OutIn));
+      else if (consumer == "relu")
+        expected = relu(y);
+      else {
+        std::vector<float> up = ref::linear(x, m, c.in, w2, c.out, ref::WeightLayout::OutIn);
+        if (consumer == "swiglu")
+          expected = ref::swiglu(y, up);
+        else
+          expected = product(ref::gelu(y, consumer == "geglu_tanh" ? ref::GeluApproximation::Tanh
+                                                                    : ref::GeluApproximation::Erf),
+                             up);
+      }
       EXPECT_CLOSE(out.values(), expected, kOpTolerance) << name << " (" << consumer << ") m=" << m;
     }
   }
@@ -274,6 +335,10 @@ TEST(Norms, LayerNormAndRmsNorm) {
       func.func @rms{0}(%x: tensor<?x{0}xf32>, %g: tensor<{0}xf32>) -> tensor<?x{0}xf32> {
         %0 = attn.rms_norm %x, %g epsilon(1.0e-06) : tensor<?x{0}xf32>, tensor<{0}xf32>
         return %0 : tensor<?x{0}xf32>
+      }
+      func.func @gemma{0}(%x: tensor<?x{0}xf32>, %g: tensor<{0}xf32>) -> tensor<?x{0}xf32> {
+        %0 = attn.rms_norm %x, %g epsilon(1.0e-06) gain_offset(1.0) : tensor<?x{0}xf32>, tensor<{0}xf32>
+        return %0 : tensor<?x{0}xf32>
       })mlir", d).str();
   auto module = compileOrDie(source);
   ASSERT_TRUE(module);
@@ -290,12 +355,20 @@ TEST(Norms, LayerNormAndRmsNorm) {
       Buffer1D gBuf(g, {d}), bBuf(b, {d});
       Buffer2D ln(std::vector<float>(rows * d), {rows, d});
       Buffer2D rms(std::vector<float>(rows * d), {rows, d});
+      Buffer2D gemma(std::vector<float>(rows * d), {rows, d});
       ASSERT_TRUE(module->call("ln" + std::to_string(d), xBuf.memref(), gBuf.memref(), bBuf.memref(), ln.memref()));
       ASSERT_TRUE(module->call("rms" + std::to_string(d), xBuf.memref(), gBuf.memref(), rms.memref()));
+      ASSERT_TRUE(module->call("gemma" + std::to_string(d), xBuf.memref(), gBuf.memref(), gemma.memref()));
       EXPECT_CLOSE(ln.values(), ref::layerNorm(x, rows, d, g, b, lnEps), kOpTolerance)
           << "layer_norm d=" << d << " rows=" << rows;
       EXPECT_CLOSE(rms.values(), ref::rmsNorm(x, rows, d, g, rmsEps), kOpTolerance)
           << "rms_norm d=" << d << " rows=" << rows;
+      // Gemma's gain is 1 + w, added in f32 as the model does.
+      std::vector<float> onePlusG = g;
+      for (float &value : onePlusG)
+        value += 1.0f;
+      EXPECT_CLOSE(gemma.values(), ref::rmsNorm(x, rows, d, onePlusG, rmsEps), kOpTolerance)
+          << "rms_norm gain_offset d=" << d << " rows=" << rows;
     }
   }
 }

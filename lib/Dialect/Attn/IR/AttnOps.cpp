@@ -81,6 +81,15 @@ static LogicalResult verifyPositive(Operation *op, StringRef name,
                            << floatToString(attr.getValue());
 }
 
+/// Checks that an optional attribute, when present, is finite.
+static LogicalResult verifyFinite(Operation *op, StringRef name,
+                                  FloatAttr attr) {
+  if (!attr || std::isfinite(attr.getValueAsDouble()))
+    return success();
+  return op->emitOpError() << name << " must be finite, got "
+                           << floatToString(attr.getValue());
+}
+
 /// Checks that a normalized input has a static innermost dimension that
 /// matches the per-feature parameter `paramName`.
 static LogicalResult verifyNormShapes(Operation *op, Value input, Value param,
@@ -108,7 +117,8 @@ LogicalResult EmbeddingOp::verify() {
   if (failed(verifyStaticDim(*this, "table", table, 1)) ||
       failed(verifyDimsMatch(*this, "result", result, 0, "ids",
                              getIds().getType(), 0)) ||
-      failed(verifyDimsMatch(*this, "result", result, 1, "table", table, 1)))
+      failed(verifyDimsMatch(*this, "result", result, 1, "table", table, 1)) ||
+      failed(verifyFinite(*this, "scale", getScaleAttr())))
     return failure();
   return success();
 }
@@ -210,7 +220,8 @@ LogicalResult LayerNormOp::verify() {
 }
 
 LogicalResult RmsNormOp::verify() {
-  if (failed(verifyPositive(*this, "epsilon", getEpsilonAttr())))
+  if (failed(verifyPositive(*this, "epsilon", getEpsilonAttr())) ||
+      failed(verifyFinite(*this, "gain_offset", getGainOffsetAttr())))
     return failure();
   return verifyNormShapes(*this, getInput(), getGamma(), "gamma");
 }
@@ -553,10 +564,9 @@ LogicalResult GemmOp::verify() {
     return emitOpError() << "result type " << getResult()[0].getType()
                          << " differs from the init type " << init;
 
-  bool swiglu = getEpilogue() == GemmEpilogue::Swiglu;
-  if (swiglu != static_cast<bool>(getWeight2()))
+  if (isGatedEpilogue(getEpilogue()) != static_cast<bool>(getWeight2()))
     return emitOpError("takes a second weight if and only if its epilogue is "
-                       "swiglu");
+                       "gated (swiglu, geglu_tanh, geglu_erf)");
   if (Value weight2 = getWeight2()) {
     if (weight2.getType() != weight)
       return emitOpError() << "requires both weights of one type, got "

@@ -60,11 +60,13 @@ GemmOp createGemm(PatternRewriter &rewriter, Operation *root, LinearOp linear,
                         /*residual=*/Value(), init, epilogue);
 }
 
-/// swiglu(linear(x, Wg), linear(x, Wu)) -> gemm swiglu ins(x, Wg, Wu).
-struct FuseSwiglu : OpRewritePattern<SwigluOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// swiglu / geglu(linear(x, Wg), linear(x, Wu)) -> gemm swiglu / geglu_*
+/// ins(x, Wg, Wu).
+template <typename OpTy>
+struct FuseGated : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(SwigluOp op,
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     LinearOp gate = fusibleLinear(op.getGate()), up = fusibleLinear(op.getUp());
     if (!gate || !up)
@@ -73,11 +75,18 @@ struct FuseSwiglu : OpRewritePattern<SwigluOp> {
         gate.getWeight().getType() != up.getWeight().getType())
       return rewriter.notifyMatchFailure(
           op, "gate and up differ in input or weight shape, or have biases");
-    GemmOp gemm = createGemm(rewriter, op, gate, up, GemmEpilogue::Swiglu);
+    GemmOp gemm = createGemm(rewriter, op, gate, up, epilogue(op));
     rewriter.replaceOp(op, gemm.getResult());
     rewriter.eraseOp(gate);
     rewriter.eraseOp(up);
     return success();
+  }
+
+  static GemmEpilogue epilogue(SwigluOp) { return GemmEpilogue::Swiglu; }
+  static GemmEpilogue epilogue(GegluOp op) {
+    return op.getApproximation() == GeluApproximation::Tanh
+               ? GemmEpilogue::GegluTanh
+               : GemmEpilogue::GegluErf;
   }
 };
 
@@ -103,6 +112,7 @@ struct FuseActivation : OpRewritePattern<OpTy> {
                : GemmEpilogue::GeluErf;
   }
   static GemmEpilogue epilogue(SiluOp) { return GemmEpilogue::Silu; }
+  static GemmEpilogue epilogue(ReluOp) { return GemmEpilogue::Relu; }
 };
 
 /// residual_add(projection, r) -> the projection's gemm with residual r.
@@ -156,7 +166,8 @@ void mlir::attn::populateFuseLinearEpiloguesPatterns(
     RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   // Activations first (benefit 2): a residual then folds into their gemm.
-  patterns.add<FuseSwiglu, FuseActivation<GeluOp>, FuseActivation<SiluOp>>(
-      ctx, /*benefit=*/2);
+  patterns.add<FuseGated<SwigluOp>, FuseGated<GegluOp>, FuseActivation<GeluOp>,
+               FuseActivation<SiluOp>, FuseActivation<ReluOp>>(ctx,
+                                                               /*benefit=*/2);
   patterns.add<FuseResidual>(ctx, /*benefit=*/1);
 }

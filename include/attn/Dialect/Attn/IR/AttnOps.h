@@ -15,6 +15,18 @@
 
 #include "attn/Dialect/Attn/IR/AttnEnums.h.inc"
 
+namespace mlir {
+namespace attn {
+/// Whether a gemm epilogue multiplies by a second product (swiglu, geglu),
+/// so that the gemm takes a second weight.
+inline bool isGatedEpilogue(GemmEpilogue epilogue) {
+  return epilogue == GemmEpilogue::Swiglu ||
+         epilogue == GemmEpilogue::GegluTanh ||
+         epilogue == GemmEpilogue::GegluErf;
+}
+} // namespace attn
+} // namespace mlir
+
 #define GET_OP_CLASSES
 #include "attn/Dialect/Attn/IR/AttnOps.h.inc"
 

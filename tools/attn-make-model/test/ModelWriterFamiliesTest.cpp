@@ -1,0 +1,1385 @@
+//===- ModelWriterFamiliesTest.cpp - attn-make-model's families ----------===//
+//
+// The writer's side of every family, checked against things written here
+// independently of ModelWriter.cpp:
+//  - every preset's config.json is strict JSON (no duplicate keys) with
+//    exactly the family's keys;
+//  - the safetensors files hold exactly the tensors (names and shapes) that
+//    the family's modeling_<family>.py in transformers creates for that
+//    config.json, derived here from the config file alone (the table in
+//    expectedTensors below, written from the modeling files);
+//  - the same seed gives the same bytes, another seed other weights;
+//  - gpt2 and llama files are byte-identical to those of the main branch
+//    before the families were added (FNV-1a checksums of its output);
+//  - no bias is stored as zero, in any dtype;
+//  - --sharp makes q/k lines of fused projections twice as large as v
+//    lines, in each family's layout;
+//  - rope_scaling, sliding windows and the other options are written as
+//    transformers writes them, and the command line rejects flags a family
+//    has no setting for, naming the flag.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelWriter.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef ATTN_TOOLS_DIR
+#error "ATTN_TOOLS_DIR must name the directory of attn-make-model"
+#endif
+
+using namespace attn::modelgen;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+class TempDir {
+public:
+  TempDir() {
+    const ::testing::TestInfo *info =
+        ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string("attn-make-model-") +
+                       (info ? info->test_suite_name() : "x") + "-" +
+                       (info ? info->name() : "y") + "-" +
+                       std::to_string(static_cast<long>(::getpid()));
+    for (char &c : name)
+      if (c == '/')
+        c = '_';
+    path = fs::temp_directory_path() / name;
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string sub(const std::string &name) const {
+    return (path / name).string();
+  }
+  fs::path path;
+};
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+uint64_t fnv1a(const std::string &bytes) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
+ModelSpec preset(const std::string &name) {
+  ModelSpec spec;
+  EXPECT_TRUE(presetSpec(name, spec)) << name;
+  return spec;
+}
+
+std::string writeOrDie(const ModelSpec &spec, const std::string &dir) {
+  std::string error;
+  EXPECT_TRUE(writeModel(spec, dir, error)) << error;
+  return dir;
+}
+
+/// Strict JSON: nlohmann's parser plus a duplicate-key check.
+Json parseStrict(const std::string &text, std::string &error) {
+  std::vector<std::set<std::string>> keys;
+  bool duplicate = false;
+  auto callback = [&](int, Json::parse_event_t event, Json &parsed) {
+    if (event == Json::parse_event_t::object_start)
+      keys.emplace_back();
+    else if (event == Json::parse_event_t::object_end)
+      keys.pop_back();
+    else if (event == Json::parse_event_t::key && !keys.empty() &&
+             !keys.back().insert(parsed.get<std::string>()).second) {
+      duplicate = true;
+      error = "duplicate key " + parsed.get<std::string>();
+    }
+    return true;
+  };
+  try {
+    Json j = Json::parse(text, callback);
+    if (duplicate)
+      return Json();
+    return j;
+  } catch (const std::exception &e) {
+    error = e.what();
+    return Json();
+  }
+}
+
+Json loadConfig(const std::string &dir) {
+  std::string error;
+  Json config = parseStrict(readFile(dir + "/config.json"), error);
+  EXPECT_TRUE(config.is_object()) << dir << ": " << error;
+  return config;
+}
+
+struct StoredTensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
+/// A safetensors file read here: its header, checked to be contiguous, and
+/// its data.
+struct Safetensors {
+  std::map<std::string, StoredTensor> tensors;
+  std::string data;
+
+  std::vector<float> f32(const std::string &name) const {
+    const StoredTensor &t = tensors.at(name);
+    EXPECT_EQ(t.dtype, "F32") << name;
+    std::vector<float> out((t.end - t.begin) / 4);
+    std::memcpy(out.data(), data.data() + t.begin, out.size() * 4);
+    return out;
+  }
+  std::vector<uint16_t> u16(const std::string &name) const {
+    const StoredTensor &t = tensors.at(name);
+    std::vector<uint16_t> out((t.end - t.begin) / 2);
+    std::memcpy(out.data(), data.data() + t.begin, out.size() * 2);
+    return out;
+  }
+};
+
+Safetensors loadSafetensors(const std::string &path) {
+  Safetensors file;
+  std::string bytes = readFile(path);
+  EXPECT_GE(bytes.size(), 8u) << path;
+  if (bytes.size() < 8)
+    return file;
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  EXPECT_LE(8 + n, bytes.size());
+  std::string error;
+  Json header = parseStrict(bytes.substr(8, n), error);
+  EXPECT_TRUE(header.is_object()) << path << ": " << error;
+  file.data = bytes.substr(8 + n);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__")
+      continue;
+    StoredTensor t;
+    t.dtype = it.value().at("dtype").get<std::string>();
+    t.shape = it.value().at("shape").get<std::vector<int64_t>>();
+    auto offsets = it.value().at("data_offsets").get<std::vector<uint64_t>>();
+    t.begin = offsets.at(0), t.end = offsets.at(1);
+    uint64_t elements = 1;
+    for (int64_t d : t.shape)
+      elements *= static_cast<uint64_t>(d);
+    uint64_t width = t.dtype == "F32" ? 4 : 2;
+    EXPECT_EQ(t.end - t.begin, elements * width) << it.key();
+    ranges.push_back({t.begin, t.end});
+    file.tensors[it.key()] = t;
+  }
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t at = 0;
+  for (auto [b, e] : ranges) {
+    EXPECT_EQ(b, at) << path << ": tensors back to back";
+    at = e;
+  }
+  EXPECT_EQ(at, file.data.size()) << path << ": no trailing bytes";
+  return file;
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+  float v;
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(man), -24);
+  else if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else
+    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
+  return sign ? -v : v;
+}
+
+float bfloat16ToFloat(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+bool isBias(const std::string &name) {
+  return name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The families' state_dicts, from config.json alone
+//===----------------------------------------------------------------------===//
+//
+// Written from transformers' modeling_<family>.py: the modules each
+// *ForCausalLM creates for a config, with the config classes' defaults for
+// keys a config.json may leave out. Buffers that are not persistent (causal
+// masks, rotary inv_freq, XGLM's sinusoid table) are not in a checkpoint.
+
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+
+int64_t num(const Json &c, const char *key) { return c.at(key).get<int64_t>(); }
+int64_t numOr(const Json &c, const char *key, int64_t fallback) {
+  return c.contains(key) && !c.at(key).is_null() ? num(c, key) : fallback;
+}
+bool flagOr(const Json &c, const char *key, bool fallback) {
+  return c.contains(key) ? c.at(key).get<bool>() : fallback;
+}
+
+Shapes expectedTensors(const Json &c) {
+  Shapes s;
+  std::string type = c.at("model_type").get<std::string>();
+  auto linear = [&](const std::string &name, int64_t out, int64_t in,
+                    bool bias) {
+    s[name + ".weight"] = {out, in};
+    if (bias)
+      s[name + ".bias"] = {out};
+  };
+  auto layerNorm = [&](const std::string &name, int64_t d) {
+    s[name + ".weight"] = {d};
+    s[name + ".bias"] = {d};
+  };
+
+  if (type == "gpt2") { // GPT2LMHeadModel: Conv1D weights are [in, out].
+    int64_t d = num(c, "n_embd"), l = num(c, "n_layer");
+    int64_t f = numOr(c, "n_inner", 4 * d);
+    s["wte.weight"] = {num(c, "vocab_size"), d};
+    s["wpe.weight"] = {num(c, "n_positions"), d};
+    for (int64_t i = 0; i < l; ++i) {
+      std::string h = "h." + std::to_string(i) + ".";
+      layerNorm(h + "ln_1", d);
+      s[h + "attn.c_attn.weight"] = {d, 3 * d};
+      s[h + "attn.c_attn.bias"] = {3 * d};
+      s[h + "attn.c_proj.weight"] = {d, d};
+      s[h + "attn.c_proj.bias"] = {d};
+      layerNorm(h + "ln_2", d);
+      s[h + "mlp.c_fc.weight"] = {d, f};
+      s[h + "mlp.c_fc.bias"] = {f};
+      s[h + "mlp.c_proj.weight"] = {f, d};
+      s[h + "mlp.c_proj.bias"] = {d};
+    }
+    layerNorm("ln_f", d);
+    return s; // lm_head tied to wte
+  }
+  if (type == "llama" || type == "mistral" || type == "qwen2" ||
+      type == "gemma" || type == "phi3") {
+    int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
+    int64_t heads = num(c, "num_attention_heads");
+    int64_t kv = numOr(c, "num_key_value_heads", heads);
+    int64_t hd = numOr(c, "head_dim", d / heads);
+    int64_t f = num(c, "intermediate_size");
+    bool qkvBias = type == "qwen2" ||
+                   (type != "phi3" && flagOr(c, "attention_bias", false));
+    s["model.embed_tokens.weight"] = {v, d};
+    for (int64_t i = 0; i < num(c, "num_hidden_layers"); ++i) {
+      std::string l = "model.layers." + std::to_string(i) + ".";
+      s[l + "input_layernorm.weight"] = {d};
+      s[l + "post_attention_layernorm.weight"] = {d};
+      if (type == "phi3") {
+        s[l + "self_attn.qkv_proj.weight"] = {heads * hd + 2 * kv * hd, d};
+        s[l + "mlp.gate_up_proj.weight"] = {2 * f, d};
+      } else {
+        linear(l + "self_attn.q_proj", heads * hd, d, qkvBias);
+        linear(l + "self_attn.k_proj", kv * hd, d, qkvBias);
+        linear(l + "self_attn.v_proj", kv * hd, d, qkvBias);
+        s[l + "mlp.gate_proj.weight"] = {f, d};
+        s[l + "mlp.up_proj.weight"] = {f, d};
+      }
+      s[l + "self_attn.o_proj.weight"] = {d, heads * hd};
+      s[l + "mlp.down_proj.weight"] = {d, f};
+    }
+    s["model.norm.weight"] = {d};
+    if (!flagOr(c, "tie_word_embeddings", type == "gemma"))
+      s["lm_head.weight"] = {v, d};
+    return s;
+  }
+  if (type == "gpt_neox") {
+    int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
+    int64_t f = num(c, "intermediate_size");
+    bool bias = flagOr(c, "attention_bias", true);
+    s["gpt_neox.embed_in.weight"] = {v, d};
+    for (int64_t i = 0; i < num(c, "num_hidden_layers"); ++i) {
+      std::string l = "gpt_neox.layers." + std::to_string(i) + ".";
+      layerNorm(l + "input_layernorm", d);
+      layerNorm(l + "post_attention_layernorm", d);
+      linear(l + "attention.query_key_value", 3 * d, d, bias);
+      linear(l + "attention.dense", d, d, bias);
+      linear(l + "mlp.dense_h_to_4h", f, d, true);
+      linear(l + "mlp.dense_4h_to_h", d, f, true);
+    }
+    layerNorm("gpt_neox.final_layer_norm", d);
+    if (!flagOr(c, "tie_word_embeddings", false))
+      s["embed_out.weight"] = {v, d};
+    return s;
+  }
+  if (type == "gptj") {
+    int64_t d = num(c, "n_embd"), v = num(c, "vocab_size");
+    int64_t f = numOr(c, "n_inner", 4 * d);
+    s["transformer.wte.weight"] = {v, d};
+    for (int64_t i = 0; i < num(c, "n_layer"); ++i) {
+      std::string h = "transformer.h." + std::to_string(i) + ".";
+      layerNorm(h + "ln_1", d);
+      for (const char *p : {"q_proj", "k_proj", "v_proj", "out_proj"})
+        linear(h + "attn." + p, d, d, false);
+      linear(h + "mlp.fc_in", f, d, true);
+      linear(h + "mlp.fc_out", d, f, true);
+    }
+    layerNorm("transformer.ln_f", d);
+    if (!flagOr(c, "tie_word_embeddings", false))
+      s["lm_head.weight"] = {v, d};
+    s["lm_head.bias"] = {v}; // nn.Linear(n_embd, vocab_size): bias on
+    return s;
+  }
+  if (type == "opt") {
+    int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
+    int64_t wp = numOr(c, "word_embed_proj_dim", d);
+    int64_t f = num(c, "ffn_dim");
+    bool bias = flagOr(c, "enable_bias", true);
+    bool before = flagOr(c, "do_layer_norm_before", true);
+    std::string r = "model.decoder.";
+    s[r + "embed_tokens.weight"] = {v, wp};
+    // OPTLearnedPositionalEmbedding(num_embeddings + offset 2).
+    s[r + "embed_positions.weight"] = {num(c, "max_position_embeddings") + 2,
+                                       d};
+    if (wp != d) {
+      s[r + "project_out.weight"] = {wp, d};
+      s[r + "project_in.weight"] = {d, wp};
+    }
+    if (before && !flagOr(c, "_remove_final_layer_norm", false))
+      layerNorm(r + "final_layer_norm", d);
+    for (int64_t i = 0; i < num(c, "num_hidden_layers"); ++i) {
+      std::string l = r + "layers." + std::to_string(i) + ".";
+      for (const char *p : {"q_proj", "k_proj", "v_proj", "out_proj"})
+        linear(l + "self_attn." + p, d, d, bias);
+      layerNorm(l + "self_attn_layer_norm", d);
+      linear(l + "fc1", f, d, bias);
+      linear(l + "fc2", d, f, bias);
+      layerNorm(l + "final_layer_norm", d);
+    }
+    if (!flagOr(c, "tie_word_embeddings", true))
+      s["lm_head.weight"] = {v, wp};
+    return s;
+  }
+  if (type == "bloom") {
+    int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
+    std::string r = "transformer.";
+    s[r + "word_embeddings.weight"] = {v, d};
+    layerNorm(r + "word_embeddings_layernorm", d);
+    for (int64_t i = 0; i < num(c, "n_layer"); ++i) {
+      std::string h = r + "h." + std::to_string(i) + ".";
+      layerNorm(h + "input_layernorm", d);
+      linear(h + "self_attention.query_key_value", 3 * d, d, true);
+      linear(h + "self_attention.dense", d, d, true);
+      layerNorm(h + "post_attention_layernorm", d);
+      linear(h + "mlp.dense_h_to_4h", 4 * d, d, true);
+      linear(h + "mlp.dense_4h_to_h", d, 4 * d, true);
+    }
+    layerNorm(r + "ln_f", d);
+    if (!flagOr(c, "tie_word_embeddings", true))
+      s["lm_head.weight"] = {v, d};
+    return s;
+  }
+  if (type == "xglm") {
+    int64_t d = num(c, "d_model"), v = num(c, "vocab_size");
+    int64_t f = num(c, "ffn_dim");
+    s["model.embed_tokens.weight"] = {v, d};
+    for (int64_t i = 0; i < num(c, "num_layers"); ++i) {
+      std::string l = "model.layers." + std::to_string(i) + ".";
+      for (const char *p : {"q_proj", "k_proj", "v_proj", "out_proj"})
+        linear(l + "self_attn." + p, d, d, true);
+      layerNorm(l + "self_attn_layer_norm", d);
+      linear(l + "fc1", f, d, true);
+      linear(l + "fc2", d, f, true);
+      layerNorm(l + "final_layer_norm", d);
+    }
+    layerNorm("model.layer_norm", d);
+    if (!flagOr(c, "tie_word_embeddings", true))
+      s["lm_head.weight"] = {v, d};
+    return s;
+  }
+  ADD_FAILURE() << "no table for model_type " << type;
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// The families' config.json keys
+//===----------------------------------------------------------------------===//
+
+/// Every key each family's config.json has (as save_pretrained writes the
+/// family's config class); `optional` lists the ones that depend on the
+/// options (checked by the option tests).
+struct ConfigKeys {
+  std::set<std::string> always, optional;
+};
+
+ConfigKeys configKeys(Family family) {
+  const std::set<std::string> common = {
+      "architectures", "model_type", "torch_dtype", "transformers_version",
+      "use_cache", "vocab_size"};
+  const std::set<std::string> llamaLike = {
+      "attention_dropout", "bos_token_id", "eos_token_id", "hidden_act",
+      "hidden_size", "initializer_range", "intermediate_size",
+      "max_position_embeddings", "num_attention_heads", "num_hidden_layers",
+      "num_key_value_heads", "rms_norm_eps", "rope_theta"};
+  auto join = [](std::set<std::string> a, const std::set<std::string> &b) {
+    a.insert(b.begin(), b.end());
+    return a;
+  };
+  switch (family) {
+  case Family::GPT2:
+    return {join(common,
+                 {"activation_function", "attn_pdrop", "bos_token_id",
+                  "embd_pdrop", "eos_token_id", "initializer_range",
+                  "layer_norm_epsilon", "n_ctx", "n_embd", "n_head",
+                  "n_inner", "n_layer", "n_positions",
+                  "reorder_and_upcast_attn", "resid_pdrop",
+                  "scale_attn_by_inverse_layer_idx", "scale_attn_weights",
+                  "summary_activation", "summary_first_dropout",
+                  "summary_proj_to_labels", "summary_type",
+                  "summary_use_proj"}),
+            {}};
+  case Family::Llama:
+    return {join(join(common, llamaLike),
+                 {"attention_bias", "mlp_bias", "pretraining_tp",
+                  "rope_scaling", "tie_word_embeddings"}),
+            {"head_dim"}};
+  case Family::Mistral:
+    return {join(join(common, llamaLike),
+                 {"head_dim", "sliding_window", "tie_word_embeddings"}),
+            {"rope_scaling"}};
+  case Family::Qwen2:
+    return {join(join(common, llamaLike),
+                 {"max_window_layers", "sliding_window",
+                  "tie_word_embeddings", "use_sliding_window"}),
+            {"head_dim", "rope_scaling"}};
+  case Family::Gemma:
+    return {join(join(common, llamaLike),
+                 {"attention_bias", "head_dim", "hidden_activation",
+                  "pad_token_id"}),
+            {"rope_scaling", "tie_word_embeddings"}};
+  case Family::Phi3:
+    return {join(join(common, llamaLike),
+                 {"attention_bias", "embd_pdrop", "original_max_position_embeddings",
+                  "pad_token_id", "resid_pdrop", "rope_scaling",
+                  "sliding_window", "tie_word_embeddings"}),
+            {"partial_rotary_factor"}};
+  case Family::GPTNeoX:
+    return {join(common,
+                 {"attention_bias", "attention_dropout", "bos_token_id",
+                  "classifier_dropout", "eos_token_id", "hidden_act",
+                  "hidden_dropout", "hidden_size", "initializer_range",
+                  "intermediate_size", "layer_norm_eps",
+                  "max_position_embeddings", "num_attention_heads",
+                  "num_hidden_layers", "rope_scaling", "rotary_emb_base",
+                  "rotary_pct", "tie_word_embeddings",
+                  "use_parallel_residual"}),
+            {}};
+  case Family::GPTJ:
+    return {join(common,
+                 {"activation_function", "attn_pdrop", "bos_token_id",
+                  "embd_pdrop", "eos_token_id", "initializer_range",
+                  "layer_norm_epsilon", "n_embd", "n_head", "n_inner",
+                  "n_layer", "n_positions", "resid_pdrop", "rotary_dim",
+                  "tie_word_embeddings"}),
+            {}};
+  case Family::OPT:
+    return {join(common,
+                 {"_remove_final_layer_norm", "activation_dropout",
+                  "activation_function", "attention_dropout", "bos_token_id",
+                  "do_layer_norm_before", "dropout", "enable_bias",
+                  "eos_token_id", "ffn_dim", "hidden_size", "init_std",
+                  "layer_norm_elementwise_affine", "layerdrop",
+                  "max_position_embeddings", "num_attention_heads",
+                  "num_hidden_layers", "pad_token_id",
+                  "word_embed_proj_dim"}),
+            {"tie_word_embeddings"}};
+  case Family::Bloom:
+    return {join(common,
+                 {"apply_residual_connection_post_layernorm",
+                  "attention_dropout", "bos_token_id", "eos_token_id",
+                  "hidden_dropout", "hidden_size", "initializer_range",
+                  "layer_norm_epsilon", "n_head", "n_layer", "pad_token_id",
+                  "pretraining_tp", "slow_but_exact"}),
+            {"tie_word_embeddings"}};
+  case Family::XGLM:
+    return {join(common,
+                 {"activation_dropout", "activation_function",
+                  "attention_dropout", "attention_heads", "bos_token_id",
+                  "d_model", "decoder_start_token_id", "dropout",
+                  "eos_token_id", "ffn_dim", "init_std", "layerdrop",
+                  "max_position_embeddings", "num_layers", "pad_token_id",
+                  "scale_embedding"}),
+            {"tie_word_embeddings"}};
+  }
+  return {};
+}
+
+/// Checks a written folder: config keys, names and shapes against the
+/// table, biases nonzero. Returns the config.
+Json checkFolder(const ModelSpec &spec, const std::string &dir,
+                 const std::string &what) {
+  SCOPED_TRACE(what);
+  Json config = loadConfig(dir);
+  if (!config.is_object())
+    return config;
+  EXPECT_EQ(config.at("model_type"), familyName(spec.family));
+  ConfigKeys keys = configKeys(spec.family);
+  for (const std::string &key : keys.always)
+    EXPECT_TRUE(config.contains(key)) << "missing key " << key;
+  for (auto it = config.begin(); it != config.end(); ++it)
+    EXPECT_TRUE(keys.always.count(it.key()) || keys.optional.count(it.key()))
+        << "unexpected key " << it.key();
+  // Every id a config names is a token of the vocabulary.
+  for (const char *id : {"bos_token_id", "eos_token_id", "pad_token_id",
+                         "decoder_start_token_id"})
+    if (config.contains(id)) {
+      EXPECT_GE(config.at(id).get<int64_t>(), 0) << id;
+      EXPECT_LT(config.at(id).get<int64_t>(), spec.vocab) << id;
+    }
+
+  Shapes expected = expectedTensors(config);
+  Safetensors file = loadSafetensors(dir + "/model.safetensors");
+  Shapes stored;
+  for (const auto &[name, t] : file.tensors)
+    stored[spec.prefix.empty() || name.rfind(spec.prefix, 0) != 0
+               ? name
+               : name.substr(spec.prefix.size())] = t.shape;
+  EXPECT_EQ(stored, expected);
+  for (const auto &[name, shape] : expected)
+    if (!stored.count(name))
+      ADD_FAILURE() << "missing tensor " << name;
+  for (const auto &[name, shape] : stored)
+    if (!expected.count(name))
+      ADD_FAILURE() << "unexpected tensor " << name;
+
+  for (const auto &[name, t] : file.tensors) {
+    EXPECT_EQ(t.dtype, dtypeName(spec.dtype)) << name;
+    if (!isBias(name) || name.find("attn.bias") != std::string::npos)
+      continue;
+    size_t zeros = 0;
+    if (spec.dtype == DType::F32) {
+      for (float x : file.f32(name))
+        zeros += x == 0.0f;
+    } else {
+      for (uint16_t x : file.u16(name))
+        zeros += (x & 0x7FFF) == 0;
+    }
+    EXPECT_EQ(zeros, 0u) << name << " has zero elements";
+  }
+  return config;
+}
+
+bool isTiny(const std::string &name) { return name.rfind("tiny-", 0) == 0; }
+
+//===----------------------------------------------------------------------===//
+// Presets
+//===----------------------------------------------------------------------===//
+
+TEST(WriterFamilies, EveryPresetWritesItsFamilysLayout) {
+  TempDir dir;
+  std::set<Family> families;
+  for (const std::string &name : presetNames()) {
+    ModelSpec spec = preset(name);
+    families.insert(spec.family);
+    EXPECT_EQ(validateSpec(spec), "") << name;
+    if (!isTiny(name)) {
+      // The large presets: config and plan only (no 500 MB files).
+      std::string error;
+      Json config = parseStrict(configJson(spec), error);
+      ASSERT_TRUE(config.is_object()) << name << ": " << error;
+      std::vector<TensorDesc> plan;
+      ASSERT_TRUE(planTensors(spec, plan, error)) << error;
+      Shapes planned;
+      for (const TensorDesc &t : plan)
+        planned[t.name] = t.shape;
+      EXPECT_EQ(planned, expectedTensors(config)) << name;
+      continue;
+    }
+    EXPECT_LE(spec.layers, 2) << name;
+    EXPECT_EQ(spec.hidden, 64) << name;
+    EXPECT_LE(spec.heads, 4) << name;
+    EXPECT_LE(std::abs(spec.vocab - 100), 5) << name;
+    checkFolder(spec, writeOrDie(spec, dir.sub(name)), name);
+  }
+  EXPECT_EQ(families.size(), 11u) << "a tiny preset of every family";
+}
+
+TEST(WriterFamilies, PresetsExerciseEachFamilysFeatures) {
+  // GQA where the family has it, an MQA variant, and the family's own
+  // settings in its default preset.
+  for (const char *name : {"tiny-llama", "tiny-mistral", "tiny-qwen2",
+                           "tiny-gemma", "tiny-phi3"}) {
+    ModelSpec s = preset(name);
+    int64_t kv = effectiveKvHeads(s);
+    EXPECT_TRUE(kv > 1 && kv < s.heads) << name << ": GQA";
+  }
+  for (const char *name : {"tiny-mistral-mqa", "tiny-gemma-mqa"})
+    EXPECT_EQ(effectiveKvHeads(preset(name)), 1) << name;
+  ModelSpec mistral = preset("tiny-mistral");
+  EXPECT_NE(effectiveHeadDim(mistral) * mistral.heads, mistral.hidden)
+      << "decoupled head_dim";
+  EXPECT_GT(mistral.slidingWindow, 0);
+  EXPECT_LT(mistral.slidingWindow, mistral.maxPositions);
+  ModelSpec gemma = preset("tiny-gemma");
+  EXPECT_NE(effectiveHeadDim(gemma) * gemma.heads, gemma.hidden);
+  EXPECT_TRUE(gemma.tieEmbeddings);
+  EXPECT_EQ(effectiveActivation(gemma), "gelu_pytorch_tanh");
+  ModelSpec swa = preset("tiny-qwen2-swa");
+  EXPECT_GT(swa.slidingWindow, 0);
+  EXPECT_EQ(effectiveMaxWindowLayers(swa), 1);
+  EXPECT_EQ(effectiveRotaryDims(preset("tiny-phi3")), 16);
+  EXPECT_EQ(effectiveRotaryDims(preset("tiny-phi3-partial")), 12);
+  EXPECT_EQ(effectiveRotaryDims(preset("tiny-gpt_neox")), 4);
+  EXPECT_TRUE(preset("tiny-gpt_neox").parallelResidual);
+  EXPECT_FALSE(preset("tiny-gpt_neox-sequential").parallelResidual);
+  EXPECT_EQ(effectiveRotaryDims(preset("tiny-gptj")), 8);
+  EXPECT_TRUE(preset("tiny-opt").layerNormBefore);
+  EXPECT_FALSE(preset("tiny-opt-postln").layerNormBefore);
+  EXPECT_EQ(effectiveWordEmbedProjDim(preset("tiny-opt-postln")), 32);
+  for (const std::string &name : presetNames())
+    EXPECT_FALSE(preset(name).sharp) << name << ": --sharp is opt-in";
+}
+
+TEST(WriterFamilies, ConfigValues) {
+  TempDir dir;
+  auto config = [&](const char *name) {
+    return loadConfig(writeOrDie(preset(name), dir.sub(name)));
+  };
+  Json m = config("tiny-mistral");
+  EXPECT_EQ(m.at("head_dim"), 32);
+  EXPECT_EQ(m.at("sliding_window"), 16);
+  EXPECT_EQ(m.at("num_key_value_heads"), 2);
+  EXPECT_EQ(m.at("architectures"), Json::array({"MistralForCausalLM"}));
+  EXPECT_FALSE(m.contains("rope_scaling"));
+
+  Json q = config("tiny-qwen2");
+  EXPECT_EQ(q.at("use_sliding_window"), false);
+  EXPECT_EQ(q.at("sliding_window"), 64) << "a window even when it is off";
+  EXPECT_EQ(q.at("max_window_layers"), 2);
+  EXPECT_TRUE(q.at("rope_theta").is_number_float());
+  EXPECT_EQ(q.at("rope_theta").get<double>(), 1e6);
+  EXPECT_FALSE(q.contains("head_dim"));
+  Json qs = config("tiny-qwen2-swa");
+  EXPECT_EQ(qs.at("use_sliding_window"), true);
+  EXPECT_EQ(qs.at("sliding_window"), 8);
+  EXPECT_EQ(qs.at("max_window_layers"), 1);
+
+  Json g = config("tiny-gemma");
+  EXPECT_EQ(g.at("hidden_act"), "gelu_pytorch_tanh");
+  EXPECT_EQ(g.at("hidden_activation"), "gelu_pytorch_tanh");
+  EXPECT_EQ(g.at("head_dim"), 32);
+  EXPECT_FALSE(g.contains("tie_word_embeddings"))
+      << "GemmaConfig ties by default: save_pretrained leaves it out";
+
+  Json p = config("tiny-phi3-partial");
+  EXPECT_EQ(p.at("partial_rotary_factor").get<double>(), 0.75);
+  EXPECT_TRUE(p.at("rope_scaling").is_null());
+  EXPECT_FALSE(config("tiny-phi3").contains("partial_rotary_factor"));
+
+  Json n = config("tiny-gpt_neox");
+  EXPECT_EQ(n.at("rotary_pct").get<double>(), 0.25);
+  EXPECT_TRUE(n.at("rotary_emb_base").is_number_integer())
+      << "Pythia's int-typed rotary_emb_base";
+  EXPECT_EQ(n.at("use_parallel_residual"), true);
+  EXPECT_EQ(config("tiny-gpt_neox-sequential").at("use_parallel_residual"),
+            false);
+
+  Json j = config("tiny-gptj");
+  EXPECT_EQ(j.at("rotary_dim"), 8);
+  EXPECT_TRUE(j.at("n_inner").is_null());
+
+  Json o = config("tiny-opt-postln");
+  EXPECT_EQ(o.at("do_layer_norm_before"), false);
+  EXPECT_EQ(o.at("word_embed_proj_dim"), 32);
+  EXPECT_EQ(config("tiny-opt").at("word_embed_proj_dim"), 64);
+
+  Json b = config("tiny-bloom");
+  EXPECT_FALSE(b.contains("max_position_embeddings")) << "ALiBi";
+  EXPECT_EQ(b.at("n_head"), 4);
+  EXPECT_EQ(b.at("n_layer"), 2);
+
+  Json x = config("tiny-xglm");
+  EXPECT_EQ(x.at("scale_embedding"), true);
+  EXPECT_EQ(x.at("d_model"), 64);
+  EXPECT_EQ(x.at("attention_heads"), 4);
+}
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+ModelSpec withRope(const char *name, const std::string &text) {
+  ModelSpec spec = preset(name);
+  std::string error;
+  EXPECT_TRUE(parseRopeScaling(text, spec.ropeScaling, error)) << error;
+  return spec;
+}
+
+TEST(WriterFamilies, RopeScalingAsTransformersWritesIt) {
+  TempDir dir;
+  struct Case {
+    const char *preset;
+    std::string spec;
+    Json expected;
+  };
+  std::vector<Case> cases = {
+      {"tiny-llama", "linear:4", {{"rope_type", "linear"}, {"factor", 4.0}}},
+      {"tiny-mistral", "dynamic:2.5",
+       {{"rope_type", "dynamic"}, {"factor", 2.5}}},
+      {"tiny-qwen2", "yarn:4", {{"rope_type", "yarn"}, {"factor", 4.0}}},
+      {"tiny-gemma", "yarn:4:32",
+       {{"rope_type", "yarn"},
+        {"factor", 4.0},
+        {"original_max_position_embeddings", 32}}},
+      {"tiny-llama", "yarn:2:16,beta_fast=16,beta_slow=2,attention_factor=1.5",
+       {{"rope_type", "yarn"},
+        {"factor", 2.0},
+        {"original_max_position_embeddings", 16},
+        {"beta_fast", 16.0},
+        {"beta_slow", 2.0},
+        {"attention_factor", 1.5}}},
+      {"tiny-llama", "llama3:8:1:4:32",
+       {{"rope_type", "llama3"},
+        {"factor", 8.0},
+        {"low_freq_factor", 1.0},
+        {"high_freq_factor", 4.0},
+        {"original_max_position_embeddings", 32}}},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ModelSpec spec = withRope(cases[i].preset, cases[i].spec);
+    std::string path = writeOrDie(spec, dir.sub(std::to_string(i)));
+    Json config = checkFolder(spec, path, cases[i].spec);
+    EXPECT_EQ(config.at("rope_scaling"), cases[i].expected) << cases[i].spec;
+    // Floats stay floats (transformers' validation wants a float factor)
+    // and the nested keys are sorted like json.dumps(sort_keys=True).
+    EXPECT_TRUE(config.at("rope_scaling").at("factor").is_number_float());
+    std::string text = readFile(path + "/config.json");
+    EXPECT_NE(text.find("\"rope_scaling\": {\n    \""), std::string::npos);
+  }
+  // The llama preset without scaling keeps its null.
+  TempDir none;
+  EXPECT_TRUE(
+      loadConfig(writeOrDie(preset("tiny-llama"), none.sub("l"))).at("rope_scaling")
+          .is_null());
+}
+
+TEST(WriterFamilies, RopeScalingParser) {
+  RopeScaling r;
+  std::string error;
+  EXPECT_TRUE(parseRopeScaling("llama3:8:1:4:8192", r, error));
+  EXPECT_EQ(r.type, RopeScaling::Type::Llama3);
+  EXPECT_EQ(r.factor, 8.0);
+  EXPECT_EQ(r.lowFreqFactor, 1.0);
+  EXPECT_EQ(r.highFreqFactor, 4.0);
+  EXPECT_EQ(r.originalMaxPositions, 8192);
+  EXPECT_TRUE(parseRopeScaling("yarn:4", r, error));
+  EXPECT_EQ(r.originalMaxPositions, 0) << "omitted unless given";
+  EXPECT_EQ(r.betaFast, 0.0);
+  for (const char *bad :
+       {"", "linear", "linear:", "linear:x", "linear:2:3", "dynamic:2:3",
+        "yarn:2:0", "yarn:2:3:4", "yarn:2,beta=1", "yarn:2,beta_fast",
+        "yarn:2,beta_fast=-1", "linear:2,beta_fast=1", "llama3:8:1:4",
+        "llama3:8:1:4:0", "ntk:2"}) {
+    EXPECT_FALSE(parseRopeScaling(bad, r, error)) << bad;
+    EXPECT_EQ(error.find('\n'), std::string::npos);
+  }
+}
+
+TEST(WriterFamilies, OptionVariantsKeepTheLayout) {
+  TempDir dir;
+  std::vector<std::pair<std::string, std::function<void(ModelSpec &)>>> edits =
+      {
+          {"tiny-mistral", [](ModelSpec &s) { s.slidingWindow = 0; }},
+          {"tiny-mistral", [](ModelSpec &s) { s.headDim = 0; }},
+          {"tiny-mistral", [](ModelSpec &s) { s.tieEmbeddings = true; }},
+          {"tiny-qwen2", [](ModelSpec &s) { s.headDim = 8; }},
+          {"tiny-qwen2", [](ModelSpec &s) { s.tieEmbeddings = true; }},
+          {"tiny-qwen2",
+           [](ModelSpec &s) { s.slidingWindow = 4, s.maxWindowLayers = 0; }},
+          {"tiny-gemma", [](ModelSpec &s) { s.tieEmbeddings = false; }},
+          {"tiny-gemma", [](ModelSpec &s) { s.headDim = 16; }},
+          {"tiny-phi3", [](ModelSpec &s) { s.kvHeads = 1; }},
+          {"tiny-phi3", [](ModelSpec &s) { s.tieEmbeddings = true; }},
+          {"tiny-gpt_neox", [](ModelSpec &s) { s.tieEmbeddings = true; }},
+          {"tiny-gpt_neox", [](ModelSpec &s) { s.rotaryFraction = 1.0; }},
+          {"tiny-gptj", [](ModelSpec &s) { s.ffn = 100; }},
+          {"tiny-gptj", [](ModelSpec &s) { s.tieEmbeddings = true; }},
+          {"tiny-gptj", [](ModelSpec &s) { s.rotaryDim = 0; }},
+          {"tiny-opt", [](ModelSpec &s) { s.tieEmbeddings = false; }},
+          {"tiny-opt", [](ModelSpec &s) { s.layerNormBefore = false; }},
+          {"tiny-opt-postln", [](ModelSpec &s) { s.tieEmbeddings = false; }},
+          {"tiny-bloom", [](ModelSpec &s) { s.tieEmbeddings = false; }},
+          {"tiny-bloom", [](ModelSpec &s) { s.heads = 8; }},
+          {"tiny-xglm", [](ModelSpec &s) { s.scaleEmbedding = false; }},
+          {"tiny-xglm", [](ModelSpec &s) { s.tieEmbeddings = false; }},
+          {"tiny-llama", [](ModelSpec &s) { s.sharp = true; }},
+          {"tiny-gpt2", [](ModelSpec &s) { s.sharp = true; }},
+      };
+  for (size_t i = 0; i < edits.size(); ++i) {
+    ModelSpec spec = preset(edits[i].first);
+    edits[i].second(spec);
+    ASSERT_EQ(validateSpec(spec), "") << i;
+    std::string path = writeOrDie(spec, dir.sub(std::to_string(i)));
+    Json c = checkFolder(spec, path, edits[i].first + " #" + std::to_string(i));
+    if (spec.family != Family::GPT2) {
+      bool tied = c.contains("tie_word_embeddings")
+                      ? c.at("tie_word_embeddings").get<bool>()
+                      : familyTiesByDefault(spec.family);
+      EXPECT_EQ(tied, spec.tieEmbeddings) << i;
+    }
+  }
+  // A few values of those variants.
+  ModelSpec q = preset("tiny-qwen2");
+  q.headDim = 8;
+  Json qc = loadConfig(writeOrDie(q, dir.sub("q")));
+  EXPECT_EQ(qc.at("head_dim"), 8);
+  ModelSpec m = preset("tiny-mistral");
+  m.slidingWindow = 0, m.headDim = 0;
+  Json mc = loadConfig(writeOrDie(m, dir.sub("m")));
+  EXPECT_TRUE(mc.at("sliding_window").is_null());
+  EXPECT_EQ(mc.at("head_dim"), 16) << "mistral writes head_dim always";
+  ModelSpec g = preset("tiny-gemma");
+  g.tieEmbeddings = false;
+  EXPECT_EQ(loadConfig(writeOrDie(g, dir.sub("g"))).at("tie_word_embeddings"),
+            false);
+}
+
+TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
+  struct Case {
+    std::string preset;
+    std::function<void(ModelSpec &)> edit;
+    std::string expected;
+  };
+  std::vector<Case> cases = {
+      {"tiny-llama", [](ModelSpec &s) { s.slidingWindow = 4; },
+       "sliding window applies only to mistral and qwen2"},
+      {"tiny-mistral", [](ModelSpec &s) { s.maxWindowLayers = 1; },
+       "max_window_layers applies only to qwen2"},
+      {"tiny-qwen2", [](ModelSpec &s) { s.maxWindowLayers = 3; },
+       "max_window_layers must be in [0, layers]"},
+      {"tiny-phi3",
+       [](ModelSpec &s) { s.ropeScaling.type = RopeScaling::Type::Linear; },
+       "rope_scaling applies only to llama, mistral, qwen2 and gemma"},
+      {"tiny-llama",
+       [](ModelSpec &s) {
+         s.ropeScaling.type = RopeScaling::Type::Linear;
+         s.ropeScaling.factor = 0.5;
+       },
+       "factor must be finite and >= 1"},
+      {"tiny-gpt_neox", [](ModelSpec &s) { s.kvHeads = 2; },
+       "gpt_neox has no grouped-query attention"},
+      {"tiny-opt", [](ModelSpec &s) { s.headDim = 8; },
+       "opt has no head_dim setting"},
+      {"tiny-bloom", [](ModelSpec &s) { s.ffn = 100; },
+       "bloom has no ffn setting"},
+      {"tiny-xglm", [](ModelSpec &s) { s.normEps = 1e-6; },
+       "xglm has no layer norm epsilon setting"},
+      {"tiny-gptj", [](ModelSpec &s) { s.ropeTheta = 5e5; },
+       "gptj has no rope theta setting"},
+      {"tiny-opt", [](ModelSpec &s) { s.ropeTheta = 5e5; },
+       "opt has no rotary embeddings"},
+      {"tiny-gptj", [](ModelSpec &s) { s.rotaryDim = 18; },
+       "rotary dims (18 of head dim 16)"},
+      {"tiny-gpt_neox", [](ModelSpec &s) { s.rotaryFraction = 0.1; },
+       "rotary dims (1 of head dim 16)"},
+      {"tiny-phi3", [](ModelSpec &s) { s.rotaryFraction = 1.5; },
+       "rotary fraction must be in (0, 1]"},
+      {"tiny-gemma", [](ModelSpec &s) { s.activation = "silu"; },
+       "gemma models use hidden_act gelu_pytorch_tanh"},
+      {"tiny-qwen2", [](ModelSpec &s) { s.activation = "gelu"; },
+       "qwen2 models use hidden_act silu"},
+      {"tiny-bloom", [](ModelSpec &s) { s.activation = "gelu"; },
+       "bloom has no activation setting"},
+      {"tiny-opt", [](ModelSpec &s) { s.activation = "swish"; },
+       "unsupported opt activation 'swish'"},
+      {"tiny-mistral", [](ModelSpec &s) { s.extraBuffers = true; },
+       "apply only to gpt2 and llama"},
+      {"tiny-xglm", [](ModelSpec &s) { s.prefix = "x."; },
+       "prefix applies only to gpt2"},
+      {"tiny-llama", [](ModelSpec &s) { s.parallelResidual = false; },
+       "use_parallel_residual applies only to gpt_neox"},
+      {"tiny-gptj", [](ModelSpec &s) { s.layerNormBefore = false; },
+       "do_layer_norm_before applies only to opt"},
+      {"tiny-bloom", [](ModelSpec &s) { s.wordEmbedProjDim = 32; },
+       "word_embed_proj_dim applies only to opt"},
+      {"tiny-opt", [](ModelSpec &s) { s.scaleEmbedding = false; },
+       "scale_embedding applies only to xglm"},
+      {"tiny-gemma", [](ModelSpec &s) { s.heads = 3, s.headDim = 16; },
+       "GemmaAttention checks even with head_dim"},
+      {"tiny-xglm", [](ModelSpec &s) { s.ffn = 0; },
+       "xglm needs an ffn (ffn_dim) >= 1"},
+  };
+  TempDir dir;
+  for (const Case &c : cases) {
+    ModelSpec spec = preset(c.preset);
+    c.edit(spec);
+    std::string error;
+    EXPECT_FALSE(writeModel(spec, dir.sub("m"), error)) << c.expected;
+    EXPECT_NE(error.find(c.expected), std::string::npos)
+        << "error: " << error << "\nexpected: " << c.expected;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Determinism and the main branch's bytes
+//===----------------------------------------------------------------------===//
+
+TEST(WriterFamilies, SameSeedSameBytes) {
+  TempDir dir;
+  for (const std::string &name : presetNames()) {
+    if (!isTiny(name))
+      continue;
+    ModelSpec spec = preset(name);
+    spec.seed = 11;
+    writeOrDie(spec, dir.sub(name + "-a"));
+    writeOrDie(spec, dir.sub(name + "-b"));
+    spec.seed = 12;
+    writeOrDie(spec, dir.sub(name + "-c"));
+    std::string a = readFile(dir.sub(name + "-a/model.safetensors"));
+    EXPECT_FALSE(a.empty()) << name;
+    EXPECT_EQ(a, readFile(dir.sub(name + "-b/model.safetensors"))) << name;
+    EXPECT_NE(a, readFile(dir.sub(name + "-c/model.safetensors"))) << name;
+    EXPECT_EQ(readFile(dir.sub(name + "-a/config.json")),
+              readFile(dir.sub(name + "-c/config.json")))
+        << name;
+  }
+}
+
+TEST(WriterFamilies, Gpt2AndLlamaBytesAreUnchanged) {
+  // FNV-1a 64 of the files attn-make-model wrote on main (bcb23b8) before
+  // the families were added, for the command line in each comment.
+  struct Golden {
+    const char *what;
+    std::function<void(ModelSpec &)> edit;
+    const char *preset;
+    std::vector<std::pair<const char *, uint64_t>> files;
+  };
+  std::vector<Golden> golden = {
+      {"--preset tiny-gpt2", [](ModelSpec &) {}, "tiny-gpt2",
+       {{"config.json", 0x545f6b5f39e1dd09ull},
+        {"model.safetensors", 0x9d8b972dcab6aa07ull}}},
+      {"--preset tiny-llama", [](ModelSpec &) {}, "tiny-llama",
+       {{"config.json", 0x43e94037630cb739ull},
+        {"model.safetensors", 0x51978985344e6715ull}}},
+      {"--preset tiny-llama-tied", [](ModelSpec &) {}, "tiny-llama-tied",
+       {{"config.json", 0x27aa6ae3bc60154dull},
+        {"model.safetensors", 0xda6bc83abac49eb8ull}}},
+      {"--preset tiny-gpt2 --prefix transformer. --extra-buffers --dtype F16 "
+       "--seed 5",
+       [](ModelSpec &s) {
+         s.prefix = "transformer.", s.extraBuffers = true;
+         s.dtype = DType::F16, s.seed = 5;
+       },
+       "tiny-gpt2",
+       {{"config.json", 0xd8275b338b36946bull},
+        {"model.safetensors", 0xc92ddaffd0cb6d37ull}}},
+      {"--preset tiny-llama --extra-buffers --dtype BF16 --seed 7 --head-dim "
+       "8 --rope-theta 500000 --norm-eps 1e-6",
+       [](ModelSpec &s) {
+         s.extraBuffers = true, s.dtype = DType::BF16, s.seed = 7;
+         s.headDim = 8, s.ropeTheta = 500000, s.normEps = 1e-6;
+       },
+       "tiny-llama",
+       {{"config.json", 0x1573d3fd757dc2b7ull},
+        {"model.safetensors", 0x77c2269d8566a1d4ull}}},
+      {"--preset tiny-gpt2 --activation gelu --ffn 100",
+       [](ModelSpec &s) { s.activation = "gelu", s.ffn = 100; }, "tiny-gpt2",
+       {{"config.json", 0x3c4f7da4dccd699aull},
+        {"model.safetensors", 0xc5cf605c7922cfc4ull}}},
+      {"--preset tiny-llama --shards 3", [](ModelSpec &s) { s.shards = 3; },
+       "tiny-llama",
+       {{"config.json", 0x43e94037630cb739ull},
+        {"model-00001-of-00003.safetensors", 0x468e4de7d40faf35ull},
+        {"model-00002-of-00003.safetensors", 0x458461a98f79aeffull},
+        {"model-00003-of-00003.safetensors", 0x88f18131268232a7ull}}},
+      {"--preset llama-15m --layers 1 --vocab 512",
+       [](ModelSpec &s) { s.layers = 1, s.vocab = 512; }, "llama-15m",
+       {{"config.json", 0x53ca47c00393a5ccull},
+        {"model.safetensors", 0xf65f601515322530ull}}},
+  };
+  TempDir dir;
+  for (size_t i = 0; i < golden.size(); ++i) {
+    ModelSpec spec = preset(golden[i].preset);
+    golden[i].edit(spec);
+    std::string path = writeOrDie(spec, dir.sub(std::to_string(i)));
+    for (const auto &[file, hash] : golden[i].files) {
+      std::string bytes = readFile(path + "/" + file);
+      ASSERT_FALSE(bytes.empty()) << golden[i].what << ": " << file;
+      char got[32];
+      std::snprintf(got, sizeof(got), "0x%016llx",
+                    static_cast<unsigned long long>(fnv1a(bytes)));
+      EXPECT_EQ(fnv1a(bytes), hash)
+          << golden[i].what << ": " << file << " is " << got;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+TEST(WriterFamilies, NoBiasIsStoredAsZero) {
+  // tiny-gpt2 with seed 1029: h.1.mlp.c_fc.bias[77] is -2.86e-8, which F16
+  // rounds to -0. The F16 file holds -2^-14 there instead and every other
+  // element as before.
+  ModelSpec spec = preset("tiny-gpt2");
+  spec.seed = 1029;
+  std::vector<TensorDesc> plan;
+  std::string error;
+  ASSERT_TRUE(planTensors(spec, plan, error)) << error;
+  auto it = std::find_if(plan.begin(), plan.end(), [](const TensorDesc &t) {
+    return t.name == "h.1.mlp.c_fc.bias";
+  });
+  ASSERT_NE(it, plan.end());
+  EXPECT_TRUE(it->nonZero);
+  std::vector<float> f32 = tensorValues(spec, *it);
+  ASSERT_GT(f32.size(), 77u);
+  EXPECT_NE(f32[77], 0.0f);
+  EXPECT_LT(std::fabs(f32[77]), 0x1.0p-25f) << "rounds to zero in F16";
+  spec.dtype = DType::F16;
+  std::vector<float> f16 = tensorValues(spec, *it);
+  EXPECT_EQ(f16[77], -0x1.0p-14f);
+  for (size_t i = 0; i < f32.size(); ++i)
+    if (i != 77)
+      EXPECT_EQ(f16[i], f32[i]) << i;
+
+  TempDir dir;
+  Safetensors file =
+      loadSafetensors(writeOrDie(spec, dir.sub("m")) + "/model.safetensors");
+  std::vector<uint16_t> stored = file.u16("h.1.mlp.c_fc.bias");
+  EXPECT_EQ(halfToFloat(stored[77]), -0x1.0p-14f);
+  // Checked for every tensor by checkFolder; here once more in BF16.
+  spec.dtype = DType::BF16;
+  checkFolder(spec, writeOrDie(spec, dir.sub("b")), "bf16");
+  EXPECT_EQ(bfloat16ToFloat(floatToBFloat16(1.0f)), 1.0f);
+}
+
+/// The root mean square of each line (row or column) of a 2-D tensor.
+std::vector<double> lineRms(const std::vector<float> &v,
+                            const std::vector<int64_t> &shape, int axis) {
+  int64_t rows = shape[0], cols = shape[1];
+  int64_t lines = axis == 0 ? rows : cols;
+  std::vector<double> out(static_cast<size_t>(lines));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      double x = v[static_cast<size_t>(r * cols + c)];
+      out[static_cast<size_t>(axis == 0 ? r : c)] += x * x;
+    }
+  for (double &x : out)
+    x = std::sqrt(x / static_cast<double>(axis == 0 ? cols : rows));
+  return out;
+}
+
+double rms(const std::vector<float> &v) {
+  double s = 0;
+  for (float x : v)
+    s += static_cast<double>(x) * x;
+  return std::sqrt(s / static_cast<double>(v.size()));
+}
+
+TEST(WriterFamilies, SharpScalesQueriesKeysAndBiases) {
+  // Each family's q/k lines, found from the layout in the README's table
+  // (not from the writer): sharp makes them 2/sqrt(fan_in), v lines stay
+  // 1/sqrt(fan_in); biases go from 0.1 to 0.5.
+  TempDir dir;
+  struct Case {
+    const char *preset;
+    std::string tensor;
+    int axis;
+    std::function<int(int64_t)> kind; // 0 q, 1 k, 2 v
+  };
+  const int64_t d = 64, hd = 16;
+  std::vector<Case> cases = {
+      {"tiny-gpt2", "h.0.attn.c_attn.weight", 1,
+       [&](int64_t c) { return static_cast<int>(c / d); }},
+      {"tiny-gpt_neox", "gpt_neox.layers.0.attention.query_key_value.weight",
+       0, [&](int64_t r) { return static_cast<int>((r % (3 * hd)) / hd); }},
+      {"tiny-bloom", "transformer.h.1.self_attention.query_key_value.weight",
+       0, [&](int64_t r) { return static_cast<int>((r % (3 * hd)) / hd); }},
+      {"tiny-phi3", "model.layers.1.self_attn.qkv_proj.weight", 0,
+       [&](int64_t r) { return r < 64 ? 0 : r < 96 ? 1 : 2; }},
+  };
+  for (const Case &c : cases) {
+    for (bool sharp : {false, true}) {
+      ModelSpec spec = preset(c.preset);
+      spec.sharp = sharp;
+      std::string path = writeOrDie(spec, dir.sub(std::string(c.preset) +
+                                                  (sharp ? "-s" : "")));
+      Safetensors file = loadSafetensors(path + "/model.safetensors");
+      std::vector<double> r =
+          lineRms(file.f32(c.tensor), file.tensors.at(c.tensor).shape, c.axis);
+      double sum[3] = {0, 0, 0};
+      int count[3] = {0, 0, 0};
+      for (size_t i = 0; i < r.size(); ++i) {
+        int k = c.kind(static_cast<int64_t>(i));
+        sum[k] += r[i], ++count[k];
+      }
+      double unit = 1.0 / std::sqrt(64.0);
+      double qk = sharp ? 2 * unit : unit;
+      EXPECT_NEAR(sum[0] / count[0], qk, 0.12 * qk) << c.tensor << " q";
+      EXPECT_NEAR(sum[1] / count[1], qk, 0.12 * qk) << c.tensor << " k";
+      EXPECT_NEAR(sum[2] / count[2], unit, 0.12 * unit) << c.tensor << " v";
+      for (const auto &[name, t] : file.tensors)
+        if (isBias(name) && t.shape[0] >= 64 &&
+            name.find("word_embeddings_layernorm") == std::string::npos)
+          EXPECT_NEAR(rms(file.f32(name)), sharp ? 0.5 : 0.1,
+                      sharp ? 0.15 : 0.03)
+              << name;
+    }
+  }
+  // Separate projections.
+  ModelSpec q = preset("tiny-qwen2");
+  q.sharp = true;
+  Safetensors file =
+      loadSafetensors(writeOrDie(q, dir.sub("q")) + "/model.safetensors");
+  double unit = 1.0 / std::sqrt(64.0);
+  EXPECT_NEAR(rms(file.f32("model.layers.0.self_attn.q_proj.weight")),
+              2 * unit, 0.1 * unit);
+  EXPECT_NEAR(rms(file.f32("model.layers.0.self_attn.k_proj.weight")),
+              2 * unit, 0.1 * unit);
+  EXPECT_NEAR(rms(file.f32("model.layers.0.self_attn.v_proj.weight")), unit,
+              0.1 * unit);
+  EXPECT_NEAR(rms(file.f32("model.layers.0.self_attn.q_proj.bias")), 0.5,
+              0.15);
+}
+
+TEST(WriterFamilies, NormGains) {
+  TempDir dir;
+  // RMSNorm / LayerNorm gains 1 + N(0, 0.1); Gemma stores w of (1 + w).
+  Safetensors g = loadSafetensors(
+      writeOrDie(preset("tiny-gemma"), dir.sub("g")) + "/model.safetensors");
+  Safetensors l = loadSafetensors(
+      writeOrDie(preset("tiny-mistral"), dir.sub("m")) + "/model.safetensors");
+  Safetensors b = loadSafetensors(
+      writeOrDie(preset("tiny-bloom"), dir.sub("b")) + "/model.safetensors");
+  auto meanOf = [](const std::vector<float> &v) {
+    double s = 0;
+    for (float x : v)
+      s += x;
+    return s / static_cast<double>(v.size());
+  };
+  EXPECT_NEAR(meanOf(g.f32("model.layers.0.input_layernorm.weight")), 0.0,
+              0.05);
+  EXPECT_NEAR(meanOf(l.f32("model.layers.0.input_layernorm.weight")), 1.0,
+              0.05);
+  EXPECT_NEAR(meanOf(b.f32("transformer.h.0.input_layernorm.weight")), 1.0,
+              0.05);
+  EXPECT_NEAR(meanOf(b.f32("transformer.h.0.input_layernorm.bias")), 0.0,
+              0.05);
+  // bloom's embedding std is the scale of its embedding LayerNorm (0.25 in
+  // the tied preset); the embeddings themselves are N(0, 1).
+  EXPECT_NEAR(meanOf(b.f32("transformer.word_embeddings_layernorm.weight")),
+              0.25, 0.0125);
+  EXPECT_NEAR(rms(b.f32("transformer.word_embeddings_layernorm.bias")), 0.025,
+              0.01);
+  EXPECT_NEAR(rms(b.f32("transformer.word_embeddings.weight")), 1.0, 0.05);
+  ModelSpec unit = preset("tiny-bloom");
+  unit.embeddingStd = 1.0;
+  Safetensors u =
+      loadSafetensors(writeOrDie(unit, dir.sub("u")) + "/model.safetensors");
+  EXPECT_NEAR(meanOf(u.f32("transformer.word_embeddings_layernorm.weight")),
+              1.0, 0.05);
+  EXPECT_NEAR(rms(u.f32("transformer.word_embeddings_layernorm.bias")), 0.1,
+              0.03);
+}
+
+//===----------------------------------------------------------------------===//
+// The command line
+//===----------------------------------------------------------------------===//
+
+struct CommandResult {
+  int exitCode = -1;
+  std::string output;
+};
+
+CommandResult run(const std::string &command) {
+  CommandResult result;
+  FILE *pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe)
+    return result;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0)
+    result.output.append(buf, n);
+  int status = ::pclose(pipe);
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string tool() { return std::string(ATTN_TOOLS_DIR) + "/attn-make-model"; }
+
+TEST(WriterFamiliesCli, FlagsAFamilyHasNoSettingForAreErrorsNamingThem) {
+  TempDir dir;
+  struct Case {
+    const char *args;
+    const char *expected;
+  };
+  const Case cases[] = {
+      {"--preset tiny-llama --sliding-window 8",
+       "--sliding-window applies only to mistral and qwen2 models"},
+      {"--preset tiny-mistral --max-window-layers 1",
+       "--max-window-layers applies only to qwen2 models"},
+      {"--preset tiny-phi3 --rope-scaling linear:2",
+       "--rope-scaling applies only to llama, mistral, qwen2 and gemma "
+       "models"},
+      {"--preset tiny-opt --prefix transformer.",
+       "--prefix applies only to gpt2 models"},
+      {"--preset tiny-bloom --max-positions 128",
+       "--max-positions applies only to"},
+      {"--preset tiny-bloom --ffn 128", "--ffn: bloom has no ffn setting"},
+      {"--preset tiny-opt --norm-eps 1e-6", "--norm-eps applies only to"},
+      {"--preset tiny-gptj --rope-theta 1e6", "--rope-theta applies only to"},
+      {"--preset tiny-gpt_neox --kv-heads 2", "--kv-heads applies only to"},
+      {"--preset tiny-opt --head-dim 8", "--head-dim applies only to"},
+      {"--preset tiny-llama --rotary-pct 0.5",
+       "--rotary-pct applies only to gpt_neox models"},
+      {"--preset tiny-gpt_neox --partial-rotary-factor 0.5",
+       "--partial-rotary-factor applies only to phi3 models"},
+      {"--preset tiny-phi3 --rotary-dim 8",
+       "--rotary-dim applies only to gptj models"},
+      {"--preset tiny-gptj --no-parallel-residual",
+       "--no-parallel-residual applies only to gpt_neox models"},
+      {"--preset tiny-xglm --no-layer-norm-before",
+       "--no-layer-norm-before applies only to opt models"},
+      {"--preset tiny-bloom --word-embed-proj-dim 32",
+       "--word-embed-proj-dim applies only to opt models"},
+      {"--preset tiny-opt --no-scale-embedding",
+       "--no-scale-embedding applies only to xglm models"},
+      {"--preset tiny-qwen2 --extra-buffers",
+       "--extra-buffers applies only to gpt2 and llama models"},
+      {"--preset tiny-bloom --activation gelu",
+       "--activation: bloom has no activation setting"},
+      {"--preset tiny-gemma --activation silu",
+       "--activation: gemma models use gelu_pytorch_tanh"},
+      {"--preset tiny-gpt2 --no-tie", "--no-tie: gpt2 always ties"},
+      {"--preset tiny-llama --rope-scaling ntk:2",
+       "--rope-scaling: unknown rope scaling type 'ntk'"},
+      {"--preset tiny-llama --sharp=1", "--sharp takes no value"},
+  };
+  for (const Case &c : cases) {
+    CommandResult r =
+        run(tool() + " " + c.args + " --out " + dir.sub("x") + " --quiet");
+    EXPECT_EQ(r.exitCode, 1) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("attn-make-model: error: ", 0), 0u) << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos)
+        << c.args << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+        << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir.sub("x/model.safetensors")));
+}
+
+TEST(WriterFamiliesCli, FlagsAndTheApiWriteTheSameFiles) {
+  TempDir dir;
+  struct Case {
+    const char *args;
+    const char *preset;
+    std::function<void(ModelSpec &)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"--preset tiny-qwen2 --sliding-window 8 --max-window-layers 1 "
+       "--rope-scaling yarn:2:32,beta_fast=16 --sharp --dtype BF16 --seed 3",
+       "tiny-qwen2",
+       [](ModelSpec &s) {
+         s.slidingWindow = 8, s.maxWindowLayers = 1;
+         s.ropeScaling.type = RopeScaling::Type::Yarn;
+         s.ropeScaling.factor = 2, s.ropeScaling.originalMaxPositions = 32;
+         s.ropeScaling.betaFast = 16;
+         s.sharp = true, s.dtype = DType::BF16, s.seed = 3;
+       }},
+      {"--preset tiny-mistral --sliding-window 0 --head-dim 16 --kv-heads 1 "
+       "--rope-scaling llama3:8:1:4:16 --tie",
+       "tiny-mistral",
+       [](ModelSpec &s) {
+         s.slidingWindow = 0, s.headDim = 16, s.kvHeads = 1;
+         s.ropeScaling.type = RopeScaling::Type::Llama3;
+         s.ropeScaling.factor = 8, s.ropeScaling.lowFreqFactor = 1;
+         s.ropeScaling.highFreqFactor = 4;
+         s.ropeScaling.originalMaxPositions = 16;
+         s.tieEmbeddings = true;
+       }},
+      {"--preset tiny-gpt_neox --rotary-pct 0.5 --no-parallel-residual "
+       "--rope-theta 5000 --norm-eps 1e-6 --activation gelu_new",
+       "tiny-gpt_neox",
+       [](ModelSpec &s) {
+         s.rotaryFraction = 0.5, s.parallelResidual = false;
+         s.ropeTheta = 5000, s.normEps = 1e-6, s.activation = "gelu_new";
+       }},
+      {"--preset tiny-phi3 --partial-rotary-factor 0.5 --no-tie-embeddings",
+       "tiny-phi3", [](ModelSpec &s) { s.rotaryFraction = 0.5; }},
+      {"--preset tiny-gptj --rotary-dim 4 --ffn 96", "tiny-gptj",
+       [](ModelSpec &s) { s.rotaryDim = 4, s.ffn = 96; }},
+      {"--preset tiny-opt --no-layer-norm-before --word-embed-proj-dim 16 "
+       "--no-tie",
+       "tiny-opt",
+       [](ModelSpec &s) {
+         s.layerNormBefore = false, s.wordEmbedProjDim = 16;
+         s.tieEmbeddings = false;
+       }},
+      {"--preset tiny-xglm --no-scale-embedding --layers 1 --heads 2",
+       "tiny-xglm",
+       [](ModelSpec &s) { s.scaleEmbedding = false, s.layers = 1, s.heads = 2; }},
+      {"--preset tiny-bloom --heads 8 --hidden 96 --vocab 50", "tiny-bloom",
+       [](ModelSpec &s) { s.heads = 8, s.hidden = 96, s.vocab = 50; }},
+      {"--preset tiny-gemma --head-dim 64 --no-tie --embedding-std 0.5",
+       "tiny-gemma",
+       [](ModelSpec &s) {
+         s.headDim = 64, s.tieEmbeddings = false, s.embeddingStd = 0.5;
+       }},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::string cli = dir.sub("cli" + std::to_string(i));
+    CommandResult r = run(tool() + " " + cases[i].args + " --out " + cli);
+    ASSERT_EQ(r.exitCode, 0) << cases[i].args << "\n" << r.output;
+    EXPECT_NE(r.output.find(std::string(", ") +
+                            familyName(preset(cases[i].preset).family) + ", "),
+              std::string::npos)
+        << r.output;
+    ModelSpec spec = preset(cases[i].preset);
+    cases[i].edit(spec);
+    std::string api = writeOrDie(spec, dir.sub("api" + std::to_string(i)));
+    EXPECT_EQ(readFile(cli + "/config.json"), readFile(api + "/config.json"))
+        << cases[i].args;
+    EXPECT_EQ(readFile(cli + "/model.safetensors"),
+              readFile(api + "/model.safetensors"))
+        << cases[i].args;
+    checkFolder(spec, api, cases[i].args);
+  }
+}
+
+TEST(WriterFamiliesCli, ListPresets) {
+  CommandResult r = run(tool() + " --list-presets");
+  ASSERT_EQ(r.exitCode, 0);
+  std::string expected;
+  for (const std::string &name : presetNames())
+    expected += name + "\n";
+  EXPECT_EQ(r.output, expected);
+}
+
+} // namespace
