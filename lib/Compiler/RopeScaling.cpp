@@ -188,10 +188,16 @@ int64_t readOriginalMaxPositions(ConfigReader &reader, ConfigReader &params,
 
 void readYarn(ConfigReader &reader, ConfigReader &params, RopeScaling &scaling,
               double theta) {
-  if (params.has("beta_fast"))
-    scaling.betaFast = params.positiveNumber("beta_fast", scaling.betaFast);
-  if (params.has("beta_slow"))
-    scaling.betaSlow = params.positiveNumber("beta_slow", scaling.betaSlow);
+  // transformers reads `get("beta_fast") or 32`: 0 means the default too.
+  for (auto [key, value] : {std::pair{"beta_fast", &scaling.betaFast},
+                            std::pair{"beta_slow", &scaling.betaSlow}}) {
+    std::optional<double> beta = params.number(key);
+    if (beta && *beta < 0.0)
+      params.fail("key '" + params.name(key) + "' must not be negative, got " +
+                  text(*beta));
+    else if (beta && *beta != 0.0)
+      *value = *beta;
+  }
   if (scaling.betaFast < scaling.betaSlow)
     params.fail("key '" + params.name("beta_fast") + "' (" +
                 text(scaling.betaFast) + ") must be at least '" +
@@ -236,9 +242,14 @@ void mlir::attn::readRopeParameters(ConfigReader &reader, ModelConfig &config) {
   PositionSpec &positions = config.positions;
   positions.theta = reader.positiveNumber("rope_theta", positions.theta);
 
-  // transformers v5 turns a (v4) rope_scaling into rope_parameters.
+  // transformers v5 turns a (v4) rope_scaling into rope_parameters and
+  // prefers it; two different ones are an error.
   llvm::StringRef key =
       reader.has("rope_scaling") ? "rope_scaling" : "rope_parameters";
+  const llvm::json::Object &top = reader.entries();
+  if (reader.has("rope_scaling") && reader.has("rope_parameters") &&
+      *top.get("rope_scaling") != *top.get("rope_parameters"))
+    return reader.fail("keys 'rope_scaling' and 'rope_parameters' disagree");
   const llvm::json::Object *object = reader.objectAt(key);
   if (!object)
     return;

@@ -49,6 +49,9 @@ ModelConfig mlir::attn::readLlama(ConfigReader &reader) {
   config.positions.kind = PositionKind::Rotary;
   config.positions.pairing = RopePairing::RotateHalf;
   readRopeParameters(reader, config);
+  if (config.positions.rotaryDims != 0)
+    reader.fail("partial_rotary_factor: llama rotates the whole head "
+                "(apply_rotary_pos_emb has no pass-through part)");
   config.attention.qkv = QkvStorage::Separate;
   config.mlp.kind = MlpKind::SwiGlu;
   config.linearOutIn = true;
