@@ -171,32 +171,80 @@ def Attn_ResidualAddOp : Attn_Op<"residual_add",
 def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding of queries or keys";
   let description = [{
-    Rotates each head of `input` (`[seq, heads * head_dim]`) by its position.
-    Row `s` has position `p = offset + s`; pair `i` of a head
-    (`0 <= i < head_dim / 2`) turns by the angle
-    `p * theta^(-2i / head_dim)`:
-    `(a, b) -> (a cos - b sin, b cos + a sin)`.
+    Rotates the first `rotary_dims` features of each head of `input`
+    (`[seq, heads * head_dim]`) by its position; the other
+    `head_dim - rotary_dims` features of the head pass through unchanged.
+    `rotary_dims` defaults to `head_dim` (every feature rotates).
 
-    The pairing keyword says which features form pair `i`:
-    - `rotate_half`: `(x[i], x[i + head_dim/2])` (Hugging Face LLaMA);
-    - `interleaved`: `(x[2i], x[2i + 1])` (RoFormer, Meta's LLaMA).
+    Row `s` has position `p = offset + s`. Pair `i` of a head
+    (`0 <= i < r / 2`, `r = rotary_dims`) turns by the angle `p * f_i`, and
+    the rotated features are scaled by `A = attention_factor` (default 1):
+    `(a, b) -> (A (a cos - b sin), A (b cos + a sin))`.
 
-    `head_dim` must be even and divide the feature dimension; `theta` must be
-    positive. `offset` is the position of the first row (0 for a prompt, the
-    cache length during decode). Angles are computed in f64.
+    The inverse frequency `f_i` of pair `i` is one of:
+    - `theta(T)`: `f_i = T^(-2i / r)` (the original RoPE);
+    - `frequencies(dense<[f_0, ..., f_(r/2-1)]> : tensor<(r/2)xf64>)`: given
+      per pair, `r / 2` finite non-negative numbers (f64, printed exactly,
+      so a table survives a round trip through text). The compiler resolves
+      the static scalings of Hugging Face's `rope_scaling` (`linear`, `yarn`,
+      `llama3`) into this table, and yarn's attention factor into
+      `attention_factor`;
+    - `theta(T) dynamic_ntk(factor = k, max_positions = M)`: dynamic NTK
+      scaling, `f_i = T'^(-2i / r)` with
+      `T' = T * (k * L / M - (k - 1))^(r / (r - 2))` and
+      `L = max(offset + seq, M)`, the number of positions of this call (a
+      runtime value). Every row of one call uses the same `T'`; keys cached
+      by earlier calls keep the base they were rotated with, as in Hugging
+      Face's cached decoding. At or below `M` positions `T' = T`.
 
-    Example:
+    The pairing keyword says which features of the rotary part form pair `i`:
+    - `rotate_half`: `(x[i], x[i + r/2])` (Hugging Face LLaMA, GPT-NeoX,
+      Phi-3);
+    - `interleaved`: `(x[2i], x[2i + 1])` (RoFormer, Meta's LLaMA, GPT-J).
+
+    `head_dim` must be even and divide the feature dimension; `rotary_dims`
+    must be even, positive and at most `head_dim` (more than 2 with
+    `dynamic_ntk`); exactly one of `theta` and `frequencies` is given, and
+    `dynamic_ntk` needs `theta`. `theta`, `attention_factor` and the NTK
+    factor must be positive, `max_positions` positive. `offset` is the
+    position of the first row (0 for a prompt, the cache length during
+    decode). Angles, cos and sin are computed in f64.
+
+    Examples: every feature with `theta`; `linear` scaling by 2 of
+    `theta = 100` over the first 4 of 8 features (`f = [1, 0.1] / 2`); a
+    frequency table with an attention factor (yarn's `0.1 ln(4) + 1` for
+    factor 4); dynamic NTK:
     ```mlir
     %qr = attn.rope %q offset(%pos) head_dim(64) theta(1.0e+04) rotate_half : tensor<?x768xf32>
+    %kr = attn.rope %k offset(%pos) head_dim(8) rotary_dims(4) frequencies(dense<[5.0e-01, 5.0e-02]> : tensor<2xf64>) rotate_half : tensor<?x16xf32>
+    %yr = attn.rope %k offset(%pos) head_dim(8) frequencies(dense<[1.0, 0.1, 0.01, 0.001]> : tensor<4xf64>) attention_factor(1.1386) interleaved : tensor<?x16xf32>
+    %dr = attn.rope %q offset(%pos) head_dim(64) theta(1.0e+04) dynamic_ntk(factor = 2.0, max_positions = 2048) rotate_half : tensor<?x768xf32>
     ```
   }];
   let arguments = (ins Attn_Tensor2D:$input, Index:$offset,
                        I64Attr:$head_dim,
-                       F32Attr:$theta, Attn_RopePairing:$pairing);
+                       OptionalAttr<I64Attr>:$rotary_dims,
+                       OptionalAttr<F32Attr>:$theta,
+                       OptionalAttr<F64ElementsAttr>:$frequencies,
+                       OptionalAttr<F64Attr>:$ntk_factor,
+                       OptionalAttr<I64Attr>:$ntk_max_positions,
+                       OptionalAttr<F64Attr>:$attention_factor,
+                       Attn_RopePairing:$pairing);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
-    $input `offset` `(` $offset `)` `head_dim` `(` $head_dim `)` `theta` `(` $theta `)`
+    $input `offset` `(` $offset `)` `head_dim` `(` $head_dim `)`
+    (`rotary_dims` `(` $rotary_dims^ `)`)?
+    (`theta` `(` $theta^ `)`)? (`frequencies` `(` $frequencies^ `)`)?
+    (`dynamic_ntk` `(` `factor` `=` $ntk_factor^ `,`
+       `max_positions` `=` $ntk_max_positions `)`)?
+    (`attention_factor` `(` $attention_factor^ `)`)?
     $pairing attr-dict `:` type($input)
+  }];
+  let extraClassDeclaration = [{
+    /// rotary_dims, or head_dim when the attribute is absent.
+    int64_t getNumRotaryDims();
+    /// attention_factor, or 1 when the attribute is absent.
+    double getEffectiveAttentionFactor();
   }];
   let hasVerifier = 1;
 }

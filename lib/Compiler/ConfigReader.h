@@ -41,21 +41,22 @@ public:
     const JsonValue *value = object.get(key);
     if (!value || value->getAsNull()) {
       if (!fallback)
-        fail("missing key '" + key + "'");
+        fail("missing key '" + name(key) + "'");
       return fallback.value_or(0);
     }
     std::optional<int64_t> integer = value->getAsInteger();
     if (!integer || value->kind() == JsonValue::Boolean) {
-      fail("key '" + key + "' must be an integer, got " + render(*value));
+      fail("key '" + name(key) + "' must be an integer, got " +
+           render(*value));
       return 0;
     }
     if (*integer <= 0) {
-      fail("key '" + key + "' must be positive, got " +
+      fail("key '" + name(key) + "' must be positive, got " +
            std::to_string(*integer));
       return 0;
     }
     if (*integer > limit) {
-      fail("key '" + key + "' is " + std::to_string(*integer) +
+      fail("key '" + name(key) + "' is " + std::to_string(*integer) +
            ", larger than the supported " + std::to_string(limit));
       // Not the value: later defaults multiply it (n_inner = 4 n_embd).
       return 0;
@@ -72,13 +73,13 @@ public:
       return fallback;
     std::optional<double> number = value->getAsNumber();
     if (!number || !std::isfinite(*number) || *number <= 0) {
-      fail("key '" + key + "' must be a positive number, got " +
+      fail("key '" + name(key) + "' must be a positive number, got " +
            render(*value));
       return fallback;
     }
     if (*number < std::numeric_limits<float>::min() ||
         *number > std::numeric_limits<float>::max()) {
-      fail("key '" + key + "' is " + render(*value) +
+      fail("key '" + name(key) + "' is " + render(*value) +
            ", outside the f32 range the model computes in");
       return fallback;
     }
@@ -100,6 +101,45 @@ public:
     }
     return *integer;
   }
+
+  /// A finite number; nullopt when absent or null (or once rejected).
+  std::optional<double> number(llvm::StringRef key) {
+    const JsonValue *value = object.get(key);
+    if (!value || value->getAsNull())
+      return std::nullopt;
+    std::optional<double> number = value->getAsNumber();
+    if (!number || !std::isfinite(*number)) {
+      fail("key '" + name(key) + "' must be a number, got " + render(*value));
+      return std::nullopt;
+    }
+    return *number;
+  }
+
+  /// The object at `key`; null when absent or null (or once rejected).
+  const llvm::json::Object *objectAt(llvm::StringRef key) {
+    const JsonValue *value = object.get(key);
+    if (!value || value->getAsNull())
+      return nullptr;
+    const llvm::json::Object *inner = value->getAsObject();
+    if (!inner)
+      fail("key '" + name(key) + "' must be an object, got " + render(*value));
+    return inner;
+  }
+
+  /// A reader of `inner`, the object at `key`: its messages name keys as
+  /// `key.inner_key`, and its first error is this reader's.
+  ConfigReader nested(const llvm::json::Object &inner, llvm::StringRef key) {
+    ConfigReader reader(inner, fileName);
+    reader.prefix = name(key) + ".";
+    reader.parent = this;
+    return reader;
+  }
+
+  /// `key` as messages name it (with the path of a nested reader).
+  std::string name(llvm::StringRef key) const { return prefix + key.str(); }
+
+  /// The keys and values this reader reads.
+  const llvm::json::Object &entries() const { return object; }
 
   /// Whether the key is present and not null.
   bool has(llvm::StringRef key) const {
@@ -142,7 +182,8 @@ public:
       return fallback;
     std::optional<bool> flag = value->getAsBoolean();
     if (!flag) {
-      fail("key '" + key + "' must be true or false, got " + render(*value));
+      fail("key '" + name(key) + "' must be true or false, got " +
+           render(*value));
       return fallback;
     }
     return *flag;
@@ -154,7 +195,7 @@ public:
       return fallback.str();
     std::optional<llvm::StringRef> text = value->getAsString();
     if (!text) {
-      fail("key '" + key + "' must be a string, got " + render(*value));
+      fail("key '" + name(key) + "' must be a string, got " + render(*value));
       return fallback.str();
     }
     return text->str();
@@ -167,11 +208,13 @@ public:
                          llvm::StringRef what) {
     const JsonValue *value = object.get(key);
     if (value && !value->getAsNull() && !harmless(*value))
-      fail("key '" + key + "' is not supported: " + what + " (got " +
+      fail("key '" + name(key) + "' is not supported: " + what + " (got " +
            render(*value) + ")");
   }
 
   void fail(const llvm::Twine &message) {
+    if (parent)
+      return parent->fail(message);
     if (!error)
       error = (fileName + ": " + message).str();
   }
@@ -207,6 +250,10 @@ private:
   const llvm::json::Object &object;
   llvm::StringRef fileName;
   std::optional<std::string> error;
+  /// Set in a nested reader: the path before its keys, and the reader its
+  /// errors go to.
+  std::string prefix;
+  ConfigReader *parent = nullptr;
 };
 
 // Sanity limits: far above any model this compiler is meant for, low enough
@@ -273,6 +320,20 @@ void readSlidingWindow(ConfigReader &reader, ModelConfig &config,
                        std::optional<int64_t> fallback);
 
 ModelConfig readGemma(ConfigReader &reader);
+/// Reads RoPE's base and frequency scaling into `config.positions`, for
+/// every family with rotary embeddings (RopeScaling.cpp):
+/// - `rope_theta` (default: `positions.theta` as the family set it);
+/// - `rope_scaling` (transformers v4: the kind under `type` or `rope_type`)
+///   or else `rope_parameters` (v5, which may also hold `rope_theta` and
+///   `partial_rotary_factor`), into `positions.scaling`;
+/// - `original_max_position_embeddings` at the top level (Phi-3 keeps it
+///   there).
+/// Call it once `headDim`, `maxPositions` and `positions.rotaryDims` are
+/// set. Rejects, naming the key: an unknown or unsupported (`longrope`)
+/// rope_type, a missing or non-positive factor, yarn and llama3 parameters
+/// out of range.
+void readRopeParameters(ConfigReader &reader, ModelConfig &config);
+
 ModelConfig readGpt2(ConfigReader &reader);
 ModelConfig readLlama(ConfigReader &reader);
 ModelConfig readMistral(ConfigReader &reader);

@@ -189,13 +189,46 @@ public:
     return RmsNormOp::create(b, loc, x, gain, eps, gainOffset);
   }
 
-  /// Rotary embedding of queries or keys.
+  /// Rotary embedding of queries or keys: theta, or the per-pair
+  /// frequencies a static scaling resolves to; dynamic NTK as the op's
+  /// runtime rescaling of theta.
   Value rope(Value x, Value pos) {
     const PositionSpec &positions = config.positions;
-    FloatAttr theta = b.getF32FloatAttr(static_cast<float>(positions.theta));
+    const RopeScaling &scaling = positions.scaling;
+    int64_t rotary = positions.rotaryDimsOf(config.headDim);
     IntegerAttr headDim = b.getI64IntegerAttr(config.headDim);
+    IntegerAttr rotaryDims;
+    if (rotary != config.headDim)
+      rotaryDims = b.getI64IntegerAttr(rotary);
+    FloatAttr theta, ntkFactor, attentionFactor;
+    IntegerAttr ntkMaxPositions;
+    DenseElementsAttr frequencies;
+    switch (scaling.kind) {
+    case RopeScalingKind::None:
+      theta = b.getF32FloatAttr(static_cast<float>(positions.theta));
+      break;
+    case RopeScalingKind::Dynamic:
+      theta = b.getF32FloatAttr(static_cast<float>(positions.theta));
+      ntkFactor = b.getF64FloatAttr(scaling.factor);
+      ntkMaxPositions = b.getI64IntegerAttr(scaling.originalMaxPositions);
+      break;
+    case RopeScalingKind::Linear:
+    case RopeScalingKind::Yarn:
+    case RopeScalingKind::Llama3: {
+      llvm::SmallVector<double> table =
+          ropeInverseFrequencies(positions, rotary);
+      frequencies = DenseElementsAttr::get(
+          RankedTensorType::get({rotary / 2}, b.getF64Type()),
+          llvm::ArrayRef<double>(table));
+      if (double factor = ropeAttentionFactor(scaling); factor != 1.0)
+        attentionFactor = b.getF64FloatAttr(factor);
+      break;
+    }
+    }
     auto pairing = RopePairingAttr::get(b.getContext(), positions.pairing);
-    return RopeOp::create(b, loc, x, pos, headDim, theta, pairing);
+    return RopeOp::create(b, loc, x, pos, headDim, rotaryDims, theta,
+                          frequencies, ntkFactor, ntkMaxPositions,
+                          attentionFactor, pairing);
   }
 
   /// The activation of the MLP from its input `h`.

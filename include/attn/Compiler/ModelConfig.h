@@ -23,6 +23,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,39 @@ struct NormSpec {
 /// Alibi: a per-head linear bias on the scores (BLOOM), no embedding.
 enum class PositionKind { None, Learned, Sinusoidal, Rotary, Alibi };
 
+/// How RoPE's inverse frequencies are scaled to reach past the positions a
+/// model was trained on: Hugging Face's rope_type (ROPE_INIT_FUNCTIONS in
+/// modeling_rope_utils.py). `r` below is the rotary dimension count and
+/// `f_i = theta^(-2i / r)` the unscaled inverse frequency of pair i.
+enum class RopeScalingKind {
+  None,    ///< "default": f_i.
+  Linear,  ///< f_i / factor.
+  Dynamic, ///< NTK: theta grows with the positions of each call (runtime).
+  Yarn,    ///< NTK-by-parts ramp between f_i / factor and f_i; cos and sin
+           ///< scaled by an attention factor.
+  Llama3,  ///< Llama 3.1: f_i / factor below the low-frequency wavelength,
+           ///< f_i above the high one, a smooth blend between.
+};
+
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::None;
+  double factor = 1.0;
+  /// The positions the scaling is measured against: the pre-training length
+  /// (original_max_position_embeddings) for yarn and llama3, the model's
+  /// max_position_embeddings for dynamic.
+  int64_t originalMaxPositions = 0;
+  /// Yarn: the correction range in rotations, whether its ends are rounded
+  /// to whole pairs, and the attention factor (absent: from mscale and
+  /// mscale_all_dim, or 0.1 ln(factor) + 1).
+  double betaFast = 32.0, betaSlow = 1.0;
+  bool truncate = true;
+  std::optional<double> attentionFactor;
+  double mscale = 0.0, mscaleAllDim = 0.0;
+  /// Llama3: wavelengths longer than original / low scale by 1 / factor,
+  /// shorter than original / high stay.
+  double lowFreqFactor = 1.0, highFreqFactor = 4.0;
+};
+
 struct PositionSpec {
   PositionKind kind = PositionKind::None;
   /// Learned: row `offset + p` of the table holds position p (OPT: 2).
@@ -52,7 +86,23 @@ struct PositionSpec {
   /// Features of each head that rotate (the first ones); 0 = all.
   int64_t rotaryDims = 0;
   double theta = 10000.0;
+  RopeScaling scaling;
+
+  /// The rotating features of a head of `headDim`.
+  int64_t rotaryDimsOf(int64_t headDim) const {
+    return rotaryDims ? rotaryDims : headDim;
+  }
 };
+
+/// The inverse frequency of each of the `rotaryDims / 2` pairs under a
+/// static scaling (none, linear, yarn, llama3), in f64, as Hugging Face's
+/// ROPE_INIT_FUNCTIONS compute them (they do it in f32). Not for dynamic,
+/// which depends on the positions of each call (the op computes it).
+llvm::SmallVector<double> ropeInverseFrequencies(const PositionSpec &positions,
+                                                 int64_t rotaryDims);
+
+/// What cos and sin are multiplied by: yarn's attention factor, else 1.
+double ropeAttentionFactor(const RopeScaling &scaling);
 
 /// down(act(up(x))) for Gelu and Relu; down(act(gate(x)) * up(x)) for the
 /// gated SwiGlu (silu) and GeGlu (gelu, Gemma).

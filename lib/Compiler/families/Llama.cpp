@@ -1,14 +1,15 @@
 //===- Llama.cpp - model_type "llama", and what its descendants share -----===//
 //
-// LLaMA (modeling_llama.py): RoPE (rotate-half pairing), pre-RMSNorm blocks,
-// grouped-query attention with separate nn.Linear q/k/v/o projections, a
-// gated MLP (SwiGLU), a final RMSNorm, an output projection tied or not.
-// Mistral, Qwen2, Gemma and Phi-3 are this with other defaults and a few
-// changes (readLlamaStyle).
+// LLaMA (modeling_llama.py): RoPE (rotate-half pairing, any rope_scaling but
+// longrope), pre-RMSNorm blocks, grouped-query attention with separate
+// nn.Linear q/k/v/o projections, a gated MLP (SwiGLU), a final RMSNorm, an
+// output projection tied or not. Mistral, Qwen2, Gemma and Phi-3 are this
+// with other defaults and a few changes (readLlamaStyle).
 //
 //===----------------------------------------------------------------------===//
 
 #include "../ConfigReader.h"
+
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -28,6 +29,22 @@ static void readGatedActivation(ConfigReader &reader, llvm::StringRef key,
   }
   reader.fail("key '" + key + "' is " + ConfigReader::quote(activation) +
               "; supported: silu, swish, " + kGeluNames);
+}
+
+/// The top-level partial_rotary_factor: RoPE on the first
+/// int(head_dim * factor) features of each head.
+static void readPartialRotary(ConfigReader &reader, ModelConfig &config) {
+  double factor = reader.positiveNumber("partial_rotary_factor", 1.0);
+  auto rotaryDims =
+      static_cast<int64_t>(static_cast<double>(config.headDim) * factor);
+  if (factor > 1.0 || rotaryDims <= 0 || rotaryDims % 2 != 0)
+    reader.fail("key 'partial_rotary_factor' (" +
+                ConfigReader::render(JsonValue(factor)) + ") gives " +
+                llvm::Twine(rotaryDims) + " rotary features of " +
+                llvm::Twine(config.headDim) +
+                "; need an even count in (0, head_dim]");
+  else if (rotaryDims != config.headDim)
+    config.positions.rotaryDims = rotaryDims;
 }
 
 ModelConfig mlir::attn::readLlamaStyle(ConfigReader &reader,
@@ -78,20 +95,22 @@ ModelConfig mlir::attn::readLlamaStyle(ConfigReader &reader,
   config.norm.epsilon = reader.positiveNumber("rms_norm_eps", defaults.epsilon);
   config.positions.kind = PositionKind::Rotary;
   config.positions.pairing = RopePairing::RotateHalf;
-  config.positions.theta = reader.positiveNumber("rope_theta", 10000.0);
-  config.attention.qkv = QkvStorage::Separate;
-  config.linearOutIn = true;
-  readGatedActivation(reader, "hidden_act", defaults.activation, config.mlp);
-  if (!defaults.partialRotary)
+  if (defaults.partialRotary)
+    readPartialRotary(reader, config);
+  else
     reader.unsupportedUnless(
         "partial_rotary_factor",
         [](const JsonValue &v) { return v.getAsNumber() == 1.0; },
         "rotary embeddings on part of each head (this family rotates all of "
         "it)");
-  reader.unsupportedUnless(
-      "rope_scaling", [](const JsonValue &) { return false; },
-      "scaled RoPE (linear, dynamic, yarn, llama3) is not "
-      "implemented yet");
+  readRopeParameters(reader, config);
+  if (!defaults.partialRotary && config.positions.rotaryDims != 0)
+    reader.fail("partial_rotary_factor: " + llvm::Twine(defaults.family) +
+                " rotates the whole head (apply_rotary_pos_emb has no "
+                "pass-through part)");
+  config.attention.qkv = QkvStorage::Separate;
+  config.linearOutIn = true;
+  readGatedActivation(reader, "hidden_act", defaults.activation, config.mlp);
 
   WeightNames &n = config.names;
   n.tokenEmbedding = "model.embed_tokens.";

@@ -22,22 +22,10 @@ ModelConfig mlir::attn::readPhi3(ConfigReader &reader) {
   config.mlp.fusedGateUp = true;
   readSlidingWindow(reader, config, /*fallback=*/std::nullopt);
 
-  double factor = reader.positiveNumber("partial_rotary_factor", 1.0);
-  if (factor > 1.0)
-    reader.fail("key 'partial_rotary_factor' must be at most 1, got " +
-                llvm::Twine(std::to_string(factor)));
-  int64_t rotaryDims = static_cast<int64_t>(config.headDim * factor);
-  if (rotaryDims % 2 != 0 || rotaryDims == 0)
-    reader.fail("key 'partial_rotary_factor' (" + llvm::Twine(std::to_string(factor)) +
-                ") gives " + llvm::Twine(rotaryDims) +
-                " rotary features per head; an even, positive number is needed");
-  if (rotaryDims != config.headDim) {
-    config.positions.rotaryDims = rotaryDims;
-    reader.fail("key 'partial_rotary_factor' is not supported yet: partial "
-                "rotary embeddings (got " +
-                llvm::Twine(std::to_string(factor)) + ")");
-  }
-
+  // Phi-3's only scaled RoPE is longrope, which is not supported.
+  if (config.positions.scaling.kind != RopeScalingKind::None)
+    reader.fail("key 'rope_scaling' is not supported: phi3 scales RoPE only "
+                "with longrope");
   WeightNames &n = config.names;
   n.qkv = "self_attn.qkv_proj.";
   n.gateUp = "mlp.gate_up_proj.";

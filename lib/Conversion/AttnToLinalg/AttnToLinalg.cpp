@@ -419,21 +419,49 @@ static Value positionAsF64(OpBuilder &b, Location loc, Value offset,
   return indexAsFloat(b, loc, position, b.getF64Type());
 }
 
-/// base^(-2i/d) * position in f64: the angle of pair i.
+/// base^(-2i/d) * position in f64: the angle of pair i. `base` is an f64
+/// value.
 static Value pairAngle(OpBuilder &b, Location loc, Value position,
-                       Value pairIndex, double base, int64_t d) {
+                       Value pairIndex, Value base, int64_t d) {
   Value i = indexAsFloat(b, loc, pairIndex, b.getF64Type());
   Value exponent = arith::MulFOp::create(
       b, loc, i, floatConstant(b, loc, -2.0 / static_cast<double>(d), b.getF64Type()));
-  Value freq = math::PowFOp::create(
-      b, loc, floatConstant(b, loc, base, b.getF64Type()), exponent);
+  Value freq = math::PowFOp::create(b, loc, base, exponent);
   return arith::MulFOp::create(b, loc, position, freq);
 }
 
-/// Rotates each (a, b) pair of each head by the position's angle. The input
-/// is viewed as [seq, heads, 2, d/2] (rotate_half) or [seq, heads, d/2, 2]
+/// The base of dynamic NTK scaling for one call, in f64:
+/// theta * (k L / M - (k - 1))^(r / (r - 2)) with L = max(offset + seq, M).
+static Value dynamicNtkBase(OpBuilder &b, Location loc, RopeOp op, Value x,
+                            Value offset, int64_t rotaryDims) {
+  Type f64 = b.getF64Type();
+  double factor = op.getNtkFactor()->convertToDouble();
+  auto maxPositions = static_cast<int64_t>(*op.getNtkMaxPositions());
+  Value rows = tensor::DimOp::create(b, loc, x, 0);
+  Value length = arith::MaxSIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, offset, rows),
+      arith::ConstantIndexOp::create(b, loc, maxPositions));
+  Value ratio = arith::DivFOp::create(
+      b, loc, indexAsFloat(b, loc, length, f64),
+      floatConstant(b, loc, static_cast<double>(maxPositions), f64));
+  Value growth = arith::SubFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, floatConstant(b, loc, factor, f64), ratio),
+      floatConstant(b, loc, factor - 1.0, f64));
+  double exponent = static_cast<double>(rotaryDims) /
+                    static_cast<double>(rotaryDims - 2);
+  Value power = math::PowFOp::create(b, loc, growth,
+                                     floatConstant(b, loc, exponent, f64));
+  double theta = op.getTheta()->convertToDouble();
+  return arith::MulFOp::create(b, loc, floatConstant(b, loc, theta, f64), power);
+}
+
+/// Rotates each (a, b) pair of the rotary part of each head by the
+/// position's angle. The rotary part (the whole head, or the first
+/// rotary_dims features: a slice of the [seq, heads, head_dim] view) is
+/// viewed as [seq, heads, 2, r/2] (rotate_half) or [seq, heads, r/2, 2]
 /// (interleaved) so both members of a pair are reachable through constant
-/// indices in the indexing maps.
+/// indices in the indexing maps; a partial rotation is inserted back into the
+/// input, so the other features pass through.
 struct RopeLowering : OpConversionPattern<RopeOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -445,35 +473,90 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     Value x = adaptor.getInput();
     auto type = cast<RankedTensorType>(x.getType());
     auto headDim = static_cast<int64_t>(op.getHeadDim());
-    int64_t half = headDim / 2, heads = type.getDimSize(1) / headDim;
+    int64_t rotaryDims = op.getNumRotaryDims();
+    int64_t half = rotaryDims / 2, heads = type.getDimSize(1) / headDim;
+    bool partial = rotaryDims != headDim;
     bool rotateHalf = op.getPairing() == RopePairing::RotateHalf;
-    double theta = op.getTheta().convertToDouble();
+    double attentionFactor = op.getEffectiveAttentionFactor();
+    Type f64 = rewriter.getF64Type();
+    Value offset = adaptor.getOffset();
 
-    // cos/sin table [seq, d/2], angles in f64.
+    // Where pair i's inverse frequency comes from: a constant table, or
+    // theta (rescaled for this call by dynamic NTK).
+    SmallVector<Value> tableInputs;
+    SmallVector<AffineMap> tableMaps;
+    if (DenseElementsAttr frequencies = op.getFrequenciesAttr()) {
+      tableInputs.push_back(
+          arith::ConstantOp::create(rewriter, loc, frequencies));
+      tableMaps.push_back(AffineMap::get(2, 0, getAffineDimExpr(1, ctx)));
+    }
+    Value dynamicBase;
+    if (op.getNtkFactor())
+      dynamicBase = dynamicNtkBase(rewriter, loc, op, x, offset, rotaryDims);
+
+    // cos/sin table [seq, r/2], angles in f64.
     OpFoldResult seq = tensor::getMixedSize(rewriter, loc, x, 0);
     SmallVector<OpFoldResult> tableSizes = {seq, rewriter.getIndexAttr(half)};
     Value cosInit = emptyTensor(rewriter, loc, tableSizes);
     Value sinInit = emptyTensor(rewriter, loc, tableSizes);
-    Value offset = adaptor.getOffset();
     AffineMap id2 = rewriter.getMultiDimIdentityMap(2);
+    tableMaps.append({id2, id2});
     auto table = linalg::GenericOp::create(
         rewriter, loc, TypeRange{cosInit.getType(), sinInit.getType()},
-        ValueRange{}, ValueRange{cosInit, sinInit}, {id2, id2},
-        iteratorTypes(2), [&](OpBuilder &b, Location l, ValueRange) {
+        tableInputs, ValueRange{cosInit, sinInit}, tableMaps, iteratorTypes(2),
+        [&](OpBuilder &b, Location l, ValueRange args) {
           Value position =
               positionAsF64(b, l, offset, linalg::IndexOp::create(b, l, 0));
-          Value angle = pairAngle(b, l, position,
-                                  linalg::IndexOp::create(b, l, 1), theta,
-                                  headDim);
-          Value c = arith::TruncFOp::create(b, l, b.getF32Type(),
-                                            math::CosOp::create(b, l, angle));
-          Value s = arith::TruncFOp::create(b, l, b.getF32Type(),
-                                            math::SinOp::create(b, l, angle));
-          linalg::YieldOp::create(b, l, ValueRange{c, s});
+          Value angle;
+          if (!tableInputs.empty()) {
+            angle = arith::MulFOp::create(b, l, position, args[0]);
+          } else {
+            Value base = dynamicBase;
+            if (!base)
+              base = floatConstant(b, l, op.getTheta()->convertToDouble(), f64);
+            angle = pairAngle(b, l, position, linalg::IndexOp::create(b, l, 1),
+                              base, rotaryDims);
+          }
+          Value c = math::CosOp::create(b, l, angle);
+          Value s = math::SinOp::create(b, l, angle);
+          if (attentionFactor != 1.0) {
+            Value factor = floatConstant(b, l, attentionFactor, f64);
+            c = arith::MulFOp::create(b, l, c, factor);
+            s = arith::MulFOp::create(b, l, s, factor);
+          }
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::TruncFOp::create(b, l, b.getF32Type(), c),
+                         arith::TruncFOp::create(b, l, b.getF32Type(), s)});
         });
     Value cosTable = table.getResult(0), sinTable = table.getResult(1);
 
-    // View x as [seq, heads, 2, half] or [seq, heads, half, 2].
+    // The rotary part: x itself, or the slice [seq, heads, r] of x viewed as
+    // [seq, heads, head_dim].
+    Value rotaryPart = x, byHead;
+    SmallVector<ReassociationIndices> reassociation = {{0}, {1, 2, 3}};
+    SmallVector<ReassociationIndices> splitHeads = {{0}, {1, 2}};
+    SmallVector<OpFoldResult> zeros(3, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> ones(3, rewriter.getIndexAttr(1));
+    SmallVector<OpFoldResult> rotarySizes = {seq, rewriter.getIndexAttr(heads),
+                                             rewriter.getIndexAttr(rotaryDims)};
+    if (partial) {
+      byHead = tensor::ExpandShapeOp::create(
+          rewriter, loc,
+          RankedTensorType::get({type.getDimSize(0), heads, headDim},
+                                type.getElementType()),
+          x, splitHeads,
+          ArrayRef<OpFoldResult>{seq, rewriter.getIndexAttr(heads),
+                                 rewriter.getIndexAttr(headDim)});
+      rotaryPart = tensor::ExtractSliceOp::create(
+          rewriter, loc,
+          RankedTensorType::get({type.getDimSize(0), heads, rotaryDims},
+                                type.getElementType()),
+          byHead, zeros, rotarySizes, ones);
+      reassociation = {{0}, {1}, {2, 3}};
+    }
+
+    // View the rotary part as [seq, heads, 2, half] or [seq, heads, half, 2].
     SmallVector<int64_t> viewShape = {type.getDimSize(0), heads, 2, half};
     SmallVector<OpFoldResult> viewSizes = {seq, rewriter.getIndexAttr(heads),
                                            rewriter.getIndexAttr(2),
@@ -483,9 +566,9 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
       std::swap(viewSizes[2], viewSizes[3]);
     }
     auto viewType = RankedTensorType::get(viewShape, type.getElementType());
-    SmallVector<ReassociationIndices> reassociation = {{0}, {1, 2, 3}};
-    Value view = tensor::ExpandShapeOp::create(rewriter, loc, viewType, x,
-                                               reassociation, viewSizes);
+    Value view = tensor::ExpandShapeOp::create(rewriter, loc, viewType,
+                                               rotaryPart, reassociation,
+                                               viewSizes);
 
     // Loop dims (s, h, p, q): the member index is p (rotate_half) or q.
     AffineExpr s, h, p, q;
@@ -519,8 +602,15 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
           return arith::SelectOp::create(b, l, isFirst, first, second)
               .getResult();
         });
-    Value result = tensor::CollapseShapeOp::create(rewriter, loc, type, rotated,
-                                                   reassociation);
+    Value result = tensor::CollapseShapeOp::create(
+        rewriter, loc, rotaryPart.getType(), rotated, reassociation);
+    if (partial) {
+      // The pass-through features stay as they are in the input.
+      Value merged = tensor::InsertSliceOp::create(
+          rewriter, loc, result, byHead, zeros, rotarySizes, ones);
+      result = tensor::CollapseShapeOp::create(rewriter, loc, type, merged,
+                                               splitHeads);
+    }
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -555,8 +645,9 @@ struct SinusoidalPELowering : OpConversionPattern<SinusoidalPEOp> {
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value position =
               positionAsF64(b, l, offset, linalg::IndexOp::create(b, l, 0));
-          Value angle = pairAngle(b, l, position,
-                                  linalg::IndexOp::create(b, l, 1), base, d);
+          Value angle = pairAngle(
+              b, l, position, linalg::IndexOp::create(b, l, 1),
+              floatConstant(b, l, base, b.getF64Type()), d);
           Value isSin = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(b, l, 2),
               arith::ConstantIndexOp::create(b, l, 0));

@@ -172,6 +172,69 @@ func.func @rope_interleaved(%x: tensor<3x16xf32>, %pos: index) -> tensor<3x16xf3
 
 // -----
 
+// Partial rotary: the first rotary_dims features of each head are a slice
+// of the [seq, heads, head_dim] view; they are rotated as a whole head would
+// be and inserted back, so the other features pass through. A frequency
+// table is an f64 constant read per pair, the attention factor scales cos and
+// sin before they are rounded to f32.
+// CHECK-DAG: #[[$PAIR:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @rope_partial_table
+// CHECK: %[[FREQ:.*]] = arith.constant dense<[5.000000e-01, 5.000000e-02]> : tensor<2xf64>
+// CHECK: %[[TABLE:.*]]:2 = linalg.generic {indexing_maps = [#[[$PAIR]], {{.*}} ins(%[[FREQ]] : tensor<2xf64>)
+// CHECK-NOT: math.powf
+// CHECK:   %[[ANGLE:.*]] = arith.mulf %{{.*}}, %{{.*}} : f64
+// CHECK:   %[[COS:.*]] = math.cos %[[ANGLE]] : f64
+// CHECK:   %[[SIN:.*]] = math.sin %[[ANGLE]] : f64
+// CHECK:   %[[FACTOR:.*]] = arith.constant 1.500000e+00 : f64
+// CHECK:   arith.mulf %[[COS]], %[[FACTOR]] : f64
+// CHECK:   arith.mulf %[[SIN]], %[[FACTOR]] : f64
+// CHECK: %[[HEADS:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2]] {{.*}} into tensor<?x2x8xf32>
+// CHECK: %[[ROT:.*]] = tensor.extract_slice %[[HEADS]][0, 0, 0] [%{{.*}}, 2, 4] [1, 1, 1] : tensor<?x2x8xf32> to tensor<?x2x4xf32>
+// CHECK: %[[VIEW:.*]] = tensor.expand_shape %[[ROT]] {{\[}}[0], [1], [2, 3]] {{.*}} into tensor<?x2x2x2xf32>
+// CHECK: %[[ROTATED:.*]] = linalg.generic {{.*}} ins(%[[VIEW]], %[[VIEW]], %[[TABLE]]#0, %[[TABLE]]#1
+// CHECK: %[[BACK:.*]] = tensor.collapse_shape %[[ROTATED]] {{\[}}[0], [1], [2, 3]] : tensor<?x2x2x2xf32> into tensor<?x2x4xf32>
+// CHECK: %[[MERGED:.*]] = tensor.insert_slice %[[BACK]] into %[[HEADS]][0, 0, 0] [%{{.*}}, 2, 4] [1, 1, 1]
+// CHECK: tensor.collapse_shape %[[MERGED]] {{\[}}[0], [1, 2]] : tensor<?x2x8xf32> into tensor<?x16xf32>
+func.func @rope_partial_table(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(4) frequencies(dense<[5.0e-01, 5.0e-02]> : tensor<2xf64>) attention_factor(1.5) rotate_half : tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
+// Dynamic NTK: theta' = theta (k L / M - (k - 1))^(r / (r - 2)) from the
+// call's length L = max(offset + seq, M), computed once before the table;
+// the table raises theta' to -2i/r as with a static theta. Interleaved pairs
+// over the first 6 of 8 features: a [seq, heads, 3, 2] view of the slice.
+// CHECK-LABEL: func.func @rope_dynamic_ntk
+// CHECK-SAME: (%[[X:.*]]: tensor<?x16xf32>, %[[POS:.*]]: index)
+// CHECK: %[[ROWS:.*]] = tensor.dim %[[X]]
+// CHECK: %[[END:.*]] = arith.addi %[[POS]], %[[ROWS]] : index
+// CHECK: %[[M:.*]] = arith.constant 2048 : index
+// CHECK: %[[L:.*]] = arith.maxsi %[[END]], %[[M]] : index
+// CHECK: %[[RATIO:.*]] = arith.divf %{{.*}}, %{{.*}} : f64
+// CHECK: %[[K:.*]] = arith.constant 2.000000e+00 : f64
+// CHECK: %[[SCALED:.*]] = arith.mulf %[[K]], %[[RATIO]] : f64
+// CHECK: %[[KM1:.*]] = arith.constant 1.000000e+00 : f64
+// CHECK: %[[GROWTH:.*]] = arith.subf %[[SCALED]], %[[KM1]] : f64
+// CHECK: %[[EXP:.*]] = arith.constant 1.500000e+00 : f64
+// CHECK: %[[POW:.*]] = math.powf %[[GROWTH]], %[[EXP]] : f64
+// CHECK: %[[THETA:.*]] = arith.constant 1.000000e+04 : f64
+// CHECK: %[[BASE:.*]] = arith.mulf %[[THETA]], %[[POW]] : f64
+// CHECK: linalg.generic
+// CHECK:   arith.constant -0.33333333333333331 : f64
+// CHECK:   math.powf %[[BASE]], %{{.*}} : f64
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0] [%{{.*}}, 2, 6] [1, 1, 1] : tensor<?x2x8xf32> to tensor<?x2x6xf32>
+// CHECK: tensor.expand_shape {{.*}} into tensor<?x2x3x2xf32>
+// CHECK: linalg.index 3
+// CHECK: tensor.insert_slice
+func.func @rope_dynamic_ntk(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(6) theta(1.0e+04) dynamic_ntk(factor = 2.0, max_positions = 2048) interleaved : tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @sinusoidal_pe
 // CHECK: tensor.expand_shape {{.*}} into tensor<?x4x2xf32>
 // CHECK: linalg.generic

@@ -257,6 +257,126 @@ func.func @rope_unknown_pairing(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8x
 
 // -----
 
+func.func @rope_odd_rotary_dims(%x: tensor<4x16xf32>, %pos: index) -> tensor<4x16xf32> {
+  // expected-error @+1 {{rotary_dims must be even, positive and at most head_dim (8), got 3}}
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(3) theta(1.0e+04) rotate_half : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @rope_rotary_dims_past_head(%x: tensor<4x16xf32>, %pos: index) -> tensor<4x16xf32> {
+  // expected-error @+1 {{rotary_dims must be even, positive and at most head_dim (8), got 10}}
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(10) theta(1.0e+04) rotate_half : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @rope_zero_rotary_dims(%x: tensor<4x16xf32>, %pos: index) -> tensor<4x16xf32> {
+  // expected-error @+1 {{rotary_dims must be even, positive and at most head_dim (8), got 0}}
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(0) theta(1.0e+04) rotate_half : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @rope_no_frequencies(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{requires theta or frequencies}}
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_theta_and_frequencies(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{takes theta or frequencies, not both}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) theta(1.0e+04) frequencies(dense<[1.0, 0.01]> : tensor<2xf64>) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_table_length(%x: tensor<4x16xf32>, %pos: index) -> tensor<4x16xf32> {
+  // expected-error @+1 {{frequencies must be a tensor of rotary_dims / 2 = 2 elements, got 'tensor<4xf64>'}}
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(4) frequencies(dense<[1.0, 0.1, 0.01, 0.001]> : tensor<4xf64>) rotate_half : tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @rope_table_rank(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{frequencies must be a tensor of rotary_dims / 2 = 2 elements, got 'tensor<1x2xf64>'}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) frequencies(dense<[[1.0, 0.1]]> : tensor<1x2xf64>) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_negative_frequency(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{frequencies[1] must be finite and non-negative, got -0.5}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) frequencies(dense<[1.0, -0.5]> : tensor<2xf64>) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_infinite_frequency(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{frequencies[0] must be finite and non-negative, got +Inf}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) frequencies(dense<[0x7FF0000000000000, 0.5]> : tensor<2xf64>) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_zero_attention_factor(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{attention_factor must be positive and finite, got 0}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) frequencies(dense<[1.0, 0.5]> : tensor<2xf64>) attention_factor(0.0) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_dynamic_non_positive_factor(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{dynamic_ntk factor must be positive and finite, got -2}}
+  %0 = attn.rope %x offset(%pos) head_dim(8) theta(1.0e+04) dynamic_ntk(factor = -2.0, max_positions = 2048) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_dynamic_zero_positions(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{dynamic_ntk max_positions must be positive, got 0}}
+  %0 = attn.rope %x offset(%pos) head_dim(8) theta(1.0e+04) dynamic_ntk(factor = 2.0, max_positions = 0) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_dynamic_two_dims(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{dynamic_ntk needs rotary_dims > 2 (its exponent is r / (r - 2)), got 2}}
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(2) theta(1.0e+04) dynamic_ntk(factor = 2.0, max_positions = 16) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_dynamic_without_theta(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{dynamic_ntk rescales theta: it needs theta, not frequencies}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) frequencies(dense<[1.0, 0.5]> : tensor<2xf64>) dynamic_ntk(factor = 2.0, max_positions = 16) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_dynamic_half_given(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{dynamic_ntk needs both factor and max_positions}}
+  %0 = "attn.rope"(%x, %pos) <{head_dim = 8 : i64, pairing = 0 : i32, theta = 1.0e+04 : f32, ntk_factor = 2.0 : f64}> : (tensor<4x8xf32>, index) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 func.func @sinusoidal_pe_odd_features(%x: tensor<4x7xf32>, %pos: index) -> tensor<4x7xf32> {
   // expected-error @+1 {{requires an even feature dimension for sin/cos pairs, got 7}}
   %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) : tensor<4x7xf32>

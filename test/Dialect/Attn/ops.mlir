@@ -116,6 +116,42 @@ func.func @rope_interleaved(%x: tensor<3x16xf32>, %pos: index) -> tensor<3x16xf3
 
 // -----
 
+// Partial rotary (GPT-NeoX, GPT-J): the first 4 features of each head of 8.
+// CHECK-LABEL: func.func @rope_partial
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(8) rotary_dims(4) theta(1.000000e+04) rotate_half : tensor<?x16xf32>
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(8) rotary_dims(2) theta(1.000000e+04) interleaved : tensor<?x16xf32>
+func.func @rope_partial(%x: tensor<?x16xf32>, %pos: index) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(4) theta(1.0e+04) rotate_half : tensor<?x16xf32>
+  %1 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(2) theta(1.0e+04) interleaved : tensor<?x16xf32>
+  return %0, %1 : tensor<?x16xf32>, tensor<?x16xf32>
+}
+
+// -----
+
+// A resolved scaling: an f64 table, one entry per pair, and yarn's attention
+// factor. Both print exactly (17 significant digits where needed), so the
+// text round trip loses nothing.
+// CHECK-LABEL: func.func @rope_frequencies
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(8) rotary_dims(4) frequencies(dense<[5.000000e-01, 0.0012345678901234567]> : tensor<2xf64>) rotate_half : tensor<?x16xf32>
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(4) frequencies(dense<[1.000000e+00, 0.000000e+00]> : tensor<2xf64>) attention_factor(1.1386294361119891) interleaved : tensor<?x8xf32>
+func.func @rope_frequencies(%x: tensor<?x16xf32>, %y: tensor<?x8xf32>, %pos: index) -> (tensor<?x16xf32>, tensor<?x8xf32>) {
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(4) frequencies(dense<[0.5, 0.0012345678901234567]> : tensor<2xf64>) rotate_half : tensor<?x16xf32>
+  %1 = attn.rope %y offset(%pos) head_dim(4) frequencies(dense<[1.0, 0.0]> : tensor<2xf64>) attention_factor(1.1386294361119891) interleaved : tensor<?x8xf32>
+  return %0, %1 : tensor<?x16xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// Dynamic NTK: theta rescaled at run time from the call's positions.
+// CHECK-LABEL: func.func @rope_dynamic_ntk
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(8) theta(1.000000e+04) dynamic_ntk(factor = 2.000000e+00, max_positions = 2048) rotate_half : tensor<?x16xf32>
+func.func @rope_dynamic_ntk(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
+  %0 = attn.rope %x offset(%pos) head_dim(8) theta(1.0e+04) dynamic_ntk(factor = 2.0, max_positions = 2048) rotate_half : tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @sinusoidal_pe
 // CHECK: attn.sinusoidal_pe %{{.*}} offset(%{{.*}}) base(1.000000e+04) : tensor<?x8xf32>
 func.func @sinusoidal_pe(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {

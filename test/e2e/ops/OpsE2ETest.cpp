@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Compiler/CompiledModule.h"
+#include "attn/Compiler/ModelConfig.h"
 #include "Reference.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -484,6 +485,190 @@ TEST(Rope, BothPairingsHeadDimsAndOffsets) {
                       offset);
         EXPECT_CLOSE(out.values(), expected, kOpTolerance)
             << "case " << index << " seq=" << seq << " offset=" << offset;
+      }
+    }
+  }
+}
+
+/// A scaled or partial RoPE: the reference's description of an HF
+/// rope_scaling, and the features that rotate.
+struct ScaledRopeCase {
+  const char *name;
+  int64_t heads, headDim, rotaryDims;
+  bool rotateHalf;
+  double theta;
+  ref::RopeScaling scaling;
+};
+
+ref::RopeScaling scalingOf(ref::RopeScaling::Type type, double factor) {
+  ref::RopeScaling scaling;
+  scaling.type = type;
+  scaling.factor = factor;
+  return scaling;
+}
+
+/// The compiler's description of the same scaling (what readRopeParameters
+/// fills in from a config).
+mlir::attn::RopeScaling compilerScaling(const ref::RopeScaling &r) {
+  mlir::attn::RopeScaling c;
+  c.factor = r.factor;
+  c.originalMaxPositions = r.originalMaxPositions;
+  switch (r.type) {
+  case ref::RopeScaling::Type::None:
+    c.kind = RopeScalingKind::None;
+    break;
+  case ref::RopeScaling::Type::Linear:
+    c.kind = RopeScalingKind::Linear;
+    break;
+  case ref::RopeScaling::Type::Dynamic:
+    c.kind = RopeScalingKind::Dynamic;
+    c.originalMaxPositions = r.maxPositions;
+    break;
+  case ref::RopeScaling::Type::Yarn:
+    c.kind = RopeScalingKind::Yarn;
+    break;
+  case ref::RopeScaling::Type::Llama3:
+    c.kind = RopeScalingKind::Llama3;
+    break;
+  }
+  if (!std::isnan(r.attentionFactor))
+    c.attentionFactor = r.attentionFactor;
+  c.betaFast = r.betaFast;
+  c.betaSlow = r.betaSlow;
+  c.mscale = r.mscale;
+  c.mscaleAllDim = r.mscaleAllDim;
+  c.truncate = r.truncate;
+  c.lowFreqFactor = r.lowFreqFactor;
+  c.highFreqFactor = r.highFreqFactor;
+  return c;
+}
+
+/// The attn.rope attributes the compiler's ModelBuilder would emit for the
+/// case: theta (with dynamic_ntk), or the resolved table and attention
+/// factor. Table entries print with 17 digits, so they parse back exactly.
+std::string ropeAttributes(const ScaledRopeCase &c) {
+  PositionSpec positions;
+  positions.theta = c.theta;
+  positions.rotaryDims = c.rotaryDims;
+  positions.scaling = compilerScaling(c.scaling);
+  std::string text = llvm::formatv("head_dim({0})", c.headDim).str();
+  if (c.rotaryDims != c.headDim)
+    text += llvm::formatv(" rotary_dims({0})", c.rotaryDims).str();
+  switch (positions.scaling.kind) {
+  case RopeScalingKind::None:
+    return text + llvm::formatv(" theta({0:e})", c.theta).str();
+  case RopeScalingKind::Dynamic:
+    return text + llvm::formatv(" theta({0:e}) dynamic_ntk(factor = {1:e16}, "
+                                "max_positions = {2})",
+                                c.theta, c.scaling.factor,
+                                c.scaling.maxPositions)
+                      .str();
+  default:
+    break;
+  }
+  llvm::SmallVector<double> table =
+      ropeInverseFrequencies(positions, c.rotaryDims);
+  std::string entries;
+  for (double f : table)
+    entries += (entries.empty() ? "" : ", ") + llvm::formatv("{0:e16}", f).str();
+  text += llvm::formatv(" frequencies(dense<[{0}]> : tensor<{1}xf64>)", entries,
+                        table.size())
+              .str();
+  if (double factor = ropeAttentionFactor(positions.scaling); factor != 1.0)
+    text += llvm::formatv(" attention_factor({0:e16})", factor).str();
+  return text;
+}
+
+// Every rope_type with partial dims under both pairings, at positions far
+// past the length each scaling is measured against (original
+// max_position_embeddings 64..256, positions up to 40128): the compiled op
+// against the reference's HF formulas (ropeScaledFrequencies with the
+// call's length for dynamic, then ropeWithFrequencies). The compiler's
+// frequency table and attention factor are compared first, to 1e-12.
+TEST(Rope, PartialDimsAndScaledFrequenciesPastTheOriginalContext) {
+  using Type = ref::RopeScaling::Type;
+  ref::RopeScaling dynamic = scalingOf(Type::Dynamic, 2.0);
+  dynamic.maxPositions = 64;
+  ref::RopeScaling dynamicPartial = scalingOf(Type::Dynamic, 4.0);
+  dynamicPartial.maxPositions = 128;
+  ref::RopeScaling yarn = scalingOf(Type::Yarn, 4.0);
+  yarn.originalMaxPositions = 128;
+  ref::RopeScaling yarnMscale = scalingOf(Type::Yarn, 8.0);
+  yarnMscale.originalMaxPositions = 256;
+  yarnMscale.mscale = 1.0;
+  yarnMscale.mscaleAllDim = 0.707;
+  yarnMscale.truncate = false;
+  yarnMscale.betaFast = 16.0;
+  yarnMscale.betaSlow = 2.0;
+  ref::RopeScaling yarnFactor = scalingOf(Type::Yarn, 16.0);
+  yarnFactor.originalMaxPositions = 64;
+  yarnFactor.attentionFactor = 0.75;
+  ref::RopeScaling llama3 = scalingOf(Type::Llama3, 8.0);
+  llama3.originalMaxPositions = 256;
+  llama3.lowFreqFactor = 1.0;
+  llama3.highFreqFactor = 4.0;
+  const std::vector<ScaledRopeCase> cases = {
+      {"neox_partial", 2, 64, 16, true, 1e4, {}},
+      {"gptj_partial", 3, 64, 32, false, 1e4, {}},
+      {"linear_partial", 2, 80, 40, true, 1e4, scalingOf(Type::Linear, 4.0)},
+      {"linear_interleaved", 1, 32, 32, false, 5e5, scalingOf(Type::Linear, 2.0)},
+      {"dynamic", 2, 64, 64, false, 1e4, dynamic},
+      {"dynamic_partial", 2, 32, 16, true, 1e4, dynamicPartial},
+      {"yarn", 2, 64, 64, true, 1e4, yarn},
+      {"yarn_mscale_partial", 2, 64, 32, false, 1e4, yarnMscale},
+      {"yarn_attention_factor", 1, 128, 96, true, 1e6, yarnFactor},
+      {"llama3", 2, 128, 128, true, 5e5, llama3},
+      {"llama3_partial", 1, 64, 48, false, 5e5, llama3},
+  };
+  std::string source;
+  for (auto [index, c] : llvm::enumerate(cases)) {
+    int64_t features = c.heads * c.headDim;
+    source += llvm::formatv(R"mlir(
+      func.func @rope{0}(%x: tensor<?x{1}xf32>, %pos: index) -> tensor<?x{1}xf32> {
+        %0 = attn.rope %x offset(%pos) {2} {3} : tensor<?x{1}xf32>
+        return %0 : tensor<?x{1}xf32>
+      })mlir", index, features, ropeAttributes(c),
+                            c.rotateHalf ? "rotate_half" : "interleaved").str();
+  }
+  auto module = compileOrDie(source);
+  ASSERT_TRUE(module);
+  for (auto [index, c] : llvm::enumerate(cases)) {
+    bool dynamicCase = c.scaling.type == Type::Dynamic;
+    if (!dynamicCase) {
+      PositionSpec positions;
+      positions.theta = c.theta;
+      positions.scaling = compilerScaling(c.scaling);
+      double expectedFactor = 1.0;
+      std::vector<double> expected = ref::ropeScaledFrequencies(
+          c.theta, c.rotaryDims, c.scaling, 0, expectedFactor);
+      llvm::SmallVector<double> table =
+          ropeInverseFrequencies(positions, c.rotaryDims);
+      ASSERT_EQ(table.size(), expected.size()) << c.name;
+      for (size_t i = 0; i < table.size(); ++i)
+        EXPECT_NEAR(table[i], expected[i], 1e-12 * expected[i])
+            << c.name << " pair " << i;
+      EXPECT_NEAR(ropeAttentionFactor(positions.scaling), expectedFactor, 1e-12)
+          << c.name;
+    }
+    int64_t features = c.heads * c.headDim;
+    for (int64_t seq : kSeqLengths) {
+      for (int64_t offset : {0, 7, 1000, 40000}) {
+        std::vector<float> x = random(seq * features, 1.0f, 300 + seq + offset);
+        Buffer2D xBuf(x, {seq, features});
+        Buffer2D out(std::vector<float>(seq * features), {seq, features});
+        ASSERT_TRUE(module->call("rope" + std::to_string(index), xBuf.memref(),
+                                 offset, out.memref()));
+        // Dynamic NTK's base grows with the positions of this call.
+        double attentionFactor = 1.0;
+        std::vector<double> frequencies = ref::ropeScaledFrequencies(
+            c.theta, c.rotaryDims, c.scaling, offset + seq, attentionFactor);
+        std::vector<float> expected = ref::ropeWithFrequencies(
+            x, seq, features, c.headDim, frequencies, attentionFactor,
+            c.rotateHalf ? ref::RopePairing::RotateHalf
+                         : ref::RopePairing::Interleaved,
+            offset);
+        EXPECT_CLOSE(out.values(), expected, kOpTolerance)
+            << c.name << " seq=" << seq << " offset=" << offset;
       }
     }
   }

@@ -251,6 +251,64 @@ OpFoldResult ResidualAddOp::fold(FoldAdaptor adaptor) {
 // Positional encodings
 //===----------------------------------------------------------------------===//
 
+int64_t RopeOp::getNumRotaryDims() {
+  std::optional<uint64_t> rotaryDims = getRotaryDims();
+  return rotaryDims ? static_cast<int64_t>(*rotaryDims)
+                    : static_cast<int64_t>(getHeadDim());
+}
+
+double RopeOp::getEffectiveAttentionFactor() {
+  std::optional<APFloat> factor = getAttentionFactor();
+  return factor ? factor->convertToDouble() : 1.0;
+}
+
+/// Checks where the inverse frequencies come from: theta (optionally
+/// rescaled at run time by dynamic NTK) or an explicit per-pair table.
+static LogicalResult verifyRopeFrequencies(RopeOp op, int64_t rotaryDims) {
+  FloatAttr theta = op.getThetaAttr();
+  DenseElementsAttr table = op.getFrequenciesAttr();
+  if (theta && table)
+    return op.emitOpError("takes theta or frequencies, not both");
+  if (!theta && !table)
+    return op.emitOpError("requires theta or frequencies");
+  if (theta && failed(verifyPositive(op, "theta", theta)))
+    return failure();
+  if (table) {
+    if (table.getType().getRank() != 1 ||
+        table.getNumElements() != rotaryDims / 2)
+      return op.emitOpError()
+             << "frequencies must be a tensor of rotary_dims / 2 = "
+             << rotaryDims / 2 << " elements, got " << table.getType();
+    for (auto [index, frequency] : llvm::enumerate(table.getValues<APFloat>()))
+      if ((frequency.isNegative() && !frequency.isZero()) ||
+          !frequency.isFinite())
+        return op.emitOpError()
+               << "frequencies[" << index
+               << "] must be finite and non-negative, got "
+               << floatToString(frequency);
+  }
+
+  FloatAttr ntkFactor = op.getNtkFactorAttr();
+  IntegerAttr ntkMaxPositions = op.getNtkMaxPositionsAttr();
+  if (!ntkFactor && !ntkMaxPositions)
+    return success();
+  if (!ntkFactor || !ntkMaxPositions)
+    return op.emitOpError("dynamic_ntk needs both factor and max_positions");
+  if (!theta)
+    return op.emitOpError("dynamic_ntk rescales theta: it needs theta, not "
+                          "frequencies");
+  if (failed(verifyPositive(op, "dynamic_ntk factor", ntkFactor)))
+    return failure();
+  if (ntkMaxPositions.getInt() <= 0)
+    return op.emitOpError() << "dynamic_ntk max_positions must be positive, got "
+                            << ntkMaxPositions.getInt();
+  if (rotaryDims <= 2)
+    return op.emitOpError() << "dynamic_ntk needs rotary_dims > 2 (its "
+                               "exponent is r / (r - 2)), got "
+                            << rotaryDims;
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   int64_t headDim = getHeadDim();
   if (headDim <= 0)
@@ -258,7 +316,15 @@ LogicalResult RopeOp::verify() {
   if (headDim % 2 != 0)
     return emitOpError() << "head_dim must be even to form rotation pairs, got "
                          << headDim;
-  if (failed(verifyPositive(*this, "theta", getThetaAttr())))
+  int64_t rotaryDims = getNumRotaryDims();
+  if (rotaryDims <= 0 || rotaryDims % 2 != 0 || rotaryDims > headDim)
+    return emitOpError() << "rotary_dims must be even, positive and at most "
+                            "head_dim ("
+                         << headDim << "), got " << rotaryDims;
+  if (failed(verifyRopeFrequencies(*this, rotaryDims)))
+    return failure();
+  if (FloatAttr factor = getAttentionFactorAttr();
+      factor && failed(verifyPositive(*this, "attention_factor", factor)))
     return failure();
   RankedTensorType input = getInput().getType();
   if (failed(verifyStaticDim(*this, "input", input, 1)))
