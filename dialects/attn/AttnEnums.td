@@ -15,6 +15,18 @@ def Attn_RopePairing : I32EnumAttr<"RopePairing", "feature pairing of a rotary e
   let cppNamespace = "::mlir::attn";
 }
 
+// Where a sinusoidal encoding puts the sine and cosine of each frequency.
+def Attn_SinusoidalLayout : I32EnumAttr<"SinusoidalLayout", "layout of a sinusoidal encoding", [
+  // sin at column 2i, cos at 2i + 1, frequency base^(-2i/D) ("Attention Is
+  // All You Need").
+  I32EnumAttrCase<"Interleaved", 0, "interleaved">,
+  // sin in the first half, cos in the second, frequency base^(-k/(D/2 - 1))
+  // (fairseq, tensor2tensor; XGLM).
+  I32EnumAttrCase<"Halves", 1, "halves">
+]> {
+  let cppNamespace = "::mlir::attn";
+}
+
 // How a linear layer's weight matrix is stored.
 def Attn_WeightLayout : I32EnumAttr<"WeightLayout", "storage layout of a linear weight", [
   // [out_features, in_features]: torch nn.Linear; y = x W^T.

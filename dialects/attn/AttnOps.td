@@ -258,16 +258,27 @@ def Attn_SinusoidalPEOp : Attn_Op<"sinusoidal_pe",
     `p = offset + s` and `D` the (even) feature dimension. `base` is 10000 in
     the original transformer. Angles are computed in f64.
 
+    With `halves` (fairseq's layout, XGLM's), the sines fill the first half
+    and the cosines the second, with frequencies `base^(-k / (D/2 - 1))`:
+    `result[s, k] = input[s, k] + sin(p base^(-k/(D/2-1)))`,
+    `result[s, D/2 + k] = input[s, D/2 + k] + cos(p base^(-k/(D/2-1)))`,
+    `k < D/2`; `D` must then be at least 4. (XGLM's position `p` is its
+    table row, the token position + 2: the offset operand carries it.)
+
     Example:
     ```mlir
     %y = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) : tensor<?x512xf32>
+    %z = attn.sinusoidal_pe %x offset(%row) base(1.0e+04) halves : tensor<?x1024xf32>
     ```
   }];
   let arguments = (ins Attn_Tensor2D:$input, Index:$offset,
-                       F32Attr:$base);
+                       F32Attr:$base,
+                       DefaultValuedAttr<Attn_SinusoidalLayout,
+                                         "SinusoidalLayout::Interleaved">:$layout);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
-    $input `offset` `(` $offset `)` `base` `(` $base `)` attr-dict `:` type($input)
+    $input `offset` `(` $offset `)` `base` `(` $base `)` ($layout^)? attr-dict `:`
+    type($input)
   }];
   let hasVerifier = 1;
 }

@@ -290,6 +290,21 @@ inline std::optional<GeluApproximation> parseGelu(llvm::StringRef name) {
 inline constexpr const char *kGeluNames =
     "gelu_new, gelu_pytorch_tanh, gelu_fast, gelu";
 
+/// The names within a layer of fairseq's decoder layer (OPT, XGLM):
+/// self_attn_layer_norm, self_attn.{q,k,v,out}_proj, final_layer_norm (the
+/// MLP's), fc1, fc2.
+void setFairseqLayerNames(WeightNames &names);
+
+/// GPT-2's size keys, which GPT-J keeps: n_embd, n_layer, n_head (all heads
+/// hold keys and values), n_inner (default 4 * n_embd), n_positions
+/// (`positionsDefault` when absent, required when nullopt), vocab_size.
+void readGpt2StyleSizes(ConfigReader &reader, ModelConfig &config,
+                        std::optional<int64_t> positionsDefault);
+
+/// An ungated MLP's activation at `key`: relu, or a GELU form.
+void readMlpActivation(ConfigReader &reader, llvm::StringRef key,
+                       llvm::StringRef fallback, MlpSpec &mlp);
+
 /// Where the LLaMA-style families' config classes differ in their defaults.
 struct LlamaStyleDefaults {
   const char *family;
@@ -319,7 +334,6 @@ ModelConfig readLlamaStyle(ConfigReader &reader,
 void readSlidingWindow(ConfigReader &reader, ModelConfig &config,
                        std::optional<int64_t> fallback);
 
-ModelConfig readGemma(ConfigReader &reader);
 /// Reads RoPE's base and frequency scaling into `config.positions`, for
 /// every family with rotary embeddings (RopeScaling.cpp):
 /// - `rope_theta` (default: `positions.theta` as the family set it);
@@ -334,11 +348,18 @@ ModelConfig readGemma(ConfigReader &reader);
 /// out of range.
 void readRopeParameters(ConfigReader &reader, ModelConfig &config);
 
+// The family readers (families/<Family>.cpp), one per model_type.
+ModelConfig readBloom(ConfigReader &reader);
+ModelConfig readGemma(ConfigReader &reader);
 ModelConfig readGpt2(ConfigReader &reader);
+ModelConfig readGptNeox(ConfigReader &reader);
+ModelConfig readGptj(ConfigReader &reader);
 ModelConfig readLlama(ConfigReader &reader);
 ModelConfig readMistral(ConfigReader &reader);
+ModelConfig readOpt(ConfigReader &reader);
 ModelConfig readPhi3(ConfigReader &reader);
 ModelConfig readQwen2(ConfigReader &reader);
+ModelConfig readXglm(ConfigReader &reader);
 
 } // namespace attn
 } // namespace mlir

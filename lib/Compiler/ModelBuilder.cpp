@@ -316,7 +316,14 @@ public:
                                   globals.tokenEmbedding, tokens, scale);
     if (config.embeddingNorm)
       x = norm(x, globals.embeddingNorm, globals.embeddingNormBias);
-    if (config.positions.kind != PositionKind::Learned)
+    const PositionSpec &positions = config.positions;
+    if (positions.kind == PositionKind::Sinusoidal) {
+      Value first = arith::AddIOp::create(b, loc, pos, index(positions.offset));
+      return SinusoidalPEOp::create(
+          b, loc, x, first, b.getF32FloatAttr(static_cast<float>(positions.theta)),
+          SinusoidalLayoutAttr::get(b.getContext(), positions.sinusoidal));
+    }
+    if (positions.kind != PositionKind::Learned)
       return x;
     // ids = offset + pos + [0, n): the table rows of this call's positions.
     Value rows = tensor::DimOp::create(b, loc, tokens, 0);
@@ -325,7 +332,7 @@ public:
       dynamicSizes.push_back(rows);
     Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{seq},
                                          b.getI64Type(), dynamicSizes);
-    Value first = arith::AddIOp::create(b, loc, pos, index(config.positions.offset));
+    Value first = arith::AddIOp::create(b, loc, pos, index(positions.offset));
     auto ids = linalg::GenericOp::create(
         b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
         ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
@@ -336,11 +343,11 @@ public:
           Value asInt = arith::IndexCastOp::create(nb, l, nb.getI64Type(), position);
           linalg::YieldOp::create(nb, l, asInt);
         });
-    Value positions =
+    Value learned =
         EmbeddingOp::create(b, loc, activations(seq, config.hiddenSize),
                             globals.positionEmbedding, ids.getResult(0),
                             /*scale=*/FloatAttr());
-    return ResidualAddOp::create(b, loc, x, positions);
+    return ResidualAddOp::create(b, loc, x, learned);
   }
 
   /// Final norm and output projection of the last `rows` positions.

@@ -25,6 +25,49 @@ void mlir::attn::checkDivides(ConfigReader &reader, llvm::StringRef bigKey,
                 bigKey + " (" + llvm::Twine(big) + ")");
 }
 
+void mlir::attn::setFairseqLayerNames(WeightNames &n) {
+  n.attentionNorm = "self_attn_layer_norm.";
+  n.query = "self_attn.q_proj.";
+  n.key = "self_attn.k_proj.";
+  n.value = "self_attn.v_proj.";
+  n.output = "self_attn.out_proj.";
+  n.mlpNorm = "final_layer_norm.";
+  n.up = "fc1.";
+  n.down = "fc2.";
+}
+
+void mlir::attn::readGpt2StyleSizes(ConfigReader &reader, ModelConfig &config,
+                                    std::optional<int64_t> positionsDefault) {
+  config.numLayers = reader.positive("n_layer", std::nullopt, kMaxLayers);
+  config.hiddenSize = reader.positive("n_embd", std::nullopt, kMaxWidth);
+  config.numHeads = reader.positive("n_head", std::nullopt, kMaxHeads);
+  config.numKvHeads = config.numHeads;
+  config.intermediateSize =
+      reader.positive("n_inner", 4 * config.hiddenSize, 4 * kMaxWidth);
+  config.maxPositions =
+      reader.positive("n_positions", positionsDefault, kMaxPositions);
+  config.positionsBounded = true;
+  config.maxPositionsKey = "n_positions";
+  config.vocabSize = reader.positive("vocab_size", std::nullopt, kMaxVocab);
+  checkDivides(reader, "n_embd", config.hiddenSize, "n_head", config.numHeads);
+  if (config.numHeads > 0)
+    config.headDim = config.hiddenSize / config.numHeads;
+}
+
+void mlir::attn::readMlpActivation(ConfigReader &reader, llvm::StringRef key,
+                                   llvm::StringRef fallback, MlpSpec &mlp) {
+  std::string activation = reader.string(key, fallback);
+  if (activation == "relu") {
+    mlp.kind = MlpKind::Relu;
+  } else if (std::optional<GeluApproximation> gelu = parseGelu(activation)) {
+    mlp.kind = MlpKind::Gelu;
+    mlp.gelu = *gelu;
+  } else {
+    reader.fail("key '" + key + "' is " + ConfigReader::quote(activation) +
+                "; supported: relu, " + kGeluNames);
+  }
+}
+
 namespace {
 
 struct FamilyEntry {
@@ -34,8 +77,10 @@ struct FamilyEntry {
 
 /// Every family: adding one is a reader in families/ and a line here.
 const FamilyEntry families[] = {
-    {"gemma", readGemma},     {"gpt2", readGpt2}, {"llama", readLlama},
-    {"mistral", readMistral}, {"phi3", readPhi3}, {"qwen2", readQwen2},
+    {"bloom", readBloom},      {"gemma", readGemma}, {"gpt2", readGpt2},
+    {"gpt_neox", readGptNeox}, {"gptj", readGptj},   {"llama", readLlama},
+    {"mistral", readMistral},  {"opt", readOpt},     {"phi3", readPhi3},
+    {"qwen2", readQwen2},      {"xglm", readXglm},
 };
 
 /// Deepest nesting any config needs (HF configs nest 2-3 levels); the
@@ -204,11 +249,10 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
   }
   if (config.block.finalNorm)
     norm(names.finalNorm, -1);
-  if (!config.tieEmbeddings) {
+  if (!config.tieEmbeddings)
     add(names.head + names.weightSuffix, {v, d}, WeightRole::Output);
-    if (config.headBias)
-      add(names.head + names.biasSuffix, {v}, WeightRole::Output);
-  }
+  if (config.headBias)
+    add(names.head + names.biasSuffix, {v}, WeightRole::Output);
   return weights;
 }
 

@@ -185,10 +185,10 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
     globals.finalNorm = weightOf(names.finalNorm);
     globals.finalNormBias = biasOf(names.finalNorm, normBias);
   }
-  if (!config.tieEmbeddings) {
+  if (!config.tieEmbeddings)
     globals.head = pack("lm_head", {names.head}, /*outIn=*/true);
-    globals.headBias = biasOf(names.head, config.headBias);
-  }
+  // GPT-J's lm_head has a bias even when its weight is tied.
+  globals.headBias = biasOf(names.head, config.headBias);
   return layout;
 }
 

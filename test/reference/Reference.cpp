@@ -329,6 +329,25 @@ std::vector<float> sinusoidalPE(const std::vector<float> &x, int64_t seq,
   return out;
 }
 
+std::vector<float> sinusoidalPEHalves(const std::vector<float> &x, int64_t seq,
+                                      int64_t d, double base, int64_t offset) {
+  check(d >= 4 && d % 2 == 0, "sinusoidalPEHalves: d must be even and >= 4");
+  check(hasSize(x, seq * d), "sinusoidalPEHalves: x size != seq * d");
+  const int64_t half = d / 2;
+  std::vector<float> out(x.size());
+  for (int64_t s = 0; s < seq; ++s) {
+    double p = static_cast<double>(offset + s);
+    for (int64_t k = 0; k < half; ++k) {
+      double angle = p * std::exp(-static_cast<double>(k) * std::log(base) /
+                                  static_cast<double>(half - 1));
+      int64_t e = s * d + k;
+      out[e] = static_cast<float>(x[e] + std::sin(angle));
+      out[e + half] = static_cast<float>(x[e + half] + std::cos(angle));
+    }
+  }
+  return out;
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

@@ -145,6 +145,12 @@ std::vector<double> ropeScaledFrequencies(double theta, int64_t rotaryDim,
 std::vector<float> sinusoidalPE(const std::vector<float> &x, int64_t seq,
                                 int64_t d, double base, int64_t offset);
 
+/// x [seq, d] plus fairseq's sinusoidal encoding (XGLM): with h = d / 2 and
+/// w_k = exp(-k ln(base) / (h - 1)), sin(p w_k) at column k and cos(p w_k)
+/// at column h + k, p = offset + s.
+std::vector<float> sinusoidalPEHalves(const std::vector<float> &x, int64_t seq,
+                                      int64_t d, double base, int64_t offset);
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

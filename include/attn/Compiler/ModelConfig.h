@@ -79,8 +79,11 @@ struct RopeScaling {
 
 struct PositionSpec {
   PositionKind kind = PositionKind::None;
-  /// Learned: row `offset + p` of the table holds position p (OPT: 2).
+  /// Learned: row `offset + p` of the table holds position p (OPT: 2);
+  /// sinusoidal: position p is encoded as `offset + p` (XGLM: 2).
   int64_t offset = 0;
+  /// Sinusoidal: where the sines and cosines go; the base is `theta`.
+  SinusoidalLayout sinusoidal = SinusoidalLayout::Interleaved;
   /// Rotary.
   RopePairing pairing = RopePairing::RotateHalf;
   /// Features of each head that rotate (the first ones); 0 = all.

@@ -14,20 +14,7 @@ using namespace mlir::attn;
 ModelConfig mlir::attn::readGpt2(ConfigReader &reader) {
   ModelConfig config;
   config.architecture = "gpt2";
-  config.numLayers = reader.positive("n_layer", std::nullopt, kMaxLayers);
-  config.hiddenSize = reader.positive("n_embd", std::nullopt, kMaxWidth);
-  config.numHeads = reader.positive("n_head", std::nullopt, kMaxHeads);
-  config.numKvHeads = config.numHeads;
-  config.intermediateSize =
-      reader.positive("n_inner", 4 * config.hiddenSize, 4 * kMaxWidth);
-  config.maxPositions =
-      reader.positive("n_positions", std::nullopt, kMaxPositions);
-  config.positionsBounded = true;
-  config.maxPositionsKey = "n_positions";
-  config.vocabSize = reader.positive("vocab_size", std::nullopt, kMaxVocab);
-  checkDivides(reader, "n_embd", config.hiddenSize, "n_head", config.numHeads);
-  if (config.numHeads > 0)
-    config.headDim = config.hiddenSize / config.numHeads;
+  readGpt2StyleSizes(reader, config, std::nullopt);
 
   config.norm.kind = NormKind::LayerNorm;
   config.norm.epsilon = reader.positiveNumber("layer_norm_epsilon", 1e-5);
@@ -35,17 +22,11 @@ ModelConfig mlir::attn::readGpt2(ConfigReader &reader) {
   config.attention.qkv = QkvStorage::Fused;
   config.attention.qkvBias = true;
   config.attention.outputBias = true;
-  config.mlp.kind = MlpKind::Gelu;
   config.mlp.bias = true;
   config.linearOutIn = false;
   config.tieEmbeddings = true;
 
-  std::string activation = reader.string("activation_function", "gelu_new");
-  if (std::optional<GeluApproximation> gelu = parseGelu(activation))
-    config.mlp.gelu = *gelu;
-  else
-    reader.fail("key 'activation_function' is " +
-                ConfigReader::quote(activation) + "; supported: " + kGeluNames);
+  readMlpActivation(reader, "activation_function", "gelu_new", config.mlp);
 
   reader.unsupportedUnless("scale_attn_by_inverse_layer_idx", isFalse,
                            "per-layer attention scaling");

@@ -629,11 +629,18 @@ struct SinusoidalPELowering : OpConversionPattern<SinusoidalPEOp> {
     auto type = cast<RankedTensorType>(x.getType());
     int64_t d = type.getDimSize(1);
     double base = op.getBase().convertToDouble();
+    // View x as [seq, pair, {sin, cos}] or, with halves, [seq, {sin, cos}, k].
+    bool halves = op.getLayout() == SinusoidalLayout::Halves;
+    unsigned pairDim = halves ? 2 : 1, waveDim = halves ? 1 : 2;
     OpFoldResult seq = tensor::getMixedSize(rewriter, loc, x, 0);
     SmallVector<OpFoldResult> viewSizes = {seq, rewriter.getIndexAttr(d / 2),
                                            rewriter.getIndexAttr(2)};
-    auto viewType = RankedTensorType::get({type.getDimSize(0), d / 2, 2},
-                                          type.getElementType());
+    SmallVector<int64_t> viewShape = {type.getDimSize(0), d / 2, 2};
+    if (halves) {
+      std::swap(viewSizes[1], viewSizes[2]);
+      std::swap(viewShape[1], viewShape[2]);
+    }
+    auto viewType = RankedTensorType::get(viewShape, type.getElementType());
     SmallVector<ReassociationIndices> reassociation = {{0}, {1, 2}};
     Value view = tensor::ExpandShapeOp::create(rewriter, loc, viewType, x,
                                                reassociation, viewSizes);
@@ -645,11 +652,22 @@ struct SinusoidalPELowering : OpConversionPattern<SinusoidalPEOp> {
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value position =
               positionAsF64(b, l, offset, linalg::IndexOp::create(b, l, 0));
-          Value angle = pairAngle(
-              b, l, position, linalg::IndexOp::create(b, l, 1),
-              floatConstant(b, l, base, b.getF64Type()), d);
+          Value pair = linalg::IndexOp::create(b, l, pairDim);
+          Value baseValue = floatConstant(b, l, base, b.getF64Type());
+          Value angle;
+          if (halves) {
+            // position * base^(-k / (D/2 - 1))
+            Value exponent = arith::MulFOp::create(
+                b, l, indexAsFloat(b, l, pair, b.getF64Type()),
+                floatConstant(b, l, -1.0 / static_cast<double>(d / 2 - 1),
+                              b.getF64Type()));
+            angle = arith::MulFOp::create(
+                b, l, position, math::PowFOp::create(b, l, baseValue, exponent));
+          } else {
+            angle = pairAngle(b, l, position, pair, baseValue, d);
+          }
           Value isSin = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(b, l, 2),
+              b, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(b, l, waveDim),
               arith::ConstantIndexOp::create(b, l, 0));
           Value wave = arith::SelectOp::create(
               b, l, isSin, math::SinOp::create(b, l, angle),

@@ -249,6 +249,25 @@ func.func @sinusoidal_pe(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
 
 // -----
 
+// fairseq's halves: the view is [seq, {sin, cos}, k] and pair k's frequency
+// is base^(-k / (D/2 - 1)) = 10000^(-k/3).
+// CHECK-LABEL: func.func @sinusoidal_halves
+// CHECK: tensor.expand_shape {{.*}} into tensor<?x2x4xf32>
+// CHECK: linalg.generic
+// CHECK:   %[[K:.*]] = linalg.index 2 : index
+// CHECK:   arith.constant -0.33333333333333331 : f64
+// CHECK:   math.powf
+// CHECK:   %[[WAVE:.*]] = linalg.index 1 : index
+// CHECK:   arith.cmpi eq, %[[WAVE]]
+// CHECK:   math.sin
+// CHECK:   math.cos
+func.func @sinusoidal_halves(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) halves : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
 // Append is an insert_slice at the position; read a slice of the clamped
 // length.
 // CHECK-LABEL: func.func @kv_cache

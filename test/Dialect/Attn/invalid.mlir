@@ -694,3 +694,11 @@ func.func @attention_alibi_slope_infinite(%q: tensor<?x8xf32>, %k: tensor<?x8xf3
   %0 = "attn.attention"(%q, %k, %v) <{heads = 2 : i64, causal, alibi = array<f32: 0.5, 0x7F800000>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
+
+// -----
+
+func.func @sinusoidal_halves_too_narrow(%x: tensor<?x2xf32>, %pos: index) -> tensor<?x2xf32> {
+  // expected-error @+1 {{'attn.sinusoidal_pe' op with halves requires at least 4 features (its frequencies divide by D/2 - 1), got 2}}
+  %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) halves : tensor<?x2xf32>
+  return %0 : tensor<?x2xf32>
+}

@@ -107,6 +107,17 @@ func.func @rope_rotate_half(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32>
 
 // -----
 
+// CHECK-LABEL: func.func @sinusoidal_layouts
+// CHECK: attn.sinusoidal_pe %{{.*}} offset(%{{.*}}) base(1.000000e+04) : tensor<?x8xf32>
+// CHECK: attn.sinusoidal_pe %{{.*}} offset(%{{.*}}) base(1.000000e+04) halves : tensor<?x8xf32>
+func.func @sinusoidal_layouts(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
+  %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) interleaved : tensor<?x8xf32>
+  %1 = attn.sinusoidal_pe %0 offset(%pos) base(1.0e+04) halves : tensor<?x8xf32>
+  return %1 : tensor<?x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @rope_interleaved
 // CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(8) theta(5.000000e+05) interleaved : tensor<3x16xf32>
 func.func @rope_interleaved(%x: tensor<3x16xf32>, %pos: index) -> tensor<3x16xf32> {

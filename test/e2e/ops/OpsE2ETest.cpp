@@ -699,6 +699,32 @@ TEST(SinusoidalPE, MatchesTheOriginalFormula) {
   }
 }
 
+// fairseq's layout (XGLM): sines then cosines, frequencies over d/2 - 1.
+TEST(SinusoidalPE, MatchesFairseqHalves) {
+  auto module = compileOrDie(R"mlir(
+    func.func @pe16(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
+      %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) halves : tensor<?x16xf32>
+      return %0 : tensor<?x16xf32>
+    }
+    func.func @pe80(%x: tensor<?x80xf32>, %pos: index) -> tensor<?x80xf32> {
+      %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) halves : tensor<?x80xf32>
+      return %0 : tensor<?x80xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  for (int64_t d : {16, 80}) {
+    for (int64_t seq : kSeqLengths) {
+      for (int64_t offset : {2, 102}) {
+        std::vector<float> x = random(seq * d, 1.0f, 120 + seq);
+        Buffer2D xBuf(x, {seq, d});
+        Buffer2D out(std::vector<float>(seq * d), {seq, d});
+        ASSERT_TRUE(module->call("pe" + std::to_string(d), xBuf.memref(), offset, out.memref()));
+        EXPECT_CLOSE(out.values(), ref::sinusoidalPEHalves(x, seq, d, 1e4, offset), kOpTolerance)
+            << "d=" << d << " seq=" << seq << " offset=" << offset;
+      }
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

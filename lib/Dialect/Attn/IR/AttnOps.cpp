@@ -346,6 +346,10 @@ LogicalResult SinusoidalPEOp::verify() {
     return emitOpError() << "requires an even feature dimension for sin/cos "
                             "pairs, got "
                          << input.getDimSize(1);
+  if (getLayout() == SinusoidalLayout::Halves && input.getDimSize(1) < 4)
+    return emitOpError() << "with halves requires at least 4 features (its "
+                            "frequencies divide by D/2 - 1), got "
+                         << input.getDimSize(1);
   return success();
 }
 
