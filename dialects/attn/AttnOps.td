@@ -283,6 +283,71 @@ def Attn_SinusoidalPEOp : Attn_Op<"sinusoidal_pe",
   let hasVerifier = 1;
 }
 
+def Attn_RelativePositionBiasOp : Attn_Op<"relative_position_bias",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "T5's bucketed relative position bias, for attention's bias operand";
+  let description = [{
+    Builds the `[heads, seq_q, seq_kv]` bias that `attn.attention` adds to
+    its scaled scores (its `bias` operand) from T5's learned table
+    (Hugging Face's `relative_attention_bias.weight`, `[num_buckets, heads]`):
+
+    `result[h, i, j] = table[bucket(j - p_i), h]`
+
+    Query row `i` sits at position `p_i = L - seq_q + i` and key `j` at `j`,
+    as `attn.attention` places them: `L = min(kv_len, seq_kv)`, with
+    `kv_len` (optional, `index`) the number of valid keys, `seq_kv` when
+    absent. Give the bias the `kv_len` the attention gets, and the two agree
+    on every position. Entries for keys past `L` follow the same formula;
+    attention masks them.
+
+    `bucket` is T5's `_relative_position_bucket` of the relative position
+    `rp = j - p_i`, with `num_buckets` (default 32) and `max_distance`
+    (default 128):
+    - `bidirectional` (an encoder): half of the buckets for each direction,
+      `n = num_buckets / 2`, keys after the query offset by `n`, and
+      `rp = |rp|`; without it (a causal decoder) `n = num_buckets` and
+      `rp = max(-rp, 0)`, so every later key shares bucket 0;
+    - `rp < n / 2` is its own bucket;
+    - otherwise `min(n / 2 + long(log(float(rp) / (n / 2)) / L_d * (n - n / 2)), n - 1)`,
+      each step in f32 in this order, `L_d = float(log(max_distance / (n / 2)))`
+      (computed in f64, then rounded), `long` truncating: distances up to
+      `max_distance` spread logarithmically, farther ones share bucket `n - 1`.
+
+    `num_buckets` is at least 2 (at least 4 and even with `bidirectional`)
+    and `max_distance` exceeds `n / 2`. The table is static with
+    `num_buckets` rows and one column per head of the result. `sizes` gives
+    the dynamic dimensions of the result, in order, as `tensor.empty` does.
+
+    Examples: a T5 encoder over a prompt; a decoder step over a static cache
+    of which `%n` rows are valid, its one query at position `%n - 1`:
+    ```mlir
+    %b = attn.relative_position_bias %table sizes(%s, %s) bidirectional
+        : tensor<32x8xf32> -> tensor<8x?x?xf32>
+    %o = attn.attention %q, %k, %v heads(8) scale(1.0) bias(%b : tensor<8x?x?xf32>)
+        : tensor<?x512xf32>, tensor<?x512xf32>, tensor<?x512xf32> -> tensor<?x512xf32>
+    %d = attn.relative_position_bias %table kv_len(%n) num_buckets(32) max_distance(128)
+        : tensor<32x8xf32> -> tensor<8x1x2048xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$table, Variadic<Index>:$sizes,
+                       Optional<Index>:$kv_len,
+                       DefaultValuedAttr<I64Attr, "32">:$num_buckets,
+                       DefaultValuedAttr<I64Attr, "128">:$max_distance,
+                       UnitAttr:$bidirectional);
+  let results = (outs Attn_Tensor3D:$result);
+  let assemblyFormat = [{
+    $table (`sizes` `(` $sizes^ `)`)? (`kv_len` `(` $kv_len^ `)`)?
+    (`num_buckets` `(` $num_buckets^ `)`)? (`max_distance` `(` $max_distance^ `)`)?
+    (`bidirectional` $bidirectional^)? attr-dict `:` type($table) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The buckets of one direction: num_buckets, or half of them with
+    /// bidirectional.
+    int64_t getBucketsPerDirection();
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

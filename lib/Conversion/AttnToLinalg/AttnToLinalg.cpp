@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -682,6 +683,127 @@ struct SinusoidalPELowering : OpConversionPattern<SinusoidalPEOp> {
   }
 };
 
+/// T5's `_relative_position_bucket` of `rp` (key position - query position,
+/// an index), its logarithmic branch in f32 in the order torch evaluates it.
+static Value t5Bucket(OpBuilder &b, Location loc, Value rp,
+                      RelativePositionBiasOp op) {
+  auto index = [&](int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  int64_t n = op.getBucketsPerDirection(), maxExact = n / 2;
+  Value zero = index(0), exactLimit = index(maxExact);
+  Value negated = arith::SubIOp::create(b, loc, zero, rp);
+  // The first bucket of rp's direction, and the distance within it.
+  Value first, distance;
+  if (op.getBidirectional()) {
+    // Later keys take the upper half of the buckets.
+    Value later =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, rp, zero);
+    first = arith::SelectOp::create(b, loc, later, index(n), zero);
+    distance = arith::MaxSIOp::create(b, loc, rp, negated);
+  } else {
+    // A decoder looks back: every later key shares bucket 0.
+    distance = arith::MaxSIOp::create(b, loc, negated, zero);
+  }
+
+  // max_exact + long(log(float(d) / max_exact) / float(log(max_distance /
+  // max_exact)) * (n - max_exact)), at most n - 1. The distance is held at
+  // max_exact or more here, so that the branch the select drops stays finite.
+  Type f32 = b.getF32Type();
+  Value logDistance = arith::MaxSIOp::create(b, loc, distance, exactLimit);
+  Value ratio = arith::DivFOp::create(
+      b, loc, indexAsFloat(b, loc, logDistance, f32),
+      floatConstant(b, loc, static_cast<double>(maxExact)));
+  // math.log(max_distance / max_exact) is a Python float: f64, rounded to
+  // f32 when torch divides the f32 tensor by it (on CPU; its CUDA kernel
+  // multiplies by the reciprocal instead, which moves some buckets).
+  auto logRange = static_cast<float>(
+      std::log(static_cast<double>(op.getMaxDistance()) /
+               static_cast<double>(maxExact)));
+  Value scaled = arith::MulFOp::create(
+      b, loc,
+      arith::DivFOp::create(b, loc, math::LogOp::create(b, loc, ratio),
+                            floatConstant(b, loc, logRange)),
+      floatConstant(b, loc, static_cast<double>(n - maxExact)));
+  Value truncated = arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      arith::FPToSIOp::create(b, loc, b.getI64Type(), scaled));
+  Value logBucket = arith::MinSIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, exactLimit, truncated),
+      index(n - 1));
+  Value exact = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                      distance, exactLimit);
+  Value bucket = arith::SelectOp::create(b, loc, exact, distance, logBucket);
+  if (!first)
+    return bucket;
+  return arith::AddIOp::create(b, loc, first, bucket);
+}
+
+/// The bucket of every (query, key) pair, once for all heads (an i32
+/// [seq_q, seq_kv] generic), then result[h, i, j] = table[bucket[i, j], h],
+/// a gather inside a generic as for embeddings.
+struct RelativePositionBiasLowering
+    : OpConversionPattern<RelativePositionBiasOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RelativePositionBiasOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getResult().getType();
+    SmallVector<OpFoldResult> sizes;
+    ValueRange dynamicSizes = adaptor.getSizes();
+    for (int64_t size : resultType.getShape()) {
+      if (!ShapedType::isDynamic(size)) {
+        sizes.push_back(rewriter.getIndexAttr(size));
+        continue;
+      }
+      sizes.push_back(dynamicSizes.front());
+      dynamicSizes = dynamicSizes.drop_front();
+    }
+    Value seqQ = getValueOrCreateConstantIndexOp(rewriter, loc, sizes[1]);
+    Value seqKv = getValueOrCreateConstantIndexOp(rewriter, loc, sizes[2]);
+    // Query row i sits at position L - seq_q + i, L = min(kv_len, seq_kv),
+    // where attn.attention puts it.
+    Value validKeys = seqKv;
+    if (Value kvLen = adaptor.getKvLen())
+      validKeys = arith::MinUIOp::create(rewriter, loc, kvLen, seqKv);
+    Value queryOffset = arith::SubIOp::create(rewriter, loc, validKeys, seqQ);
+
+    Value bucketInit = tensor::EmptyOp::create(
+        rewriter, loc, ArrayRef<OpFoldResult>{sizes[1], sizes[2]},
+        rewriter.getI32Type());
+    Value buckets = buildGeneric(
+        rewriter, loc, ValueRange{}, {}, bucketInit,
+        rewriter.getMultiDimIdentityMap(2), iteratorTypes(2),
+        [&](OpBuilder &b, Location l, ValueRange) {
+          Value query = arith::AddIOp::create(
+              b, l, linalg::IndexOp::create(b, l, 0), queryOffset);
+          Value rp =
+              arith::SubIOp::create(b, l, linalg::IndexOp::create(b, l, 1), query);
+          return arith::IndexCastOp::create(b, l, b.getI32Type(),
+                                            t5Bucket(b, l, rp, op))
+              .getResult();
+        });
+
+    MLIRContext *ctx = rewriter.getContext();
+    AffineMap perPosition = AffineMap::get(
+        3, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx);
+    Value table = adaptor.getTable();
+    Value bias = buildGeneric(
+        rewriter, loc, buckets, {perPosition}, emptyTensor(rewriter, loc, sizes),
+        rewriter.getMultiDimIdentityMap(3), iteratorTypes(3),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          return tensor::ExtractOp::create(
+                     b, l, table, ValueRange{row, linalg::IndexOp::create(b, l, 0)})
+              .getResult();
+        });
+    rewriter.replaceOp(op, bias);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // KV cache
 //===----------------------------------------------------------------------===//
@@ -838,7 +960,8 @@ void mlir::attn::populateAttnToLinalgPatterns(
   MLIRContext *ctx = patterns.getContext();
   patterns.add<EmbeddingLowering, LinearLowering, LayerNormLowering,
                RmsNormLowering, SoftmaxLowering, RopeLowering,
-               SinusoidalPELowering, KvCacheAppendLowering,
+               SinusoidalPELowering, RelativePositionBiasLowering,
+               KvCacheAppendLowering,
                KvCacheReadLowering>(ctx);
   patterns.add<ElementwiseLowering<ResidualAddOp>>(ctx, residualAddScalar);
   patterns.add<ElementwiseLowering<GeluOp>>(ctx, geluScalar);

@@ -268,6 +268,90 @@ func.func @sinusoidal_halves(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32
 
 // -----
 
+// T5's bucket once per (query, key) into an i32 tensor, then a gather of
+// table[bucket, h] per head. Encoder: both directions.
+// CHECK-DAG: #[[$ID2:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[$POS:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[$ID3:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @relative_position_bias_bidirectional
+// CHECK-SAME: (%[[TABLE:.*]]: tensor<32x8xf32>, %[[S:.*]]: index)
+// Query i sits at position i + (seq_kv - seq_q).
+// CHECK: %[[OFFSET:.*]] = arith.subi %[[S]], %[[S]]
+// CHECK: %[[EMPTY:.*]] = tensor.empty(%[[S]], %[[S]]) : tensor<?x?xi32>
+// CHECK: %[[BUCKETS:.*]] = linalg.generic {indexing_maps = [#[[$ID2]]], iterator_types = ["parallel", "parallel"]} outs(%[[EMPTY]] : tensor<?x?xi32>)
+// CHECK:   %[[I:.*]] = linalg.index 0
+// CHECK:   %[[P:.*]] = arith.addi %[[I]], %[[OFFSET]]
+// CHECK:   %[[J:.*]] = linalg.index 1
+// CHECK:   %[[RP:.*]] = arith.subi %[[J]], %[[P]]
+// Later keys take buckets 16..31; the distance is |rp|.
+// CHECK:   %[[NEG:.*]] = arith.subi %{{.*}}, %[[RP]]
+// CHECK:   %[[LATER:.*]] = arith.cmpi sgt, %[[RP]]
+// CHECK:   %[[FIRST:.*]] = arith.select %[[LATER]], %{{.*}}, %{{.*}} : index
+// CHECK:   %[[D:.*]] = arith.maxsi %[[RP]], %[[NEG]]
+// The logarithmic bucket in f32: 8 + long(log(d / 8) / float(log(16)) * 8).
+// CHECK:   %[[DL:.*]] = arith.maxsi %[[D]]
+// CHECK:   %[[DI:.*]] = arith.index_cast %[[DL]] : index to i64
+// CHECK:   %[[DF:.*]] = arith.sitofp %[[DI]] : i64 to f32
+// CHECK:   %[[EIGHT:.*]] = arith.constant 8.000000e+00 : f32
+// CHECK:   %[[RATIO:.*]] = arith.divf %[[DF]], %[[EIGHT]] : f32
+// CHECK:   %[[LOG:.*]] = math.log %[[RATIO]] : f32
+// CHECK:   %[[RANGE:.*]] = arith.constant 2.77258873 : f32
+// CHECK:   %[[Q:.*]] = arith.divf %[[LOG]], %[[RANGE]] : f32
+// CHECK:   %[[SCALED:.*]] = arith.mulf %[[Q]], %{{.*}} : f32
+// CHECK:   %[[TRUNC:.*]] = arith.fptosi %[[SCALED]] : f32 to i64
+// CHECK:   %[[TI:.*]] = arith.index_cast %[[TRUNC]] : i64 to index
+// CHECK:   %[[LARGE:.*]] = arith.addi %{{.*}}, %[[TI]]
+// CHECK:   %[[LAST:.*]] = arith.constant 15 : index
+// CHECK:   %[[CLAMPED:.*]] = arith.minsi %[[LARGE]], %[[LAST]]
+// Distances below 8 are their own bucket.
+// CHECK:   %[[SMALL:.*]] = arith.cmpi slt, %[[D]]
+// CHECK:   %[[BUCKET:.*]] = arith.select %[[SMALL]], %[[D]], %[[CLAMPED]]
+// CHECK:   %[[SUM:.*]] = arith.addi %[[FIRST]], %[[BUCKET]]
+// CHECK:   %[[B32:.*]] = arith.index_cast %[[SUM]] : index to i32
+// CHECK:   linalg.yield %[[B32]] : i32
+// CHECK: %[[INIT:.*]] = tensor.empty(%[[S]], %[[S]]) : tensor<8x?x?xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[$POS]], #[[$ID3]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[BUCKETS]] : tensor<?x?xi32>) outs(%[[INIT]] : tensor<8x?x?xf32>)
+// CHECK:   ^bb0(%[[IN:.*]]: i32, %{{.*}}: f32):
+// CHECK:   %[[ROW:.*]] = arith.index_cast %[[IN]] : i32 to index
+// CHECK:   %[[H:.*]] = linalg.index 0
+// CHECK:   %[[E:.*]] = tensor.extract %[[TABLE]][%[[ROW]], %[[H]]] : tensor<32x8xf32>
+// CHECK:   linalg.yield %[[E]]
+// CHECK-NOT: attn.
+func.func @relative_position_bias_bidirectional(%table: tensor<32x8xf32>, %s: index) -> tensor<8x?x?xf32> {
+  %0 = attn.relative_position_bias %table sizes(%s, %s) bidirectional : tensor<32x8xf32> -> tensor<8x?x?xf32>
+  return %0 : tensor<8x?x?xf32>
+}
+
+// -----
+
+// Decoder step: the query sits at min(kv_len, 64) - 1; it looks back only,
+// rp = max(-rp, 0), and the 32 buckets are all one direction.
+// CHECK-LABEL: func.func @relative_position_bias_decode
+// CHECK-SAME: (%[[TABLE:.*]]: tensor<32x4xf32>, %[[N:.*]]: index)
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[ROWS:.*]] = arith.constant 64 : index
+// CHECK: %[[VALID:.*]] = arith.minui %[[N]], %[[ROWS]]
+// CHECK: %[[OFFSET:.*]] = arith.subi %[[VALID]], %[[ONE]]
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x64xi32>)
+// CHECK:   %[[P:.*]] = arith.addi %{{.*}}, %[[OFFSET]]
+// CHECK:   %[[RP:.*]] = arith.subi %{{.*}}, %[[P]]
+// CHECK:   %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK:   %[[NEG:.*]] = arith.subi %[[ZERO]], %[[RP]]
+// CHECK:   %[[D:.*]] = arith.maxsi %[[NEG]], %[[ZERO]]
+// CHECK-NOT: arith.cmpi sgt
+// CHECK:   arith.constant 2.07944155 : f32
+// CHECK:   arith.constant 31 : index
+// CHECK:   %[[BUCKET:.*]] = arith.select %{{.*}}, %[[D]], %{{.*}} : index
+// CHECK:   arith.index_cast %[[BUCKET]] : index to i32
+// CHECK: tensor.extract %[[TABLE]]
+// CHECK-SAME: tensor<32x4xf32>
+func.func @relative_position_bias_decode(%table: tensor<32x4xf32>, %n: index) -> tensor<4x1x64xf32> {
+  %0 = attn.relative_position_bias %table kv_len(%n) : tensor<32x4xf32> -> tensor<4x1x64xf32>
+  return %0 : tensor<4x1x64xf32>
+}
+
+// -----
+
 // Append is an insert_slice at the position; read a slice of the clamped
 // length.
 // CHECK-LABEL: func.func @kv_cache

@@ -401,6 +401,94 @@ func.func @sinusoidal_pe_dynamic_features(%x: tensor<4x?xf32>, %pos: index) -> t
 
 // -----
 
+func.func @relative_position_bias_one_bucket(%table: tensor<1x4xf32>) -> tensor<4x3x3xf32> {
+  // expected-error @+1 {{num_buckets must be at least 2, got 1}}
+  %0 = attn.relative_position_bias %table num_buckets(1) max_distance(8) : tensor<1x4xf32> -> tensor<4x3x3xf32>
+  return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_bidirectional_odd(%table: tensor<33x4xf32>) -> tensor<4x3x3xf32> {
+  // expected-error @+1 {{num_buckets must be even and at least 4 with bidirectional (half for each direction), got 33}}
+  %0 = attn.relative_position_bias %table num_buckets(33) bidirectional : tensor<33x4xf32> -> tensor<4x3x3xf32>
+  return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_bidirectional_two(%table: tensor<2x4xf32>) -> tensor<4x3x3xf32> {
+  // expected-error @+1 {{num_buckets must be even and at least 4 with bidirectional (half for each direction), got 2}}
+  %0 = attn.relative_position_bias %table num_buckets(2) max_distance(8) bidirectional : tensor<2x4xf32> -> tensor<4x3x3xf32>
+  return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_short_max_distance(%table: tensor<32x4xf32>) -> tensor<4x3x3xf32> {
+  // expected-error @+1 {{max_distance must exceed the 16 exact distances (num_buckets / 2), got 16}}
+  %0 = attn.relative_position_bias %table max_distance(16) : tensor<32x4xf32> -> tensor<4x3x3xf32>
+  return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_short_max_distance_bidirectional(%table: tensor<32x4xf32>) -> tensor<4x3x3xf32> {
+  // expected-error @+1 {{max_distance must exceed the 8 exact distances (num_buckets / 4), got 8}}
+  %0 = attn.relative_position_bias %table max_distance(8) bidirectional : tensor<32x4xf32> -> tensor<4x3x3xf32>
+  return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_dynamic_table(%table: tensor<?x4xf32>) -> tensor<4x3x3xf32> {
+  // expected-error @+1 {{requires a static size for dimension 0 of table, got 'tensor<?x4xf32>'}}
+  %0 = attn.relative_position_bias %table : tensor<?x4xf32> -> tensor<4x3x3xf32>
+  return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_dynamic_heads(%table: tensor<32x4xf32>, %h: index) -> tensor<?x3x3xf32> {
+  // expected-error @+1 {{requires a static size for dimension 0 of result, got 'tensor<?x3x3xf32>'}}
+  %0 = attn.relative_position_bias %table sizes(%h) : tensor<32x4xf32> -> tensor<?x3x3xf32>
+  return %0 : tensor<?x3x3xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_table_rows(%table: tensor<16x4xf32>) -> tensor<4x3x3xf32> {
+  // expected-error @+1 {{table has 16 rows, expected one per bucket (num_buckets = 32)}}
+  %0 = attn.relative_position_bias %table : tensor<16x4xf32> -> tensor<4x3x3xf32>
+  return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_table_heads(%table: tensor<32x8xf32>) -> tensor<4x3x3xf32> {
+  // expected-error @+1 {{result has 4 heads but the table has 8 columns, one per head}}
+  %0 = attn.relative_position_bias %table : tensor<32x8xf32> -> tensor<4x3x3xf32>
+  return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_missing_size(%table: tensor<32x4xf32>, %s: index) -> tensor<4x?x?xf32> {
+  // expected-error @+1 {{requires one size per dynamic dimension of the result (2), got 1}}
+  %0 = attn.relative_position_bias %table sizes(%s) : tensor<32x4xf32> -> tensor<4x?x?xf32>
+  return %0 : tensor<4x?x?xf32>
+}
+
+// -----
+
+func.func @relative_position_bias_rank(%table: tensor<32x4xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{result #0 must be 3D tensor of 32-bit float values}}
+  %0 = attn.relative_position_bias %table : tensor<32x4xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
 func.func @attention_zero_heads(%q: tensor<3x8xf32>, %k: tensor<3x8xf32>, %v: tensor<3x8xf32>) -> tensor<3x8xf32> {
   // expected-error @+1 {{heads must be positive, got 0}}
   %0 = attn.attention %q, %k, %v heads(0) : tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32> -> tensor<3x8xf32>

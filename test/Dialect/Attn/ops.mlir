@@ -172,6 +172,42 @@ func.func @sinusoidal_pe(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {
 
 // -----
 
+// T5's defaults (32 buckets, 128) print as nothing.
+// CHECK-LABEL: func.func @relative_position_bias_encoder
+// CHECK-SAME: (%[[TABLE:.*]]: tensor<32x8xf32>, %[[S:.*]]: index)
+// CHECK: attn.relative_position_bias %[[TABLE]] sizes(%[[S]], %[[S]]) bidirectional : tensor<32x8xf32> -> tensor<8x?x?xf32>
+func.func @relative_position_bias_encoder(%table: tensor<32x8xf32>, %s: index) -> tensor<8x?x?xf32> {
+  %0 = attn.relative_position_bias %table sizes(%s, %s) num_buckets(32) max_distance(128) bidirectional : tensor<32x8xf32> -> tensor<8x?x?xf32>
+  return %0 : tensor<8x?x?xf32>
+}
+
+// -----
+
+// A decoder step over a static cache of which %n keys are valid.
+// CHECK-LABEL: func.func @relative_position_bias_decode
+// CHECK-SAME: (%[[TABLE:.*]]: tensor<16x4xf32>, %[[N:.*]]: index)
+// CHECK: attn.relative_position_bias %[[TABLE]] kv_len(%[[N]]) num_buckets(16) max_distance(64) : tensor<16x4xf32> -> tensor<4x1x256xf32>
+func.func @relative_position_bias_decode(%table: tensor<16x4xf32>, %n: index) -> tensor<4x1x256xf32> {
+  %0 = attn.relative_position_bias %table kv_len(%n) num_buckets(16) max_distance(64) : tensor<16x4xf32> -> tensor<4x1x256xf32>
+  return %0 : tensor<4x1x256xf32>
+}
+
+// -----
+
+// One dynamic dimension, one size; the bias feeds attention.
+// CHECK-LABEL: func.func @relative_position_bias_into_attention
+// CHECK: %[[B:.*]] = attn.relative_position_bias %{{.*}} sizes(%{{.*}}) kv_len(%{{.*}}) max_distance(20) : tensor<32x2xf32> -> tensor<2x3x?xf32>
+// CHECK: attn.attention {{.*}} bias(%[[B]] : tensor<2x3x?xf32>) kv_len(%{{.*}})
+func.func @relative_position_bias_into_attention(%table: tensor<32x2xf32>, %q: tensor<3x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>, %n: index) -> tensor<3x8xf32> {
+  %c0 = arith.constant 0 : index
+  %skv = tensor.dim %k, %c0 : tensor<?x8xf32>
+  %b = attn.relative_position_bias %table sizes(%skv) kv_len(%n) max_distance(20) : tensor<32x2xf32> -> tensor<2x3x?xf32>
+  %0 = attn.attention %q, %k, %v heads(2) scale(1.0) causal bias(%b : tensor<2x3x?xf32>) kv_len(%n) : tensor<3x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<3x8xf32>
+  return %0 : tensor<3x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @attention_plain
 // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} heads(2) : tensor<3x8xf32>, tensor<5x8xf32>, tensor<5x8xf32> -> tensor<3x8xf32>
 func.func @attention_plain(%q: tensor<3x8xf32>, %k: tensor<5x8xf32>, %v: tensor<5x8xf32>) -> tensor<3x8xf32> {

@@ -996,6 +996,83 @@ TEST(Attention, WindowAndAlibiOnDecodeShapes) {
   }
 }
 
+TEST(Attention, T5RelativePositionBiasEncoderAndDecoder) {
+  // Prompts longer than max_distance (128), so the logarithmic buckets and
+  // the last, shared one are all used; T5 does not scale scores.
+  const int64_t heads = 4, headDim = 32, features = heads * headDim;
+  const int64_t buckets = 32, maxDistance = 128, maxSeq = 320;
+  const std::string source = llvm::formatv(R"mlir(
+    func.func @encoder(%q: tensor<?x{0}xf32>, %k: tensor<?x{0}xf32>, %v: tensor<?x{0}xf32>, %table: tensor<32x4xf32>) -> tensor<?x{0}xf32> {
+      %c0 = arith.constant 0 : index
+      %s = tensor.dim %q, %c0 : tensor<?x{0}xf32>
+      %b = attn.relative_position_bias %table sizes(%s, %s) bidirectional : tensor<32x4xf32> -> tensor<4x?x?xf32>
+      %0 = attn.attention %q, %k, %v heads(4) scale(1.0) bias(%b : tensor<4x?x?xf32>) : tensor<?x{0}xf32>, tensor<?x{0}xf32>, tensor<?x{0}xf32> -> tensor<?x{0}xf32>
+      return %0 : tensor<?x{0}xf32>
+    }
+    func.func @decoder(%q: tensor<3x{0}xf32>, %k: tensor<{1}x{0}xf32>, %v: tensor<{1}x{0}xf32>, %table: tensor<32x4xf32>, %n: index) -> tensor<3x{0}xf32> {
+      %b = attn.relative_position_bias %table kv_len(%n) : tensor<32x4xf32> -> tensor<4x3x{1}xf32>
+      %0 = attn.attention %q, %k, %v heads(4) scale(1.0) causal bias(%b : tensor<4x3x{1}xf32>) kv_len(%n) : tensor<3x{0}xf32>, tensor<{1}x{0}xf32>, tensor<{1}x{0}xf32> -> tensor<3x{0}xf32>
+      return %0 : tensor<3x{0}xf32>
+    })mlir", features, maxSeq).str();
+  // Scores q.k of std ~1 next to biases of std 1: both move the softmax.
+  std::vector<float> table = random(buckets * heads, 1.0f, 430);
+  Buffer2D tableBuf(table, {buckets, heads});
+  auto params = [&](bool bidirectional, int64_t distance) {
+    ref::AttentionParams p;
+    p.heads = p.kvHeads = heads;
+    p.headDim = headDim;
+    p.scale = 1.0;
+    p.causal = !bidirectional;
+    p.relativeBias = table.data();
+    p.relativeBuckets = buckets;
+    p.relativeMaxDistance = distance;
+    p.relativeBidirectional = bidirectional;
+    return p;
+  };
+  const float qStd = 1.0f / std::sqrt(static_cast<float>(headDim));
+  for (bool kernel : {false, true}) {
+    CompileOptions options;
+    options.configure = [kernel](AttnPipelineOptions &pipeline) {
+      pipeline.attentionKernel = kernel;
+    };
+    auto module = compileOrDie(source, options);
+    ASSERT_TRUE(module);
+    for (int64_t seq : {1, 17, 200}) {
+      std::vector<float> q = random(seq * features, qStd, 431 + seq),
+                         k = random(seq * features, 1.0f, 432 + seq),
+                         v = random(seq * features, 1.0f, 433 + seq);
+      Buffer2D qBuf(q, {seq, features}), kBuf(k, {seq, features}), vBuf(v, {seq, features});
+      Buffer2D out(std::vector<float>(seq * features), {seq, features});
+      ASSERT_TRUE(module->call("encoder", qBuf.memref(), kBuf.memref(), vBuf.memref(),
+                               tableBuf.memref(), out.memref()));
+      EXPECT_CLOSE(out.values(), ref::attention(q, seq, k, v, seq, params(true, maxDistance)),
+                   kOpTolerance)
+          << "encoder seq=" << seq << " kernel=" << kernel;
+      // The test can see a wrong direction or distance: the bias matters.
+      if (seq == 200) {
+        EXPECT_GT(ref::maxRelError(out.values(), ref::attention(q, seq, k, v, seq,
+                                                               params(true, 64))), 1e-2);
+        EXPECT_GT(ref::maxRelError(out.values(), ref::attention(q, seq, k, v, seq,
+                                                               params(false, maxDistance))), 1e-2);
+      }
+    }
+    std::vector<float> k = random(maxSeq * features, 1.0f, 440),
+                       v = random(maxSeq * features, 1.0f, 441);
+    Buffer2D kBuf(k, {maxSeq, features}), vBuf(v, {maxSeq, features});
+    for (int64_t kvLen : {3, 40, 250, 320}) {
+      std::vector<float> q = random(3 * features, qStd, 442 + kvLen);
+      Buffer2D qBuf(q, {3, features});
+      Buffer2D out(std::vector<float>(3 * features), {3, features});
+      ASSERT_TRUE(module->call("decoder", qBuf.memref(), kBuf.memref(), vBuf.memref(),
+                               tableBuf.memref(), kvLen, out.memref()));
+      ref::AttentionParams p = params(false, maxDistance);
+      p.kvLen = kvLen;
+      EXPECT_CLOSE(out.values(), ref::attention(q, 3, k, v, maxSeq, p), kOpTolerance)
+          << "decoder kv_len=" << kvLen << " kernel=" << kernel;
+    }
+  }
+}
+
 TEST(Attention, RowsThatSeeNoKeyAreZero) {
   // Causal with 4 queries over 2 valid keys: rows 0 and 1 see nothing.
   auto module = compileOrDie(R"mlir(

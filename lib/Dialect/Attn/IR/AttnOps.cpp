@@ -353,6 +353,51 @@ LogicalResult SinusoidalPEOp::verify() {
   return success();
 }
 
+int64_t RelativePositionBiasOp::getBucketsPerDirection() {
+  auto buckets = static_cast<int64_t>(getNumBuckets());
+  return getBidirectional() ? buckets / 2 : buckets;
+}
+
+LogicalResult RelativePositionBiasOp::verify() {
+  auto numBuckets = static_cast<int64_t>(getNumBuckets());
+  if (getBidirectional() && (numBuckets < 4 || numBuckets % 2 != 0))
+    return emitOpError() << "num_buckets must be even and at least 4 with "
+                            "bidirectional (half for each direction), got "
+                         << numBuckets;
+  if (numBuckets < 2)
+    return emitOpError() << "num_buckets must be at least 2, got "
+                         << numBuckets;
+  // Distances below max_exact have a bucket each; the logarithmic buckets
+  // divide by log(max_distance / max_exact), which must be positive.
+  int64_t maxExact = getBucketsPerDirection() / 2;
+  auto maxDistance = static_cast<int64_t>(getMaxDistance());
+  if (maxDistance <= maxExact)
+    return emitOpError() << "max_distance must exceed the " << maxExact
+                         << " exact distances (num_buckets / "
+                         << (getBidirectional() ? 4 : 2) << "), got "
+                         << maxDistance;
+
+  RankedTensorType table = getTable().getType(), result = getResult().getType();
+  if (failed(verifyStaticDim(*this, "table", table, 0)) ||
+      failed(verifyStaticDim(*this, "table", table, 1)) ||
+      failed(verifyStaticDim(*this, "result", result, 0)))
+    return failure();
+  if (table.getDimSize(0) != numBuckets)
+    return emitOpError() << "table has " << table.getDimSize(0)
+                         << " rows, expected one per bucket (num_buckets = "
+                         << numBuckets << ")";
+  if (table.getDimSize(1) != result.getDimSize(0))
+    return emitOpError() << "result has " << result.getDimSize(0)
+                         << " heads but the table has " << table.getDimSize(1)
+                         << " columns, one per head";
+  int64_t dynamicDims = result.getNumDynamicDims();
+  if (static_cast<int64_t>(getSizes().size()) != dynamicDims)
+    return emitOpError() << "requires one size per dynamic dimension of the "
+                            "result ("
+                         << dynamicDims << "), got " << getSizes().size();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
