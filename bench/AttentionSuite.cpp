@@ -6,6 +6,11 @@
 // attention costs 4 * heads * head_dim FLOPs per (query, visible key) pair:
 // a multiply-add for the score and one for the value.
 //
+// A second table runs the kernel with the position biases of the families
+// (ALiBi, sliding windows) next to plain causal attention on the same
+// shape, in interleaved rounds: each variant's rate counts only the pairs it
+// computes, so a variant that costs more per pair shows as a lower rate.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Suites.h"
@@ -16,6 +21,8 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -29,12 +36,25 @@ namespace {
 
 constexpr int64_t kHeads = 12, kHeadDim = 64, kFeatures = kHeads * kHeadDim;
 
-std::unique_ptr<CompiledModule> compileAttention(bool kernel) {
-  std::string source = llvm::formatv(R"mlir(
-    func.func @causal(%q: tensor<?x{0}xf32>, %k: tensor<?x{0}xf32>, %v: tensor<?x{0}xf32>) -> tensor<?x{0}xf32> {
-      %0 = attn.attention %q, %k, %v heads({1}) causal : tensor<?x{0}xf32>, tensor<?x{0}xf32>, tensor<?x{0}xf32> -> tensor<?x{0}xf32>
+/// One function per variant: `@name` with attention options `options`.
+struct Variant {
+  std::string name, options;
+  int64_t window = 0;
+};
+
+std::string attentionFunction(const Variant &variant) {
+  return llvm::formatv(R"mlir(
+    func.func @{2}(%q: tensor<?x{0}xf32>, %k: tensor<?x{0}xf32>, %v: tensor<?x{0}xf32>) -> tensor<?x{0}xf32> {
+      %0 = attn.attention %q, %k, %v heads({1}) causal{3} : tensor<?x{0}xf32>, tensor<?x{0}xf32>, tensor<?x{0}xf32> -> tensor<?x{0}xf32>
       return %0 : tensor<?x{0}xf32>
-    })mlir", kFeatures, kHeads).str();
+    })mlir", kFeatures, kHeads, variant.name, variant.options).str();
+}
+
+std::unique_ptr<CompiledModule>
+compileAttention(bool kernel, const std::vector<Variant> &variants) {
+  std::string source;
+  for (const Variant &variant : variants)
+    source += attentionFunction(variant);
   CompileOptions options;
   options.configure = [kernel](AttnPipelineOptions &pipeline) {
     pipeline.attentionKernel = kernel;
@@ -57,12 +77,88 @@ std::vector<float> normalValues(size_t n, uint64_t seed) {
   return values;
 }
 
+/// (query, visible key) pairs of causal attention over `seq` positions,
+/// with a window of `window` keys (0: none).
+double visiblePairs(int64_t seq, int64_t window) {
+  double pairs = 0;
+  for (int64_t p = 0; p < seq; ++p)
+    pairs += window ? std::min(p + 1, window) : p + 1;
+  return pairs;
+}
+
+/// ALiBi's slopes for kHeads heads (BLOOM's build_alibi_tensor: 8 heads
+/// take 2^-1..2^-8, the other 4 the odd powers of 2^-0.5).
+std::string alibiOption() {
+  std::string slopes;
+  for (int64_t h = 0; h < kHeads; ++h) {
+    double slope = h < 8 ? std::pow(2.0, -(h + 1.0))
+                         : std::pow(2.0, -0.5 * (2 * (h - 8) + 1));
+    slopes += llvm::formatv("{0}{1:e}", h ? ", " : "", slope).str();
+  }
+  return " alibi([" + slopes + "])";
+}
+
+void runBiasTable(const MachineFigures &machine, const BenchOptions &options) {
+  constexpr int64_t kSeq = 4096;
+  constexpr int kRounds = 5;
+  const std::vector<Variant> variants = {
+      {"causal", ""},
+      {"alibi", alibiOption()},
+      {"window1024", " window(1024)", 1024},
+      {"window256", " window(256)", 256},
+      {"alibi_window1024", " window(1024)" + alibiOption(), 1024}};
+  std::unique_ptr<CompiledModule> module = compileAttention(true, variants);
+  if (!module)
+    return;
+  std::vector<float> q = normalValues(kSeq * kFeatures, 4),
+                     k = normalValues(kSeq * kFeatures, 5),
+                     v = normalValues(kSeq * kFeatures, 6);
+  Buffer2D qBuf(q, {kSeq, kFeatures}), kBuf(k, {kSeq, kFeatures}),
+      vBuf(v, {kSeq, kFeatures});
+  Buffer2D out(std::vector<float>(kSeq * kFeatures), {kSeq, kFeatures});
+
+  std::printf("\n## Position biases on the flash kernel, %lld positions, %lld "
+              "heads x %lld: GFLOP/s over the pairs each computes, median "
+              "(range) of %d interleaved rounds\n",
+              (long long)kSeq, (long long)kHeads, (long long)kHeadDim, kRounds);
+  std::printf("| threads |");
+  for (const Variant &variant : variants)
+    std::printf(" %s |", variant.name.c_str());
+  std::printf(" worst vs causal |\n| --- |");
+  for (size_t i = 0; i <= variants.size(); ++i)
+    std::printf(" --- |");
+  std::printf("\n");
+  for (int threads : options.threads) {
+    setThreads(threads);
+    std::vector<Range> rates(variants.size());
+    for (int round = 0; round < kRounds; ++round) {
+      for (size_t i = 0; i < variants.size(); ++i) {
+        double seconds = medianSeconds(std::max(1, options.repeats / 3), [&] {
+          module->call(variants[i].name, qBuf.memref(), kBuf.memref(),
+                       vBuf.memref(), out.memref());
+        });
+        double flops = 4.0 * kHeads * kHeadDim *
+                       visiblePairs(kSeq, variants[i].window);
+        rates[i].values.push_back(flops / seconds / 1e9);
+      }
+    }
+    std::printf("| %d |", threads);
+    double worst = 1e300;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      std::printf(" %s |", rates[i].format(1).c_str());
+      worst = std::min(worst, rates[i].median() / rates[0].median());
+    }
+    std::printf(" %.0f%% (peak %.0f) |\n", 100 * worst,
+                machine.fmaPeak.at(threads) / 1e9);
+  }
+}
+
 } // namespace
 
 void attn::bench::runAttentionSuite(const MachineFigures &machine,
                                     const BenchOptions &options) {
-  std::unique_ptr<CompiledModule> kernel = compileAttention(true);
-  std::unique_ptr<CompiledModule> linalg = compileAttention(false);
+  std::unique_ptr<CompiledModule> kernel = compileAttention(true, {{"causal", ""}});
+  std::unique_ptr<CompiledModule> linalg = compileAttention(false, {{"causal", ""}});
   if (!kernel || !linalg)
     return;
 
@@ -95,4 +191,5 @@ void attn::bench::runAttentionSuite(const MachineFigures &machine,
                   slow / 1e9, 100 * slow / peak);
     }
   }
+  runBiasTable(machine, options);
 }

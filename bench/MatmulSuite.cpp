@@ -91,6 +91,22 @@ double attn::bench::medianSeconds(int repeats, const std::function<void()> &run)
   return times[times.size() / 2];
 }
 
+double attn::bench::Range::median() const {
+  std::vector<double> v = values;
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+std::string attn::bench::Range::format(int decimals) const {
+  if (values.empty())
+    return "-";
+  auto [low, high] = std::minmax_element(values.begin(), values.end());
+  char text[96];
+  std::snprintf(text, sizeof(text), "%.*f (%.*f-%.*f)", decimals, median(),
+                decimals, *low, decimals, *high);
+  return text;
+}
+
 void attn::bench::setThreads(int threads) {
   omp_set_num_threads(threads);
   if (OpenBlas::get().available())

@@ -25,6 +25,13 @@ struct MachineFigures {
   std::map<int, double> bandwidth; // bytes/s
 };
 
+/// Figures gathered over interleaved rounds: "median (min-max)".
+struct Range {
+  std::vector<double> values;
+  std::string format(int decimals = 2) const;
+  double median() const;
+};
+
 /// Median seconds of `repeats` calls of `run` after one warm-up call.
 double medianSeconds(int repeats, const std::function<void()> &run);
 

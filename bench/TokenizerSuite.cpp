@@ -83,19 +83,6 @@ bool runNodeReference(const std::string &testData, const std::string &textFile,
   return median("gpt-3-encoder", gpt3) && median("@lenml/tokenizers", lenml);
 }
 
-struct Range {
-  std::vector<double> values;
-  std::string format() const {
-    if (values.empty())
-      return "-";
-    std::vector<double> v = values;
-    std::sort(v.begin(), v.end());
-    char text[96];
-    std::snprintf(text, sizeof(text), "%.2f (%.2f-%.2f)", v[v.size() / 2],
-                  v.front(), v.back());
-    return text;
-  }
-};
 
 } // namespace
 
