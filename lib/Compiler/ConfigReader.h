@@ -12,6 +12,7 @@
 
 #include "attn/Compiler/ModelConfig.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -212,6 +213,20 @@ public:
            render(*value) + ")");
   }
 
+  /// Rejects every key not in `known`, naming it and what is known (for
+  /// hand-written files, where a misspelt key must not pass as a default).
+  void onlyKeys(llvm::ArrayRef<llvm::StringRef> known) {
+    for (const auto &entry : object) {
+      if (llvm::is_contained(known, entry.first.str()))
+        continue;
+      std::string list;
+      for (llvm::StringRef key : known)
+        list += (list.empty() ? "" : ", ") + key.str();
+      return fail("unknown key " + quote(name(entry.first)) + " (known: " +
+                  list + ")");
+    }
+  }
+
   void fail(const llvm::Twine &message) {
     if (parent)
       return parent->fail(message);
@@ -347,6 +362,14 @@ void readSlidingWindow(ConfigReader &reader, ModelConfig &config,
 /// rope_type, a missing or non-positive factor, yarn and llama3 parameters
 /// out of range.
 void readRopeParameters(ConfigReader &reader, ModelConfig &config);
+
+/// Whether a config object is a hand-written model description (it holds
+/// the key "attn_model_description") rather than an HF config.json.
+bool isModelDescription(const llvm::json::Object &object);
+
+/// A model description (ModelDescription.cpp, docs/model-description.md):
+/// every field explicit, unknown keys and impossible combinations rejected.
+ModelConfig readModelDescription(ConfigReader &reader);
 
 // The family readers (families/<Family>.cpp), one per model_type.
 ModelConfig readBloom(ConfigReader &reader);

@@ -74,7 +74,7 @@ private:
   std::chrono::steady_clock::time_point start;
 };
 
-/// Writes MLIR text to `path` ("-" is stdout).
+/// Writes text to `path` ("-" is stdout).
 llvm::Error writeText(llvm::StringRef path,
                       llvm::function_ref<void(llvm::raw_ostream &)> print) {
   std::error_code ec;
@@ -117,6 +117,10 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   llvm::Expected<int64_t> maxSeq = resolveMaxSeq(config, options.maxSeq);
   if (!maxSeq)
     return maxSeq.takeError();
+  if (options.emit == EmitKind::Description)
+    return writeText(options.output, [&](llvm::raw_ostream &os) {
+      os << describeModel(config);
+    });
 
   // A packed weight block is two vectors of the target: the register tile's
   // width.

@@ -10,6 +10,9 @@
 
 #include "ConfigReader.h"
 
+#include <cstring>
+
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -112,6 +115,57 @@ bool nestsDeeperThan(llvm::StringRef json, int limit) {
   return false;
 }
 
+/// The first key that an object of valid JSON text holds twice, if any.
+/// llvm::json keeps one of the two silently; Python's json keeps the last:
+/// either way a value of the file would be ignored. Keys compare after
+/// decoding the escapes of one UTF-16 unit (\n, \u0061, ...).
+std::optional<std::string> firstDuplicateKey(llvm::StringRef json) {
+  std::vector<std::optional<llvm::StringSet<>>> scopes; // nullopt: an array
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (c == '{') {
+      scopes.emplace_back(llvm::StringSet<>());
+    } else if (c == '[') {
+      scopes.emplace_back(std::nullopt);
+    } else if (c == '}' || c == ']') {
+      scopes.pop_back();
+    } else if (c == '"') {
+      std::string text;
+      for (++i; i < json.size() && json[i] != '"'; ++i) {
+        if (json[i] != '\\') {
+          text += json[i];
+          continue;
+        }
+        char e = json[++i];
+        if (e == 'u') {
+          unsigned unit = 0;
+          json.substr(i + 1, 4).getAsInteger(16, unit);
+          i += 4;
+          if (unit < 0x80)
+            text += static_cast<char>(unit);
+          else if (unit < 0x800)
+            text += {static_cast<char>(0xC0 | unit >> 6),
+                     static_cast<char>(0x80 | (unit & 0x3F))};
+          else
+            text += {static_cast<char>(0xE0 | unit >> 12),
+                     static_cast<char>(0x80 | (unit >> 6 & 0x3F)),
+                     static_cast<char>(0x80 | (unit & 0x3F))};
+        } else {
+          const char *from = "bfnrt", *to = "\b\f\n\r\t";
+          const char *at = std::strchr(from, e);
+          text += at ? to[at - from] : e;
+        }
+      }
+      size_t next = json.find_first_not_of(" \t\r\n", i + 1);
+      bool isKey = next != llvm::StringRef::npos && json[next] == ':';
+      if (isKey && !scopes.empty() && scopes.back() &&
+          !scopes.back()->insert(text).second)
+        return text;
+    }
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 llvm::Expected<ModelConfig>
@@ -124,10 +178,20 @@ mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
   if (!parsed)
     return llvm::createStringError(
         fileName + ": not valid JSON: " + llvm::toString(parsed.takeError()));
+  if (std::optional<std::string> key = firstDuplicateKey(json))
+    return llvm::createStringError(fileName + ": key " +
+                                   ConfigReader::quote(*key) +
+                                   " appears twice in one object");
   const llvm::json::Object *object = parsed->getAsObject();
   if (!object)
     return llvm::createStringError(fileName + ": expected a JSON object");
   ConfigReader reader(*object, fileName);
+  if (isModelDescription(*object)) {
+    ModelConfig config = readModelDescription(reader);
+    if (llvm::Error error = reader.takeError())
+      return std::move(error);
+    return config;
+  }
   std::string modelType = reader.string("model_type", "");
   if (llvm::Error error = reader.takeError())
     return std::move(error);

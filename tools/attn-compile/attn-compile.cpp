@@ -1,6 +1,7 @@
 //===- attn-compile.cpp - a model description to a native library ---------===//
 //
-//   attn-compile MODEL_DIR|config.json -o libmodel.so [--emit=attn|linalg|llvm|obj]
+//   attn-compile MODEL_DIR|config.json|description.json -o libmodel.so
+//                [--emit=description|attn|linalg|llvm|obj]
 //                [--max-seq N] [--summary] [MLIR pass manager flags]
 //
 //===----------------------------------------------------------------------===//
@@ -27,14 +28,16 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("attn-compile options");
 
 static cl::opt<std::string> input(cl::Positional, cl::Required,
-                                  cl::desc("<model folder or config.json>"),
+                                  cl::desc("<model folder, config.json or model description>"),
                                   cl::cat(category));
 static cl::opt<std::string> output("o", cl::desc("Output file"),
                                    cl::value_desc("path"), cl::cat(category));
 static cl::opt<attn::EmitKind> emit(
     "emit", cl::desc("What to write (default: the shared library)"),
     cl::init(attn::EmitKind::Library),
-    cl::values(clEnumValN(attn::EmitKind::Attn, "attn", "the model in the attn dialect"),
+    cl::values(clEnumValN(attn::EmitKind::Description, "description",
+                          "the model description (JSON) that compiles to it"),
+               clEnumValN(attn::EmitKind::Attn, "attn", "the model in the attn dialect"),
                clEnumValN(attn::EmitKind::Linalg, "linalg", "after lowering to linalg"),
                clEnumValN(attn::EmitKind::Llvm, "llvm", "optimized LLVM IR"),
                clEnumValN(attn::EmitKind::Object, "obj", "an object file"),
@@ -97,8 +100,8 @@ int main(int argc, char **argv) {
       entry.second->setHiddenFlag(cl::NotHidden);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "attn-compile: compile a GPT-2 or LLaMA model description to a native "
-      "library\n");
+      "attn-compile: compile a Hugging Face model (config.json) or a model "
+      "description to a native library\n");
 
   llvm::Expected<attn::ModelConfig> config = attn::loadModelConfig(input);
   if (!config)

@@ -1845,6 +1845,12 @@ bool removeStale(const std::string &path, std::string &error) {
 
 } // namespace
 
+bool writeTensorFile(const ModelSpec &spec,
+                     const std::vector<TensorDesc> &tensors,
+                     const std::string &path, std::string &error) {
+  return writeSafetensors(spec, tensors, path, error);
+}
+
 std::string shardFileName(int64_t shard, int64_t shards) {
   char name[64];
   std::snprintf(name, sizeof(name), "model-%05lld-of-%05lld.safetensors",

@@ -266,6 +266,13 @@ std::string configJson(const ModelSpec &spec);
 bool writeModel(const ModelSpec &spec, const std::string &dir,
                 std::string &error);
 
+/// Writes `tensors` as one safetensors file at `path` (through a temporary
+/// file renamed into place), their values from `spec`'s seed in its dtype.
+/// For checkpoints of models no family describes (DescriptionWeights.h).
+bool writeTensorFile(const ModelSpec &spec,
+                     const std::vector<TensorDesc> &tensors,
+                     const std::string &path, std::string &error);
+
 /// "model-00002-of-00005.safetensors": shard `shard` (from 1) of `shards`.
 std::string shardFileName(int64_t shard, int64_t shards);
 

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DescriptionWeights.h"
 #include "ModelWriter.h"
 
 #include <cerrno>
@@ -24,9 +25,13 @@ namespace {
 
 const char *kUsage =
     "usage: attn-make-model --preset NAME --out DIR [options]\n"
+    "       attn-make-model --description FILE --out DIR [--sharp] [--dtype D]\n"
+    "                       [--seed S]\n"
     "\n"
     "Writes DIR/config.json and DIR/model.safetensors (or shards) with\n"
-    "deterministic random weights in the layout of a Hugging Face checkpoint.\n"
+    "deterministic random weights in the layout of a Hugging Face checkpoint,\n"
+    "or, with --description, a copy of a model description\n"
+    "(docs/model-description.md) and random weights named as it says.\n"
     "\n"
     "presets (--list-presets): tiny-gpt2, tiny-llama, tiny-llama-tied,\n"
     "  gpt2-small, llama-15m, llama-110m, tiny-mistral, tiny-mistral-mqa,\n"
@@ -166,7 +171,9 @@ bool contains(const std::vector<Family> &families, Family f) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::optional<std::string> preset, out, activation, prefix;
+  std::optional<std::string> preset, out, activation, prefix, description;
+  // Every flag given, for the ones --description cannot honour.
+  std::vector<std::string> given;
   std::optional<int64_t> layers, hidden, heads, kvHeads, ffn, vocab,
       maxPositions, headDim, slidingWindow, maxWindowLayers, rotaryDim,
       wordEmbedProjDim;
@@ -195,6 +202,7 @@ int main(int argc, char **argv) {
     } else {
       fail("unexpected argument '" + flag + "' (flags start with --)");
     }
+    given.push_back(flag);
     auto takeValue = [&]() -> std::string {
       if (hasInlineValue)
         return value;
@@ -217,6 +225,8 @@ int main(int argc, char **argv) {
       return 0;
     } else if (flag == "--preset") {
       preset = takeValue();
+    } else if (flag == "--description") {
+      description = takeValue();
     } else if (flag == "--out") {
       out = takeValue();
       if (out->empty())
@@ -317,6 +327,32 @@ int main(int argc, char **argv) {
     } else {
       fail("unknown flag '" + flag + "' (see --help)");
     }
+  }
+
+  if (description) {
+    if (preset)
+      fail("--description and --preset are exclusive");
+    if (!out)
+      fail("--out DIR is required");
+    for (const std::string &flag : given)
+      if (flag != "--description" && flag != "--out" && flag != "--sharp" &&
+          flag != "--dtype" && flag != "--seed" && flag != "--quiet")
+        fail(flag + " does not apply to --description (the description "
+                    "sets the model; only --sharp, --dtype and --seed do)");
+    ModelSpec spec;
+    spec.sharp = sharp;
+    if (dtype)
+      spec.dtype = *dtype;
+    if (seed)
+      spec.seed = *seed;
+    std::string error;
+    if (!writeDescriptionModel(*description, spec, *out, error))
+      fail(error);
+    if (!quiet)
+      std::cout << "wrote " << *out << ": " << *description << ", "
+                << dtypeName(spec.dtype) << ", seed " << spec.seed
+                << (spec.sharp ? ", sharp" : "") << "\n";
+    return 0;
   }
 
   std::string presetList;

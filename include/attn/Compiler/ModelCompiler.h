@@ -26,6 +26,7 @@ namespace attn {
 
 /// What attn-compile writes.
 enum class EmitKind {
+  Description, ///< the model description file (docs/model-description.md)
   Attn,    ///< the model in the attn dialect (MLIR text)
   Linalg,  ///< after attn-pipeline-linalg (MLIR text)
   Llvm,    ///< optimized LLVM IR text

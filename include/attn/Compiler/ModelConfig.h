@@ -226,7 +226,12 @@ struct ModelConfig {
   int64_t kvFeatures() const { return numKvHeads * headDim; }
 };
 
-/// Parses config.json text; `fileName` prefixes error messages.
+/// `config` as a model description file (docs/model-description.md): JSON
+/// that parseModelConfig reads back to the same description.
+std::string describeModel(const ModelConfig &config);
+
+/// Parses config.json text, an HF config or a model description (marked by
+/// "attn_model_description"); `fileName` prefixes error messages.
 llvm::Expected<ModelConfig> parseModelConfig(llvm::StringRef json,
                                              llvm::StringRef fileName);
 

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DescriptionWeights.h"
 #include "ModelReference.h"
 #include "ModelWriter.h"
 
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,51 +69,87 @@ struct CompiledModel {
   TempDir dir;
   ModelPtr model;
   std::unique_ptr<ref::ModelReference> reference;
+  /// The logits of every position of a whole sequence, without a cache:
+  /// the reference's, or a test's own for a model no family describes.
+  std::function<bool(const std::vector<int64_t> &, std::vector<float> &,
+                     std::string &)>
+      forward;
   int64_t vocab = 0;
 };
 
 /// A change to the description before it is compiled (a planted bug).
 using ConfigEdit = std::function<void(mlir::attn::ModelConfig &)>;
 
+/// Compiles the model folder `dir` (its config.json read as attn-compile
+/// reads it, then `edit`ed) and loads it with the runtime. With
+/// `viaDescription` the config goes through its model description file
+/// first (describeModel, then parseModelConfig), as a user's edited copy of
+/// `attn-compile --emit=description` would.
+bool compileAndLoad(CompiledModel &compiled, int64_t maxSeq,
+                    const ConfigEdit &edit, bool viaDescription = false) {
+  const std::string &dir = compiled.dir.path;
+  llvm::Expected<mlir::attn::ModelConfig> config =
+      mlir::attn::loadModelConfig(dir);
+  if (!config) {
+    ADD_FAILURE() << llvm::toString(config.takeError());
+    return false;
+  }
+  if (viaDescription) {
+    std::string text = mlir::attn::describeModel(*config);
+    config = mlir::attn::parseModelConfig(text, "description.json");
+    if (!config) {
+      ADD_FAILURE() << llvm::toString(config.takeError()) << "\n" << text;
+      return false;
+    }
+    EXPECT_EQ(mlir::attn::describeModel(*config), text)
+        << "the description does not read back to itself";
+  }
+  if (edit)
+    edit(*config);
+  mlir::attn::ModelCompileOptions options;
+  options.maxSeq = maxSeq;
+  options.output = dir + "/libmodel.so";
+  options.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
+  if (llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls())) {
+    ADD_FAILURE() << "compiling: " << llvm::toString(std::move(err));
+    return false;
+  }
+  char message[512] = "";
+  compiled.model.reset(attnrt_model_load(options.output.c_str(),
+                                         (dir + "/model.safetensors").c_str(),
+                                         message, sizeof message));
+  if (!compiled.model) {
+    ADD_FAILURE() << "loading: " << message;
+    return false;
+  }
+  compiled.vocab = attnrt_model_vocab_size(compiled.model.get());
+  return true;
+}
+
 std::unique_ptr<CompiledModel> prepare(const modelgen::ModelSpec &spec,
                                        int64_t maxSeq = 0,
-                                       const ConfigEdit &edit = nullptr) {
+                                       const ConfigEdit &edit = nullptr,
+                                       bool viaDescription = false) {
   auto compiled = std::make_unique<CompiledModel>();
   std::string error;
   if (!modelgen::writeModel(spec, compiled->dir.path, error)) {
     ADD_FAILURE() << "writing the model: " << error;
     return nullptr;
   }
-  llvm::Expected<mlir::attn::ModelConfig> config =
-      mlir::attn::loadModelConfig(compiled->dir.path);
-  if (!config) {
-    ADD_FAILURE() << llvm::toString(config.takeError());
+  if (!compileAndLoad(*compiled, maxSeq, edit, viaDescription))
     return nullptr;
-  }
-  if (edit)
-    edit(*config);
-  mlir::attn::ModelCompileOptions options;
-  options.maxSeq = maxSeq;
-  options.output = compiled->dir.path + "/libmodel.so";
-  options.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
-  if (llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls())) {
-    ADD_FAILURE() << "compiling: " << llvm::toString(std::move(err));
-    return nullptr;
-  }
-  char message[512] = "";
-  compiled->model.reset(attnrt_model_load(
-      options.output.c_str(), (compiled->dir.path + "/model.safetensors").c_str(),
-      message, sizeof message));
-  if (!compiled->model) {
-    ADD_FAILURE() << "loading: " << message;
-    return nullptr;
-  }
-  compiled->reference = ref::ModelReference::load(compiled->dir.path, error);
-  if (!compiled->reference) {
+  std::unique_ptr<ref::ModelReference> reference =
+      ref::ModelReference::load(compiled->dir.path, error);
+  if (!reference) {
     ADD_FAILURE() << "reference: " << error;
     return nullptr;
   }
-  compiled->vocab = attnrt_model_vocab_size(compiled->model.get());
+  compiled->forward = [model = reference.get()](const std::vector<int64_t> &ids,
+                                                std::vector<float> &logits,
+                                                std::string &message) {
+    return model->forward(ids, logits, message);
+  };
+  compiled->reference = std::move(reference);
   return compiled;
 }
 
@@ -177,7 +215,7 @@ void checkGeneration(CompiledModel &m, const std::vector<int32_t> &prompt,
         tokens, static_cast<int64_t>(prompt.size()), expected, message))
         << message;
   else
-    ASSERT_TRUE(m.reference->forward(tokens, expected, message)) << message;
+    ASSERT_TRUE(m.forward(tokens, expected, message)) << message;
   ASSERT_EQ(expected.size(), logits.size());
   for (size_t position = 0; position < sequence.size(); ++position) {
     const float *actual = logits.data() + position * vocab;
@@ -308,17 +346,20 @@ TEST(ModelE2ERopeScaling, EveryTypePastTheOriginalContext) {
   scalings[3].scaling.lowFreqFactor = 1.0;
   scalings[3].scaling.highFreqFactor = 4.0;
   scalings[3].scaling.originalMaxPositions = 8;
-  for (const ScalingCase &c : scalings) {
-    SCOPED_TRACE(c.name);
-    modelgen::ModelSpec spec = preset("tiny-llama");
-    spec.maxPositions = 32;
-    spec.ropeScaling = c.scaling;
-    std::unique_ptr<CompiledModel> m = prepare(spec, 96);
-    ASSERT_TRUE(m);
-    bool dynamic = c.scaling.type == Type::Dynamic;
-    // Within the trained length, then a prompt past it.
-    checkGeneration(*m, promptTokens(5, m->vocab), 20, dynamic);
-    checkGeneration(*m, promptTokens(40, m->vocab), 30, dynamic);
+  // Also through the model description: its scaling object says the same.
+  for (bool viaDescription : {false, true}) {
+    for (const ScalingCase &c : scalings) {
+      SCOPED_TRACE(std::string(c.name) + (viaDescription ? " via description" : ""));
+      modelgen::ModelSpec spec = preset("tiny-llama");
+      spec.maxPositions = 32;
+      spec.ropeScaling = c.scaling;
+      std::unique_ptr<CompiledModel> m = prepare(spec, 96, nullptr, viaDescription);
+      ASSERT_TRUE(m);
+      bool dynamic = c.scaling.type == Type::Dynamic;
+      // Within the trained length, then a prompt past it.
+      checkGeneration(*m, promptTokens(5, m->vocab), 20, dynamic);
+      checkGeneration(*m, promptTokens(40, m->vocab), 30, dynamic);
+    }
   }
 }
 
@@ -456,10 +497,141 @@ TEST(ModelE2EPlantedBugs, EachFamilysDistinctiveFeatureMatters) {
         << error;
     std::vector<float> expected;
     std::string message;
-    ASSERT_TRUE(m->reference->forward(std::vector<int64_t>(prompt.begin(), prompt.end()),
-                                      expected, message))
+    ASSERT_TRUE(m->forward(std::vector<int64_t>(prompt.begin(), prompt.end()),
+                           expected, message))
         << message;
     EXPECT_GT(maxAbs(logits.data(), expected.data(), logits.size()), 100 * kLogitTolerance)
         << plant.preset << " with " << plant.bug << " still matches the reference";
+  }
+}
+
+// Every family's description, written as `attn-compile --emit=description`
+// writes it and read back, compiles to the model the family reader builds:
+// the schema can say everything a family says.
+TEST_P(ModelE2E, TheModelDescriptionCompilesToTheSameModel) {
+  std::unique_ptr<CompiledModel> m = prepare(GetParam().spec, 0, nullptr, true);
+  ASSERT_TRUE(m);
+  checkGeneration(*m, promptTokens(40, m->vocab), 4);
+}
+
+namespace {
+
+/// The tutorial's decoder (docs/examples/models/tutorial-decoder.json),
+/// written out from its definition with the reference's ops and the weight
+/// names the file gives: embeddings * sqrt(64) plus interleaved sinusoids,
+/// then per block x = LN1(x + attention(x)), x = LN2(x + MLP(x)) with a ReLU
+/// MLP, and the tied head on the last block's output (no final norm).
+struct TutorialDecoder {
+  static constexpr int64_t vocab = 97, d = 64, heads = 4, layers = 2, ffn = 256;
+  std::map<std::string, ref::StoredTensor> w;
+
+  const std::vector<float> &at(const std::string &name) const {
+    return w.at(name).data;
+  }
+  bool forward(const std::vector<int64_t> &ids, std::vector<float> &logits,
+               std::string &) const {
+    const int64_t seq = static_cast<int64_t>(ids.size());
+    const double eps = static_cast<double>(1e-5f);
+    auto linear = [&](const std::vector<float> &x, const std::string &module,
+                      int64_t in, int64_t out) {
+      return ref::linear(x, seq, in, at(module + "weight"), out,
+                         ref::WeightLayout::OutIn, at(module + "bias").data());
+    };
+    std::vector<float> x = ref::embedding(at("embed.weight"), vocab, d, ids);
+    for (float &value : x)
+      value *= 8.0f;
+    x = ref::sinusoidalPE(x, seq, d, 10000.0, 0);
+    for (int64_t l = 0; l < layers; ++l) {
+      std::string p = "blocks." + std::to_string(l) + ".";
+      ref::AttentionParams params;
+      params.heads = params.kvHeads = heads;
+      params.headDim = d / heads;
+      params.scale = static_cast<double>(static_cast<float>(ref::defaultScale(d / heads)));
+      params.causal = true;
+      std::vector<float> a =
+          ref::attention(linear(x, p + "attn.q.", d, d), seq, linear(x, p + "attn.k.", d, d),
+                         linear(x, p + "attn.v.", d, d), seq, params);
+      x = ref::layerNorm(ref::residualAdd(x, linear(a, p + "attn.out.", d, d)), seq, d,
+                         at(p + "norm1.weight"), at(p + "norm1.bias"), eps);
+      std::vector<float> h = ref::relu(linear(x, p + "ffn.0.", d, ffn));
+      x = ref::layerNorm(ref::residualAdd(x, linear(h, p + "ffn.2.", ffn, d)), seq, d,
+                         at(p + "norm2.weight"), at(p + "norm2.bias"), eps);
+    }
+    logits = ref::linear(x, seq, d, at("embed.weight"), vocab, ref::WeightLayout::OutIn);
+    return true;
+  }
+};
+
+const std::string kTutorialDescription =
+    std::string(ATTN_SOURCE_DIR) + "/docs/examples/models/tutorial-decoder.json";
+
+/// The tutorial decoder with sharp random weights, compiled (after `edit`)
+/// and paired with its hand-written forward.
+std::unique_ptr<CompiledModel> prepareTutorial(std::shared_ptr<TutorialDecoder> &decoder,
+                                               const ConfigEdit &edit = nullptr) {
+  auto compiled = std::make_unique<CompiledModel>();
+  modelgen::ModelSpec spec;
+  spec.sharp = true;
+  std::string error;
+  if (!modelgen::writeDescriptionModel(kTutorialDescription, spec, compiled->dir.path,
+                                       error)) {
+    ADD_FAILURE() << error;
+    return nullptr;
+  }
+  if (!compileAndLoad(*compiled, 0, edit))
+    return nullptr;
+  decoder = std::make_shared<TutorialDecoder>();
+  if (!ref::readSafetensors(compiled->dir.path + "/model.safetensors", decoder->w, error)) {
+    ADD_FAILURE() << error;
+    return nullptr;
+  }
+  compiled->forward = [decoder](const std::vector<int64_t> &ids, std::vector<float> &logits,
+                                std::string &message) {
+    return decoder->forward(ids, logits, message);
+  };
+  return compiled;
+}
+
+} // namespace
+
+TEST(ModelE2EDescription, TheTutorialDecoderMatchesItsDefinition) {
+  std::shared_ptr<TutorialDecoder> decoder;
+  std::unique_ptr<CompiledModel> m = prepareTutorial(decoder);
+  ASSERT_TRUE(m);
+  EXPECT_STREQ(attnrt_model_architecture(m->model.get()), "tutorial-decoder");
+  checkGeneration(*m, promptTokens(1, m->vocab), 4);
+  checkGeneration(*m, promptTokens(40, m->vocab), 24);
+  // Past a 64-key attention block and 2 of the sinusoids' shortest periods.
+  checkGeneration(*m, promptTokens(100, m->vocab), 30);
+}
+
+TEST(ModelE2EDescription, TheTutorialDecodersFeaturesEachMatter) {
+  using mlir::attn::ModelConfig;
+  const std::pair<const char *, ConfigEdit> plants[] = {
+      {"pre-norm blocks", [](ModelConfig &c) { c.block.preNorm = true; }},
+      {"fairseq's sinusoid halves",
+       [](ModelConfig &c) { c.positions.sinusoidal = mlir::attn::SinusoidalLayout::Halves; }},
+      {"positions from 1", [](ModelConfig &c) { c.positions.offset = 1; }},
+      {"unscaled embeddings", [](ModelConfig &c) { c.embeddingScale = 1; }},
+      {"GELU for ReLU", [](ModelConfig &c) { c.mlp.kind = mlir::attn::MlpKind::Gelu; }},
+  };
+  for (const auto &[bug, edit] : plants) {
+    std::shared_ptr<TutorialDecoder> decoder;
+    std::unique_ptr<CompiledModel> m = prepareTutorial(decoder, edit);
+    ASSERT_TRUE(m) << bug;
+    std::vector<int32_t> prompt = promptTokens(40, m->vocab);
+    char error[512] = "";
+    SessionPtr session(attnrt_session_create(m->model.get(), error, sizeof error));
+    ASSERT_TRUE(session) << error;
+    std::vector<float> logits(prompt.size() * m->vocab), expected;
+    ASSERT_EQ(attnrt_prefill(session.get(), prompt.data(), prompt.size(), logits.data(), 1,
+                             error, sizeof error),
+              ATTNRT_OK)
+        << error;
+    std::string message;
+    ASSERT_TRUE(m->forward(std::vector<int64_t>(prompt.begin(), prompt.end()), expected,
+                           message));
+    EXPECT_GT(maxAbs(logits.data(), expected.data(), logits.size()), 100 * kLogitTolerance)
+        << "the tutorial decoder with " << bug << " still matches its definition";
   }
 }
