@@ -96,7 +96,7 @@ public:
     std::optional<int64_t> integer = value->getAsInteger();
     if (!integer || value->kind() == JsonValue::Boolean || *integer < 0 ||
         *integer > limit) {
-      fail("key '" + key + "' must be an integer in [0, " +
+      fail("key '" + name(key) + "' must be an integer in [0, " +
            std::to_string(limit) + "], got " + render(*value));
       return fallback;
     }
@@ -164,14 +164,15 @@ public:
     for (size_t i = 0; array && i < array->size(); ++i) {
       std::optional<llvm::StringRef> text = (*array)[i].getAsString();
       if (!text) {
-        fail("key '" + key + "' entry " + std::to_string(i) +
+        fail("key '" + name(key) + "' entry " + std::to_string(i) +
              " must be a string, got " + render((*array)[i]));
         return std::nullopt;
       }
       strings.push_back(text->str());
     }
     if (!array) {
-      fail("key '" + key + "' must be a list of strings, got " + render(*value));
+      fail("key '" + name(key) + "' must be a list of strings, got " +
+           render(*value));
       return std::nullopt;
     }
     return strings;
