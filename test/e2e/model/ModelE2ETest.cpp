@@ -40,6 +40,9 @@ namespace ref = attn::ref;
 namespace {
 
 constexpr double kLogitTolerance = 1e-4;
+/// And within 1e-5 of the row's largest |logit| (at least 1): the issue's
+/// "1e-5 relative". The families measured 4e-7 to 2.4e-6 (2026-12-01).
+constexpr double kRelativeTolerance = 1e-5;
 
 /// A temporary directory removed with its contents.
 struct TempDir {
@@ -220,8 +223,13 @@ void checkGeneration(CompiledModel &m, const std::vector<int32_t> &prompt,
   for (size_t position = 0; position < sequence.size(); ++position) {
     const float *actual = logits.data() + position * vocab;
     const float *wanted = expected.data() + position * vocab;
-    ASSERT_LE(maxAbs(actual, wanted, vocab), kLogitTolerance)
-        << "position " << position << " (prompt of " << prompt.size() << ")";
+    double rowScale = 1.0;
+    for (int64_t i = 0; i < vocab; ++i)
+      rowScale = std::max(rowScale, std::abs(static_cast<double>(wanted[i])));
+    double deviation = maxAbs(actual, wanted, vocab);
+    ASSERT_LE(deviation, std::min(kLogitTolerance, kRelativeTolerance * rowScale))
+        << "position " << position << " (prompt of " << prompt.size()
+        << "), largest |logit| " << rowScale;
   }
   // Greedy choices agree with the reference's argmax (no ties at this scale).
   for (size_t position = prompt.size(); position < sequence.size(); ++position)
