@@ -17,6 +17,11 @@ import platform
 if platform.machine() in ("x86_64", "AMD64"):
     config.available_features.add("native-cpu")
 
+# The build's compiler check runs the system's GCC when there is one.
+import shutil
+if shutil.which("gcc") and shutil.which("g++"):
+    config.available_features.add("gcc")
+
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "unit", "reference", "ops", "model", "corpus"]
 
 # Tests on the trained models (../shared, which CI always has) and on the
