@@ -14,7 +14,9 @@ bool hostHasAvx512();
 double measureFmaPeak(int threads);
 
 /// Bytes/s of summing a `bytes`-sized array split across `threads`
-/// threads; use >= 1 GiB so that it measures DRAM, not the caches.
+/// threads: the best of one stream, four streams and software prefetch per
+/// thread, over 3 rounds. Use >= 1 GiB so that it measures DRAM, not the
+/// caches.
 double measureReadBandwidth(int threads, size_t bytes);
 
 } // namespace attn::bench
