@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -64,7 +65,25 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
 struct Shape {
   int64_t m, k, n;
+  /// The packed weight in bf16 (widened to f32 in the kernel).
+  bool bf16 = false;
+
+  std::string name() const {
+    return llvm::formatv("mm{0}_{1}_{2}", bf16 ? "_bf16" : "", k, n).str();
+  }
 };
+
+/// A weight of f32 values rounded to bf16 (the top half of each f32, ties to
+/// even), as the bits a bf16 memref holds.
+std::vector<uint16_t> bf16Values(const std::vector<float> &values) {
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t wide;
+    std::memcpy(&wide, &values[i], sizeof wide);
+    bits[i] = static_cast<uint16_t>((wide + 0x7FFF + ((wide >> 16) & 1)) >> 16);
+  }
+  return bits;
+}
 
 std::vector<float> randomValues(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -133,19 +152,20 @@ void attn::bench::printMachine(const MachineFigures &machine,
 void attn::bench::runMatmulSuite(const MachineFigures &machine,
                                  const BenchOptions &options) {
   const std::vector<Shape> shapes = {
-      {128, 768, 2304}, {128, 768, 3072}, {1, 768, 3072}, {1024, 1024, 1024}};
+      {128, 768, 2304},       {128, 768, 3072},      {1, 768, 3072},
+      {1024, 1024, 1024},     {128, 768, 3072, true}, {1, 768, 3072, true}};
   const int64_t block = 32;
   std::string source;
-  std::set<std::pair<int64_t, int64_t>> emitted;
+  std::set<std::string> emitted;
   for (const Shape &s : shapes) {
-    if (!emitted.insert({s.k, s.n}).second)
+    if (!emitted.insert(s.name()).second)
       continue;
     int64_t blocks = (s.n + block - 1) / block;
     source += llvm::formatv(R"mlir(
-      func.func @mm_{0}_{1}(%x: tensor<?x{0}xf32>, %w: tensor<{2}x{0}x{3}xf32>) -> tensor<?x{1}xf32> {
-        %0 = attn.linear %x, %w layout(packed) : tensor<?x{0}xf32>, tensor<{2}x{0}x{3}xf32> -> tensor<?x{1}xf32>
+      func.func @{4}(%x: tensor<?x{0}xf32>, %w: tensor<{2}x{0}x{3}x{5}>) -> tensor<?x{1}xf32> {
+        %0 = attn.linear %x, %w layout(packed) : tensor<?x{0}xf32>, tensor<{2}x{0}x{3}x{5}> -> tensor<?x{1}xf32>
         return %0 : tensor<?x{1}xf32>
-      })mlir", s.k, s.n, blocks, block).str();
+      })mlir", s.k, s.n, blocks, block, s.name(), s.bf16 ? "bf16" : "f32").str();
   }
   std::string error;
   mlir::attn::CompileOptions compileOptions;
@@ -162,36 +182,46 @@ void attn::bench::runMatmulSuite(const MachineFigures &machine,
 
   std::printf("\n## Matrix products C = A W^T (GFLOP/s; %% of the FMA peak; "
               "GEMV: GB/s of weights, %% of read bandwidth)\n");
-  std::printf("| M x K x N | threads | attn | %% | OpenBLAS | %% |\n");
+  std::printf("| M x K x N (weights) | threads | attn | %% | OpenBLAS | %% |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   for (const Shape &s : shapes) {
     int64_t blocks = (s.n + block - 1) / block;
     bool gemv = s.m == 1;
     // A GEMV reads each weight byte once: cycle through >= 1 GiB of copies.
-    size_t weightBytes = size_t(blocks * s.k * block) * sizeof(float);
+    size_t weightBytes = size_t(blocks * s.k * block) * (s.bf16 ? 2 : sizeof(float));
     int copies = gemv ? static_cast<int>((size_t(1) << 30) / weightBytes + 1) : 1;
     std::vector<Buffer3D> packed;
+    std::vector<mlir::attn::Buffer<uint16_t, 3>> packedBf16;
     std::vector<std::vector<float>> plain;
+    // OpenBLAS has no bf16-weight product with f32 activations to compare.
+    bool compare = blas.available() && !s.bf16;
     for (int c = 0; c < copies; ++c) {
-      packed.emplace_back(randomValues(blocks * s.k * block, 10 + c),
-                          std::array<int64_t, 3>{blocks, s.k, block});
-      if (blas.available())
+      std::array<int64_t, 3> shape{blocks, s.k, block};
+      std::vector<float> values = randomValues(blocks * s.k * block, 10 + c);
+      if (s.bf16)
+        packedBf16.emplace_back(bf16Values(values), shape);
+      else
+        packed.emplace_back(std::move(values), shape);
+      if (compare)
         plain.push_back(randomValues(s.n * s.k, 20 + c));
     }
+    auto weight = [&](int c) -> void * {
+      return s.bf16 ? static_cast<void *>(packedBf16[c].memref()) : packed[c].memref();
+    };
     Buffer2D input(randomValues(s.m * s.k, 1), {s.m, s.k});
     Buffer2D output(std::vector<float>(s.m * s.n), {s.m, s.n});
     std::vector<float> blasOut(s.m * s.n);
-    std::string name = "mm_" + std::to_string(s.k) + "_" + std::to_string(s.n);
+    std::string name = s.name();
     double flops = 2.0 * s.m * s.k * s.n;
     for (int threads : options.threads) {
       setThreads(threads);
       // One sample is a pass over every copy (one copy when it fits cache).
       double attnTime = medianSeconds(options.repeats, [&] {
         for (int c = 0; c < copies; ++c)
-          module->call(name, input.memref(), packed[c].memref(), output.memref());
+          module->call(name, input.memref(), weight(c), output.memref());
       }) / copies;
       double blasTime = 0;
-      if (blas.available()) {
+      if (compare) {
         blasTime = medianSeconds(options.repeats, [&] {
           for (int c = 0; c < copies; ++c) {
             const float *w = plain[c].data();
@@ -216,13 +246,13 @@ void attn::bench::runMatmulSuite(const MachineFigures &machine,
       };
       double attnFigure, attnShare, blasFigure = 0, blasShare = 0;
       cell(attnTime, attnFigure, attnShare);
-      if (blas.available())
+      if (compare)
         cell(blasTime, blasFigure, blasShare);
-      std::printf("| %lld x %lld x %lld%s | %d | %.1f | %.0f%% | ",
+      std::printf("| %lld x %lld x %lld %s%s | %d | %.1f | %.0f%% | ",
                   (long long)s.m, (long long)s.k, (long long)s.n,
-                  gemv ? " (from memory, GB/s)" : "", threads, attnFigure,
-                  attnShare);
-      if (blas.available())
+                  s.bf16 ? "bf16" : "f32", gemv ? " (from memory, GB/s)" : "",
+                  threads, attnFigure, attnShare);
+      if (compare)
         std::printf("%.1f | %.0f%% |\n", blasFigure, blasShare);
       else
         std::printf("n/a | |\n");

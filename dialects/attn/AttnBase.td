@@ -37,18 +37,24 @@ def Attn_Dialect : Dialect {
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic, traits>;
 
-// Activations and weights are f32. Widening to bf16/f16 is a change here and
-// in the lowering's accumulation types.
+// Activations are f32. Weights are f32, or bf16 in the packed layout the
+// CPU kernels stream (half the bytes per decode step; the kernels widen each
+// vector to f32 before the FMA, so accumulation stays f32).
 def Attn_Tensor : RankedTensorOf<[F32]>;
 def Attn_Tensor1D : TensorRankOf<[F32], [1]>;
 def Attn_Tensor2D : TensorRankOf<[F32], [2]>;
 def Attn_Tensor3D : TensorRankOf<[F32], [3]>;
+def Attn_WeightTensor : RankedTensorOf<[F32, BF16]>;
 def Attn_TokenIds : TensorRankOf<[I32, I64], [1]>;
 
 // Operands of code generation ops: f32 tensors before bufferization, f32
 // memrefs (any layout) after.
 def Attn_TensorOrMemRef : AnyTypeOf<[RankedTensorOf<[F32]>, MemRefOf<[F32]>],
                                     "f32 tensor or memref">;
+// A packed weight of a code generation op: f32 or bf16.
+def Attn_WeightTensorOrMemRef
+    : AnyTypeOf<[RankedTensorOf<[F32, BF16]>, MemRefOf<[F32, BF16]>],
+                "f32 or bf16 tensor or memref">;
 
 // Range checks of attribute values (positive epsilon, even head_dim, ...) are
 // in the C++ verifiers, whose messages name the offending value.

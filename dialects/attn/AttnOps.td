@@ -66,7 +66,8 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
       blocks of `NR` output features stored k-major (`W[n, k]` at
       `[n / NR, k, n % NR]`), the last block zero-padded. This is the layout
       the CPU kernels stream; `attn-compile` packs weights into it once, at
-      load time.
+      load time. A packed weight may be bf16: the product widens each weight
+      to f32 and accumulates in f32 (the other layouts are f32).
 
     Stating the layout keeps checkpoints usable as stored: nothing is
     transposed on load, the lowering reads the weight as it lies.
@@ -77,7 +78,7 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
         : tensor<?x768xf32>, tensor<768x2304xf32>, tensor<2304xf32> -> tensor<?x2304xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor2D:$input, Attn_Tensor:$weight,
+  let arguments = (ins Attn_Tensor2D:$input, Attn_WeightTensor:$weight,
                        Optional<Attn_Tensor1D>:$bias,
                        Attn_WeightLayout:$layout);
   let results = (outs Attn_Tensor2D:$result);
@@ -603,7 +604,8 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
     `attn-lower-gemm` turns it into vector code after bufferization. It is in
     destination-passing style on tensors or on memrefs.
 
-    For `input` `[M, K]`, `weight` packed `[NB, K, NR]` and `init` `[M, N]`:
+    For `input` `[M, K]`, `weight` packed `[NB, K, NR]` (f32, or bf16
+    widened to f32 as it is loaded) and `init` `[M, N]`:
 
     ```
     acc[m, n] = sum_k input[m, k] * weight[n / NR, k, n % NR]
@@ -626,8 +628,8 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
     ```
   }];
   let arguments = (ins Attn_TensorOrMemRef:$input,
-                       Attn_TensorOrMemRef:$weight,
-                       Optional<Attn_TensorOrMemRef>:$weight2,
+                       Attn_WeightTensorOrMemRef:$weight,
+                       Optional<Attn_WeightTensorOrMemRef>:$weight2,
                        Optional<Attn_TensorOrMemRef>:$bias,
                        Optional<Attn_TensorOrMemRef>:$row_scale,
                        Optional<Attn_TensorOrMemRef>:$residual,

@@ -57,6 +57,7 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
   gemm.vectorWidth = options.vectorWidth;
   gemm.tileRows = options.tileRows;
   gemm.kUnroll = options.kUnroll;
+  gemm.prefetchBytes = options.prefetchBytes;
   pm.addPass(createLowerGemmPass(gemm));
   LowerAttentionPassOptions attention;
   attention.vectorWidth = options.vectorWidth;

@@ -12,7 +12,8 @@
 //         epilogue on the accumulators, one store per output vector
 //
 // The packed weight block is read contiguously; every FMA's operands come
-// from registers or a broadcast load. A one-row tile (decode, or the rows
+// from registers or a broadcast load. A bf16 weight is widened to f32 as it
+// is loaded (the products and sums stay f32): half the bytes to stream. A one-row tile (decode, or the rows
 // left over) keeps several independent accumulator chains so FMA latency
 // does not bound it: it runs at the speed the weights stream from memory.
 //
@@ -53,8 +54,12 @@ struct GemmKernel {
   /// Lanes per vector and vectors per block row (blockSize / width).
   int64_t width, vectorsPerBlock;
   int64_t kUnroll;
+  /// One-row tiles prefetch the weight this many k rows ahead (0: never).
+  int64_t prefetchRows;
   GemmEpilogue epilogue;
   VectorType vectorType;
+  /// How the weight's vectors are loaded: f32, or bf16 then widened.
+  VectorType weightVectorType;
 };
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
@@ -117,6 +122,32 @@ void storeVector(OpBuilder &b, Location loc, const GemmKernel &g, Value value,
   vector::MaskedStoreOp::create(b, loc, base, indices, mask, value);
 }
 
+/// Prefetches k row `kk + prefetchRows` of the weight (each of its cache
+/// lines, of both weights when gated), which past the block's last row is a
+/// row of the next block: blocks lie back to back, and a thread's blocks are
+/// a contiguous range. Past the last block it prefetches the last row.
+void emitPrefetch(OpBuilder &b, Location loc, const GemmKernel &g, Value block,
+                  Value kk) {
+  Value ahead = arith::AddIOp::create(b, loc, kk, indexConstant(b, loc, g.prefetchRows));
+  Value k = indexConstant(b, loc, g.k);
+  Value nextBlock = arith::AddIOp::create(b, loc, block,
+                                          arith::DivUIOp::create(b, loc, ahead, k));
+  Value lastBlock = indexConstant(b, loc, g.blocks - 1);
+  Value past = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, nextBlock, lastBlock);
+  Value row = arith::SelectOp::create(b, loc, past, indexConstant(b, loc, g.k - 1),
+                                      arith::RemUIOp::create(b, loc, ahead, k));
+  nextBlock = arith::SelectOp::create(b, loc, past, lastBlock, nextBlock);
+  int64_t elementBytes = g.weightVectorType.getElementTypeBitWidth() / 8;
+  int64_t lineElements = 64 / elementBytes;
+  for (int64_t lane = 0; lane < g.blockSize; lane += lineElements)
+    for (Value weight : {g.weight, g.weight2})
+      if (weight)
+        memref::PrefetchOp::create(b, loc, weight,
+                                   ValueRange{nextBlock, row, indexConstant(b, loc, lane)},
+                                   /*isWrite=*/false, /*localityHint=*/3,
+                                   /*isDataCache=*/true);
+}
+
 /// One tile: `rows` rows from `row0` of output block `block`. `validLanes[j]`
 /// is how many lanes of the block's vector j lie below N (a partial last
 /// block has fewer).
@@ -153,12 +184,19 @@ void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
                             : arith::AddIOp::create(nb, l, k,
                                                     indexConstant(nb, l, u));
           int64_t chain = chains == 1 ? 0 : u;
+          if (rows == 1 && g.prefetchRows > 0)
+            emitPrefetch(nb, l, g, block, kk);
           SmallVector<Value> bVec[2];
           for (int64_t w = 0; w < weights; ++w) {
             Value weight = w == 0 ? g.weight : g.weight2;
-            for (int64_t j = 0; j < vectors; ++j)
-              bVec[w].push_back(vector::LoadOp::create(
-                  nb, l, g.vectorType, weight, ValueRange{block, kk, lane[j]}));
+            for (int64_t j = 0; j < vectors; ++j) {
+              Value loaded = vector::LoadOp::create(
+                  nb, l, g.weightVectorType, weight, ValueRange{block, kk, lane[j]});
+              // bf16 is the top half of an f32: widening is exact.
+              if (g.weightVectorType != g.vectorType)
+                loaded = arith::ExtFOp::create(nb, l, g.vectorType, loaded);
+              bVec[w].push_back(loaded);
+            }
           }
           for (int64_t r = 0; r < rows; ++r) {
             Value a = memref::LoadOp::create(nb, l, g.input,
@@ -264,7 +302,7 @@ void emitBlock(OpBuilder &b, Location loc, const GemmKernel &g, int64_t tileRows
 
 /// Tile shape and cache budget of the generated kernels.
 struct GemmOptions {
-  int64_t width, tileRows, kUnroll, l2Budget;
+  int64_t width, tileRows, kUnroll, l2Budget, prefetchBytes;
 };
 
 LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
@@ -296,6 +334,11 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   g.vectorsPerBlock = g.blockSize / width;
   g.kUnroll = g.k % kUnroll == 0 ? kUnroll : 1;
   g.vectorType = VectorType::get({width}, rewriter.getF32Type());
+  g.weightVectorType = VectorType::get({width}, weightType.getElementType());
+  int64_t rowBytes = g.blockSize * g.weightVectorType.getElementTypeBitWidth() / 8;
+  g.prefetchRows = options.prefetchBytes > 0
+                       ? std::max<int64_t>(1, options.prefetchBytes / rowBytes)
+                       : 0;
 
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
@@ -357,15 +400,15 @@ struct LowerGemmPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (vectorWidth <= 0 || tileRows <= 0 || kUnroll <= 0) {
+    if (vectorWidth <= 0 || tileRows <= 0 || kUnroll <= 0 || prefetchBytes < 0) {
       emitError(getOperation()->getLoc())
           << "attn-lower-gemm: vector-width, tile-rows and k-unroll must be "
-             "positive, got "
+             "positive and prefetch-bytes not negative, got "
           << vectorWidth.getValue() << ", " << tileRows.getValue() << ", "
-          << kUnroll.getValue();
+          << kUnroll.getValue() << ", " << prefetchBytes.getValue();
       return signalPassFailure();
     }
-    GemmOptions options{vectorWidth, tileRows, kUnroll, l2Budget};
+    GemmOptions options{vectorWidth, tileRows, kUnroll, l2Budget, prefetchBytes};
     SmallVector<GemmOp> gemms;
     getOperation()->walk([&](GemmOp op) { gemms.push_back(op); });
     IRRewriter rewriter(&getContext());

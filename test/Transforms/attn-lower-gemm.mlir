@@ -67,3 +67,29 @@ func.func @geglu_and_relu(%x: memref<?x16xf32>, %g: memref<2x16x8xf32>, %u: memr
   attn.gemm relu ins(%x, %g : memref<?x16xf32>, memref<2x16x8xf32>) outs(%out : memref<?x16xf32>)
   return
 }
+
+// -----
+
+// A bf16 weight: each weight vector is loaded as bf16 and widened to f32
+// before the FMA (half the bytes streamed; products and sums stay f32).
+// The one-row tile prefetches 4096 B / 64 B = 64 k rows ahead, from the
+// next block once past this one's end (the last block's last row at most);
+// a row of 32 bf16 is one cache line.
+// CHECK-LABEL: func.func @bf16_weight
+// CHECK: scf.for %{{.*}} step %c4 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK: %[[AHEAD:.*]] = arith.addi %{{.*}}, %c64
+// CHECK: %[[NEXT:.*]] = arith.divui %[[AHEAD]], %c64
+// CHECK: %[[BLK:.*]] = arith.addi %{{.*}}, %[[NEXT]]
+// CHECK: %[[PAST:.*]] = arith.cmpi ugt, %[[BLK]], %c1
+// CHECK: %[[ROW:.*]] = arith.remui %[[AHEAD]], %c64
+// CHECK: arith.select %[[PAST]], %c63, %[[ROW]]
+// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %{{.*}}, %c0], read, locality<3>, data : memref<2x64x32xbf16>
+// CHECK-NOT: memref.prefetch
+// CHECK: %[[W:.*]] = vector.load %{{.*}} : memref<2x64x32xbf16>, vector<16xbf16>
+// CHECK: %[[WF:.*]] = arith.extf %[[W]] : vector<16xbf16> to vector<16xf32>
+// CHECK: vector.fma %{{.*}}, %[[WF]], %{{.*}} : vector<16xf32>
+// CHECK-NOT: attn.gemm
+func.func @bf16_weight(%x: memref<?x64xf32>, %w: memref<2x64x32xbf16>, %out: memref<?x64xf32>) {
+  attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x64x32xbf16>) outs(%out : memref<?x64xf32>)
+  return
+}

@@ -3,7 +3,9 @@
 // RUN: attn-opt %s -split-input-file --attn-lower-gemm --attn-lower-attention -verify-diagnostics
 // RUN: echo "module {}" | not attn-opt --attn-lower-gemm="tile-rows=0" 2>&1 | FileCheck %s --check-prefix=GEMM
 // RUN: echo "module {}" | not attn-opt --attn-lower-attention="block-rows=-1" 2>&1 | FileCheck %s --check-prefix=ATTENTION
-// GEMM: error: attn-lower-gemm: vector-width, tile-rows and k-unroll must be positive, got 16, 0, 4
+// RUN: echo "module {}" | not attn-opt --attn-lower-gemm="prefetch-bytes=-64" 2>&1 | FileCheck %s --check-prefix=PREFETCH
+// GEMM: error: attn-lower-gemm: vector-width, tile-rows and k-unroll must be positive and prefetch-bytes not negative, got 16, 0, 4, 4096
+// PREFETCH: error: {{.*}} got 16, 8, 4, -64
 // GEMM-NOT: builtin.module
 // ATTENTION: error: attn-lower-attention: vector-width, block-rows, split-keys and decode-tasks must be positive, got 16, -1, 256, 16
 

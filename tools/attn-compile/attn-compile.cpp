@@ -65,6 +65,11 @@ static cl::opt<int64_t> vectorWidth(
 static cl::opt<int64_t> tileRows("tile-rows",
                                  cl::desc("Rows of a gemm register tile"),
                                  cl::init(8), cl::cat(category));
+static cl::opt<int64_t> prefetchBytes(
+    "prefetch-bytes",
+    cl::desc("How far ahead decode's projections prefetch their weights (0: "
+             "not at all)"),
+    cl::init(4096), cl::cat(category));
 static cl::opt<bool> noFusion(
     "no-fusion", cl::desc("Do not fuse elementwise ops into projections"),
     cl::cat(category));
@@ -118,6 +123,8 @@ int main(int argc, char **argv) {
   }
   if (queryBlock <= 0 || kvBlock <= 0 || tileRows <= 0)
     return fail("--query-block, --kv-block and --tile-rows must be positive");
+  if (prefetchBytes < 0)
+    return fail("--prefetch-bytes must not be negative");
   if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
       vectorWidth != 16)
     return fail("--vector-width must be 4, 8 or 16 (or 0 for the host's)");
@@ -136,6 +143,7 @@ int main(int argc, char **argv) {
   options.pipeline.vectorWidth =
       vectorWidth ? static_cast<int64_t>(vectorWidth) : attn::hostVectorWidth();
   options.pipeline.tileRows = tileRows;
+  options.pipeline.prefetchBytes = prefetchBytes;
   options.pipeline.fusion = !noFusion;
   options.pipeline.attentionKernel = !noAttentionKernel;
   options.pipeline.threads = !noThreads;

@@ -34,6 +34,11 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
   PassOptions::Option<int64_t> kUnroll{
       *this, "k-unroll", llvm::cl::desc("Unrolling of gemm reduction loops"),
       llvm::cl::init(4)};
+  PassOptions::Option<int64_t> prefetchBytes{
+      *this, "prefetch-bytes",
+      llvm::cl::desc("How far ahead one-row gemm tiles prefetch the weight "
+                     "(0: not at all)"),
+      llvm::cl::init(4096)};
   PassOptions::Option<bool> fusion{
       *this, "fusion",
       llvm::cl::desc("Fuse elementwise ops into projection epilogues"),

@@ -49,6 +49,23 @@ func.func @linear_dynamic_weight(%x: tensor<4x8xf32>, %w: tensor<?x8xf32>) -> te
 
 // -----
 
+// bf16 weights exist only in the packed layout the CPU kernels stream.
+func.func @linear_bf16_unpacked(%x: tensor<4x8xf32>, %w: tensor<16x8xbf16>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{requires an f32 weight for layout out_in (a bf16 weight must be packed), got 'tensor<16x8xbf16>'}}
+  %0 = attn.linear %x, %w layout(out_in) : tensor<4x8xf32>, tensor<16x8xbf16> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @linear_f16_packed(%x: tensor<4x8xf32>, %w: tensor<1x8x16xf16>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit float or bfloat16 type values}}
+  %0 = attn.linear %x, %w layout(packed) : tensor<4x8xf32>, tensor<1x8x16xf16> -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
 func.func @linear_in_features_mismatch(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{input has 8 features but the out_in weight of shape 'tensor<8x16xf32>' expects 16 (dimension 1)}}
   %0 = attn.linear %x, %w layout(out_in) : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x8xf32>

@@ -149,3 +149,11 @@ func.func @flash_attention_window_not_causal(%q: tensor<?x64xf32>, %k: tensor<?x
   %0 = attn.flash_attention heads(2) kv_heads(2) scale(0.125) window(4) ins(%q, %k, %v : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
   return %0 : tensor<?x64xf32>
 }
+
+// -----
+
+func.func @gemm_mixed_weight_types(%x: tensor<4x64xf32>, %w: tensor<3x64x32xbf16>, %w2: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{requires both weights of one type, got 'tensor<3x64x32xbf16>' and 'tensor<3x64x32xf32>'}}
+  %0 = attn.gemm swiglu ins(%x, %w, %w2 : tensor<4x64xf32>, tensor<3x64x32xbf16>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}

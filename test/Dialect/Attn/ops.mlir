@@ -289,3 +289,13 @@ func.func @activations(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) -> tensor<?x8xf
   %7 = attn.geglu %6, %y erf : tensor<?x8xf32>
   return %7 : tensor<?x8xf32>
 }
+
+// -----
+
+// A packed weight in bf16 (half the bytes of f32; accumulation stays f32).
+// CHECK-LABEL: func.func @linear_packed_bf16
+// CHECK: attn.linear %{{.*}}, %{{.*}} layout(packed) : tensor<?x64xf32>, tensor<3x64x32xbf16> -> tensor<?x80xf32>
+func.func @linear_packed_bf16(%x: tensor<?x64xf32>, %w: tensor<3x64x32xbf16>) -> tensor<?x80xf32> {
+  %0 = attn.linear %x, %w layout(packed) : tensor<?x64xf32>, tensor<3x64x32xbf16> -> tensor<?x80xf32>
+  return %0 : tensor<?x80xf32>
+}

@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir::attn;
 namespace ref = attn::ref;
@@ -203,12 +204,40 @@ std::vector<float> product(const std::vector<float> &x, const std::vector<float>
   return out;
 }
 
-std::string packedFunction(size_t index, const PackedCase &c) {
+/// The bf16 nearest to `value` (ties to even), as its bits: the scalar
+/// reference of the format (finite inputs).
+uint16_t bf16Bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  bits += 0x7FFF + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float bf16Value(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
+
+TEST(Bf16, RoundsToNearestEven) {
+  EXPECT_EQ(bf16Bits(1.0f), 0x3F80);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: to the even one, 1.
+  EXPECT_EQ(bf16Bits(1.0f + 0x1.0p-8f), 0x3F80);
+  // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: to 1 + 2^-6.
+  EXPECT_EQ(bf16Bits(1.0f + 3 * 0x1.0p-8f), 0x3F82);
+  EXPECT_EQ(bf16Bits(1.0f + 0x1.0p-8f + 0x1.0p-20f), 0x3F81);
+  EXPECT_EQ(bf16Bits(-2.5f), 0xC020);
+  EXPECT_EQ(bf16Value(bf16Bits(0.1f)), 0.10009765625f);
+}
+
+std::string packedFunction(size_t index, const PackedCase &c, const char *weightType) {
   int64_t blocks = (c.out + c.blockSize - 1) / c.blockSize;
   std::string x = llvm::formatv("tensor<?x{0}xf32>", c.in).str();
   std::string y = llvm::formatv("tensor<?x{0}xf32>", c.out).str();
-  std::string w =
-      llvm::formatv("tensor<{0}x{1}x{2}xf32>", blocks, c.in, c.blockSize).str();
+  std::string w = llvm::formatv("tensor<{0}x{1}x{2}x{3}>", blocks, c.in, c.blockSize,
+                                weightType)
+                      .str();
   std::string b = llvm::formatv("tensor<{0}xf32>", c.out).str();
   std::string consumer = c.consumer;
   std::string args = "%x: " + x + ", %w: " + w;
@@ -245,19 +274,20 @@ std::string packedFunction(size_t index, const PackedCase &c) {
     })mlir", index, args, y, body).str();
 }
 
-class PackedGemm : public ::testing::TestWithParam<bool> {};
+class PackedGemm : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
 // The CPU kernel (attn.gemm through attn-lower-gemm), with the consumers
 // fused into its epilogue (fusion on) or run as separate ops: full and
 // partial weight blocks, reduction lengths that do and do not divide the
-// unrolling, 8-row register tiles plus leftover rows.
+// unrolling, 8-row register tiles plus leftover rows; f32 weights, and bf16
+// weights against the reference on the same bf16-rounded values.
 TEST_P(PackedGemm, MatchesReference) {
-  bool fusion = GetParam();
+  auto [fusion, bf16] = GetParam();
   std::string source;
   for (auto [index, c] : llvm::enumerate(kPackedCases))
-    source += packedFunction(index, c);
+    source += packedFunction(index, c, bf16 ? "bf16" : "f32");
   CompileOptions options;
-  options.configure = [&](AttnPipelineOptions &pipeline) {
+  options.configure = [&, fusion = fusion](AttnPipelineOptions &pipeline) {
     pipeline.fusion = fusion;
   };
   auto module = compileOrDie(source, options);
@@ -267,6 +297,19 @@ TEST_P(PackedGemm, MatchesReference) {
     std::string consumer = c.consumer;
     std::vector<float> w = weights(c.out * c.in, c.in, 700 + index);
     std::vector<float> w2 = weights(c.out * c.in, c.in, 740 + index);
+    std::vector<float> unrounded = w;
+    std::vector<uint16_t> wBits(w.size()), w2Bits(w2.size());
+    if (bf16) {
+      for (size_t i = 0; i < w.size(); ++i) {
+        w[i] = bf16Value(wBits[i] = bf16Bits(w[i]));
+        w2[i] = bf16Value(w2Bits[i] = bf16Bits(w2[i]));
+      }
+    }
+    auto packBits = [&](const std::vector<uint16_t> &bits) {
+      std::vector<float> asFloat(bits.begin(), bits.end());
+      std::vector<float> packed = packOutIn(asFloat, c.out, c.in, c.blockSize);
+      return std::vector<uint16_t>(packed.begin(), packed.end());
+    };
     std::vector<float> b = random(c.out, 1.0f, 710 + index);
     for (int64_t m : {1, 3, 8, 17, 129}) {
       std::vector<float> x = random(m * c.in, 1.0f, 720 + m);
@@ -274,21 +317,34 @@ TEST_P(PackedGemm, MatchesReference) {
       Buffer2D xBuf(x, {m, c.in}), rBuf(r, {m, c.out});
       Buffer3D wBuf(packOutIn(w, c.out, c.in, c.blockSize), {blocks, c.in, c.blockSize});
       Buffer3D w2Buf(packOutIn(w2, c.out, c.in, c.blockSize), {blocks, c.in, c.blockSize});
+      Buffer<uint16_t, 3> wBf16(packBits(wBits), {blocks, c.in, c.blockSize});
+      Buffer<uint16_t, 3> w2Bf16(packBits(w2Bits), {blocks, c.in, c.blockSize});
+      void *wArg = bf16 ? static_cast<void *>(wBf16.memref()) : wBuf.memref();
+      void *w2Arg = bf16 ? static_cast<void *>(w2Bf16.memref()) : w2Buf.memref();
       Buffer1D bBuf(b, {c.out});
       Buffer2D out(std::vector<float>(m * c.out), {m, c.out});
       std::string name = "packed" + std::to_string(index);
       bool called;
       if (c.gated())
-        called = module->call(name, xBuf.memref(), wBuf.memref(), w2Buf.memref(), out.memref());
+        called = module->call(name, xBuf.memref(), wArg, w2Arg, out.memref());
       else if (c.bias && consumer == "residual")
-        called = module->call(name, xBuf.memref(), wBuf.memref(), bBuf.memref(), rBuf.memref(), out.memref());
+        called = module->call(name, xBuf.memref(), wArg, bBuf.memref(), rBuf.memref(), out.memref());
       else if (c.bias)
-        called = module->call(name, xBuf.memref(), wBuf.memref(), bBuf.memref(), out.memref());
+        called = module->call(name, xBuf.memref(), wArg, bBuf.memref(), out.memref());
       else if (consumer == "residual")
-        called = module->call(name, xBuf.memref(), wBuf.memref(), rBuf.memref(), out.memref());
+        called = module->call(name, xBuf.memref(), wArg, rBuf.memref(), out.memref());
       else
-        called = module->call(name, xBuf.memref(), wBuf.memref(), out.memref());
+        called = module->call(name, xBuf.memref(), wArg, out.memref());
       ASSERT_TRUE(called);
+      // The rounding is what the test sees: against the f32 weights the
+      // bf16 product is off by far more than the tolerance.
+      if (bf16 && consumer == "residual") {
+        std::vector<float> exact = ref::residualAdd(
+            ref::linear(x, m, c.in, unrounded, c.out, ref::WeightLayout::OutIn,
+                        c.bias ? b.data() : nullptr),
+            r);
+        EXPECT_GT(ref::maxRelError(out.values(), exact), 10 * kOpTolerance) << name;
+      }
       std::vector<float> y = ref::linear(x, m, c.in, w, c.out, ref::WeightLayout::OutIn,
                                          c.bias ? b.data() : nullptr);
       std::vector<float> expected;
@@ -316,8 +372,12 @@ TEST_P(PackedGemm, MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fusion, PackedGemm, ::testing::Bool(),
-                         [](const auto &info) { return info.param ? "fused" : "unfused"; });
+INSTANTIATE_TEST_SUITE_P(Weights, PackedGemm,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         [](const auto &info) {
+                           return std::string(std::get<0>(info.param) ? "fused" : "unfused") +
+                                  (std::get<1>(info.param) ? "_bf16" : "_f32");
+                         });
 
 //===----------------------------------------------------------------------===//
 // Normalization

@@ -184,6 +184,10 @@ LogicalResult LinearOp::verify() {
                              result, 1);
     return success();
   }
+  if (!weight.getElementType().isF32())
+    return emitOpError() << "requires an f32 weight for layout "
+                         << stringifyWeightLayout(getLayout())
+                         << " (a bf16 weight must be packed), got " << weight;
   if (weight.getRank() != 2)
     return emitOpError() << "requires a rank-2 weight for layout "
                          << stringifyWeightLayout(getLayout()) << ", got "
