@@ -33,7 +33,8 @@ def Attn_EmbeddingOp : Attn_Op<"embedding", [Pure]> {
     The table is `[rows, dim]`, or a packed `[blocks, dim, NR]` table (the
     layout of a packed `attn.linear` weight, see there) when a tied
     embedding doubles as the output projection: row `v` is then
-    `table[v / NR, :, v % NR]`.
+    `table[v / NR, :, v % NR]`. A packed table may be bf16, as a packed
+    weight may; the gathered values are widened to f32.
 
     `scale` (optional, finite) multiplies every gathered row, in f32:
     Gemma's `sqrt(hidden_size)` and XGLM's `sqrt(d_model)`.
@@ -44,7 +45,7 @@ def Attn_EmbeddingOp : Attn_Op<"embedding", [Pure]> {
     %g = attn.embedding %emb[%ids] scale(4.800000e+01) : tensor<256000x2304xf32>, tensor<?xi32> -> tensor<?x2304xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor:$table, Attn_TokenIds:$ids,
+  let arguments = (ins Attn_WeightTensor:$table, Attn_TokenIds:$ids,
                        OptionalAttr<F32Attr>:$scale);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{

@@ -23,7 +23,7 @@ using namespace mlir::attn;
 
 std::string mlir::attn::buildManifestJson(const ModelConfig &config,
                                           const ModelBuildOptions &options) {
-  ModelLayout layout = planModelLayout(config, options.blockSize);
+  ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat);
   llvm::json::Array weights;
   for (auto [index, weight] : llvm::enumerate(layout.weights)) {
     llvm::json::Array shape;
@@ -60,6 +60,7 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
       {"head_dim", config.headDim},
       {"intermediate_size", config.intermediateSize},
       {"max_seq", options.maxSeq},
+      {"weight_format", weightFormatName(options.weightFormat)},
       {"kv_cache",
        llvm::json::Object{{"bytes", kvCacheBytes(config, options.maxSeq)}}},
       {"weights", std::move(weights)},
@@ -152,7 +153,7 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
   auto decodeImpl = module.lookupSymbol<LLVM::LLVMFuncOp>(kDecodeImpl);
   if (!prefillImpl || !decodeImpl)
     return module.emitError("the lowered module lacks the model entry points");
-  ModelLayout layout = planModelLayout(config, options.blockSize);
+  ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat);
   std::vector<int64_t> kinds = packKinds(layout);
   SmallVector<LLVM::LLVMFuncOp> packImpls;
   for (int64_t kind : kinds) {

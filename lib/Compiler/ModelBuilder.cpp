@@ -374,6 +374,11 @@ public:
   int64_t maxSeq, cacheRows;
 };
 
+/// The element type compiled code sees for a table entry.
+Type entryElementType(OpBuilder &b, const ModelLayout &layout, int64_t entry) {
+  return layout.isBf16(entry) ? Type(b.getBF16Type()) : Type(b.getF32Type());
+}
+
 /// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
 /// for the layers whose caches have `cacheRows` rows.
 func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
@@ -385,7 +390,7 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
   SmallVector<int64_t, 16> entries = layout.layers.front().list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
   for (int64_t entry : entries)
-    inputs.push_back(RankedTensorType::get(layout.shape(entry), b.getF32Type()));
+    inputs.push_back(RankedTensorType::get(layout.shape(entry), entryElementType(b, layout, entry)));
   inputs.append({ir.cacheType(), ir.cacheType(), b.getIndexType()});
   SmallVector<Type> results = {ir.activations(seq, config.hiddenSize),
                                ir.cacheType(), ir.cacheType()};
@@ -468,7 +473,7 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
     if (!layout.readAtRunTime(entry))
       continue;
     argOfEntry[entry] = static_cast<int64_t>(inputs.size()) - 2;
-    inputs.push_back(MemRefType::get(layout.shape(entry), f32));
+    inputs.push_back(MemRefType::get(layout.shape(entry), entryElementType(b, layout, entry)));
   }
   int64_t numWeightArgs = static_cast<int64_t>(inputs.size()) - 2;
   for (int64_t layer = 0; layer < config.numLayers; ++layer) {
@@ -578,6 +583,11 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
 /// [blocks, K, NR] buffer.
 void storePacked(OpBuilder &b, Location loc, Value value, Value dst, Value n,
                  Value k, int64_t blockSize) {
+  // A bf16 buffer holds each f32 weight rounded to the nearest bf16 (ties
+  // to even), as torch's .to(torch.bfloat16) does.
+  Type element = cast<MemRefType>(dst.getType()).getElementType();
+  if (value.getType() != element)
+    value = arith::TruncFOp::create(b, loc, element, value);
   Value size = arith::ConstantIndexOp::create(b, loc, blockSize);
   Value block = arith::DivUIOp::create(b, loc, n, size);
   Value lane = arith::RemUIOp::create(b, loc, n, size);
@@ -600,7 +610,8 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
     SmallVector<Type> inputs;
     for (const PackedWeight::Source &source : packed.sources)
       inputs.push_back(MemRefType::get(layout.weights[source.weight].shape, f32));
-    inputs.push_back(MemRefType::get(packed.shape(), f32));
+    Type packedElement = packed.bf16 ? Type(b.getBF16Type()) : f32;
+    inputs.push_back(MemRefType::get(packed.shape(), packedElement));
 
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(module.getBody());
@@ -749,7 +760,7 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
   Location loc = FileLineColLoc::get(&context, "attn-compile", 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
 
-  ModelLayout layout = planModelLayout(config, options.blockSize);
+  ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat);
   // One block function per cache length (layers with and without a
   // sliding window), each compiled once and called by its layers.
   int64_t maxSeq = options.maxSeq;

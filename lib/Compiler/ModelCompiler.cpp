@@ -127,6 +127,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   ModelBuildOptions build;
   build.maxSeq = *maxSeq;
   build.blockSize = 2 * options.pipeline.vectorWidth;
+  build.weightFormat = options.weightFormat;
   OwningOpRef<ModuleOp> module;
   {
     StageTimer timer(progress, "build attn IR");

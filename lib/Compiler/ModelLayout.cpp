@@ -26,8 +26,20 @@ llvm::SmallVector<int64_t, 16> LayerEntries::list() const {
   return entries;
 }
 
+const char *mlir::attn::weightFormatName(WeightFormat format) {
+  return format == WeightFormat::BF16 ? "bf16" : "f32";
+}
+
+std::optional<WeightFormat> mlir::attn::parseWeightFormat(llvm::StringRef name) {
+  if (name == "f32")
+    return WeightFormat::F32;
+  if (name == "bf16")
+    return WeightFormat::BF16;
+  return std::nullopt;
+}
+
 ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
-                                        int64_t blockSize) {
+                                        int64_t blockSize, WeightFormat format) {
   ModelLayout layout;
   layout.weights = modelWeights(config);
   layout.usedAtRunTime.assign(layout.weights.size(), true);
@@ -56,6 +68,7 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
     packed.name = std::move(name);
     packed.blockSize = blockSize;
     packed.vector = vector;
+    packed.bf16 = !vector && format == WeightFormat::BF16;
     for (const PackedWeight::Source &source : sources) {
       const WeightSpec &spec = layout.weights[source.weight];
       if (!vector)

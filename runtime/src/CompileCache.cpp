@@ -332,6 +332,10 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
     options.push_back("--max-seq");
     options.push_back(std::to_string(maxSeq));
   }
+  if (!settings.weightFormat.empty() && settings.weightFormat != "f32") {
+    options.push_back("--weight-format");
+    options.push_back(settings.weightFormat);
+  }
 
   if (!findCompiler(settings.compiler, compilerPath, error))
     return false;

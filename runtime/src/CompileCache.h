@@ -39,6 +39,8 @@ struct CompileSettings {
   int64_t context = 0;
   /// attn-compile to run; "" searches for it (attnrt.h).
   std::string compiler;
+  /// attn-compile --weight-format; "" or "f32": the compiler's default.
+  std::string weightFormat;
   /// "" chooses MODEL_DIR/.attn or the XDG cache (attnrt.h).
   std::string cacheDir;
   attnrt_log_fn log = nullptr;

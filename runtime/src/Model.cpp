@@ -494,6 +494,14 @@ attnrt_model *attnrt_model_load_dir(const char *model_dir,
         settings.modelDir = model_dir;
         settings.context = o.context;
         settings.compiler = o.compiler ? o.compiler : "";
+        settings.weightFormat = o.weight_format ? o.weight_format : "";
+        if (!settings.weightFormat.empty() && settings.weightFormat != "f32" &&
+            settings.weightFormat != "bf16") {
+          copyError("attnrt_model_load_dir: weight format '" +
+                        settings.weightFormat + "' is not one of f32, bf16",
+                    error, error_size);
+          return nullptr;
+        }
         settings.cacheDir = o.cache_dir ? o.cache_dir : "";
         settings.log = o.log;
         settings.logUser = o.log_user;

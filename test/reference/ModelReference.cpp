@@ -1800,6 +1800,19 @@ ModelReference::weight(const std::string &name) const {
   return it == weights.end() ? nullptr : &it->second;
 }
 
+bool ModelReference::roundWeightToBf16(const std::string &name) {
+  auto it = weights.find(name);
+  if (it == weights.end())
+    return false;
+  for (float &value : it->second) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u; // ties to even
+    std::memcpy(&value, &bits, sizeof value);
+  }
+  return true;
+}
+
 const std::vector<float> &ModelReference::w(const std::string &name) const {
   return weights.at(name); // Present: load/create checked every name.
 }

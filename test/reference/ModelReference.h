@@ -252,6 +252,11 @@ public:
   /// A weight by canonical name, or null.
   const std::vector<float> *weight(const std::string &name) const;
 
+  /// Rounds a weight (canonical name) to the nearest bf16, ties to even:
+  /// the model as a bf16 checkpoint or bf16-packed weights hold it. False
+  /// when there is no such weight.
+  bool roundWeightToBf16(const std::string &name);
+
   /// Logits [tokens.size(), vocab] of every position, the tokens at
   /// positions 0 .. n-1, in one forward call without a cache. Requires
   /// n >= 1, every token in [0, vocab), and n <= maxPositions for the

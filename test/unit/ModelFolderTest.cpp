@@ -396,6 +396,21 @@ TEST_F(ModelFolderTest, TheContextChangesTheLibrary) {
   EXPECT_EQ(loadError(model, options),
             "attnrt_model_load_dir: context must be 0 (the default) or "
             "positive, got -1");
+
+  // The weight format is part of the compile: a bf16 library is another
+  // cache entry, with other logits (its weights are rounded).
+  options.context = 64;
+  options.weight_format = "fp8";
+  EXPECT_EQ(loadError(model, options),
+            "attnrt_model_load_dir: weight format 'fp8' is not one of f32, bf16");
+  options.weight_format = "bf16";
+  char message[512] = "";
+  ModelPtr bf16(attnrt_model_load_dir(model.c_str(), &options, message, sizeof message));
+  ASSERT_NE(bf16, nullptr) << message;
+  EXPECT_EQ(attnrt_model_was_compiled(bf16.get()), 1);
+  EXPECT_NE(std::string(attnrt_model_library_path(bf16.get())),
+            std::string(attnrt_model_library_path(explicit64.model.get())));
+  EXPECT_NE(logits(bf16.get(), prompt), logits(explicit64.model.get(), prompt));
 }
 
 TEST_F(ModelFolderTest, AHugeConfigContextIsNotTheDefault) {

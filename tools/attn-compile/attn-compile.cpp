@@ -43,6 +43,11 @@ static cl::opt<attn::EmitKind> emit(
                clEnumValN(attn::EmitKind::Object, "obj", "an object file"),
                clEnumValN(attn::EmitKind::Library, "so", "the shared library")),
     cl::cat(category));
+static cl::opt<std::string> weightFormat(
+    "weight-format",
+    cl::desc("How projection weights are stored: f32 (default) or bf16 (half "
+             "the bytes; the runtime rounds the checkpoint's weights)"),
+    cl::init("f32"), cl::cat(category));
 static cl::opt<int64_t> maxSeq(
     "max-seq",
     cl::desc("Positions of the KV cache (default: the config's, at most "
@@ -123,6 +128,9 @@ int main(int argc, char **argv) {
   }
   if (queryBlock <= 0 || kvBlock <= 0 || tileRows <= 0)
     return fail("--query-block, --kv-block and --tile-rows must be positive");
+  std::optional<attn::WeightFormat> format = attn::parseWeightFormat(weightFormat);
+  if (!format)
+    return fail("--weight-format must be f32 or bf16, got '" + weightFormat + "'");
   if (prefetchBytes < 0)
     return fail("--prefetch-bytes must not be negative");
   if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
@@ -137,6 +145,7 @@ int main(int argc, char **argv) {
   attn::ModelCompileOptions options;
   options.maxSeq = *positions;
   options.emit = emit;
+  options.weightFormat = *format;
   options.output = output;
   options.pipeline.queryBlock = queryBlock;
   options.pipeline.kvBlock = kvBlock;

@@ -61,13 +61,15 @@ const char *const usage =
     "                         position to F (windows x (N-1) x vocab float32)\n"
     "  --kl-divergence F      compare against a file written by --save-logits\n"
     "  --compiler PATH        the attn-compile to run for MODEL_DIR\n"
-    "  --cache-dir DIR        where MODEL_DIR's compiled library is cached\n";
+    "  --cache-dir DIR        where MODEL_DIR's compiled library is cached\n"
+    "  --weight-format F      how the projections are stored: f32 (default)\n"
+    "                         or bf16\n";
 
 constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'L', 'O', 'G', 'P'};
 constexpr uint32_t kVersion = 1;
 
 struct Options {
-  std::string modelDir, file, saveLogits, klBase, compiler, cacheDir;
+  std::string modelDir, file, saveLogits, klBase, compiler, cacheDir, weightFormat;
   int64_t ctx = 256, chunks = -1, threads = 0;
 };
 
@@ -87,7 +89,7 @@ int parseOptions(int argc, char **argv, Options &options) {
     static const char *const known[] = {
         "-f",      "--file",        "--ctx",           "--chunks",
         "--threads", "--save-logits", "--kl-divergence", "--compiler",
-        "--cache-dir"};
+        "--cache-dir", "--weight-format"};
     bool isKnown = false;
     for (const char *k : known)
       isKnown |= arg == k;
@@ -116,6 +118,10 @@ int parseOptions(int argc, char **argv, Options &options) {
       options.compiler = value;
     } else if (arg == "--cache-dir") {
       options.cacheDir = value;
+    } else if (arg == "--weight-format") {
+      if (value != "f32" && value != "bf16")
+        return fail(tool, "--weight-format must be f32 or bf16, got '" + value + "'");
+      options.weightFormat = value;
     }
   }
   if (options.modelDir.empty())
@@ -241,7 +247,7 @@ int run(int argc, char **argv) {
     windows = std::min(windows, options.chunks);
 
   ModelPtr model(loadModelFolder(tool, options.modelDir, ctx, options.compiler,
-                                 options.cacheDir, message));
+                                 options.cacheDir, message, options.weightFormat));
   if (!model)
     return fail(tool, message);
   if (options.threads > 0)

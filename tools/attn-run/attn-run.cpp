@@ -59,6 +59,8 @@ const char *const usage =
     "                      context is full; default -1 with MODEL_DIR, 0 with --lib)\n"
     "  --ctx N             positions of the KV cache (default: the config's\n"
     "                      max_position_embeddings, at most 4096)\n"
+    "  --weight-format F   how MODEL_DIR's projections are stored: f32 (default)\n"
+    "                      or bf16 (half the bytes to stream per token)\n"
     "  --temperature T     0 = greedy (default); > 0 samples\n"
     "  --top-k K           keep the K most likely tokens (0 = all, default)\n"
     "  --top-p P           nucleus sampling mass in (0, 1] (default 1)\n"
@@ -73,7 +75,7 @@ const char *const usage =
 
 struct Options {
   std::string modelDir, lib, weights, tokens, prompt, file, dumpLogits;
-  std::string compiler, cacheDir;
+  std::string compiler, cacheDir, weightFormat;
   bool haveTokens = false, havePrompt = false, haveFile = false;
   bool haveGenerate = false, ignoreEos = false;
   int64_t generate = 0;
@@ -121,7 +123,7 @@ int parseOptions(int argc, char **argv, Options &options) {
         "--lib",     "--weights",     "--tokens",   "--generate",
         "--prompt",  "--file",        "--ctx",      "--temperature",
         "--top-k",   "--top-p",       "--seed",     "--dump-logits",
-        "--threads", "--compiler",    "--cache-dir"};
+        "--threads", "--compiler",    "--cache-dir", "--weight-format"};
     bool isKnown = false;
     for (const char *k : known)
       isKnown |= name == k;
@@ -162,6 +164,10 @@ int parseOptions(int argc, char **argv, Options &options) {
     } else if (name == "--ctx") {
       if (!parseInteger(value, options.context) || options.context < 1)
         return fail(tool, "--ctx must be an integer >= 1, got '" + value + "'");
+    } else if (name == "--weight-format") {
+      if (value != "f32" && value != "bf16")
+        return fail(tool, "--weight-format must be f32 or bf16, got '" + value + "'");
+      options.weightFormat = value;
     } else if (name == "--temperature") {
       if (!parseFloat(value, options.temperature) || options.temperature < 0)
         return fail(tool,
@@ -202,6 +208,9 @@ int parseOptions(int argc, char **argv, Options &options) {
     if (options.context)
       return fail(tool, "--ctx needs MODEL_DIR (a --lib library has its "
                         "context compiled in)");
+    if (!options.weightFormat.empty())
+      return fail(tool, "--weight-format needs MODEL_DIR (a --lib library has "
+                        "its weight format compiled in)");
   }
   if (options.haveTokens + options.havePrompt + options.haveFile != 1)
     return fail(tool, folder ? "give exactly one of -p TEXT, -f FILE or "
@@ -237,7 +246,8 @@ int run(int argc, char **argv) {
   if (folder) {
     std::string message;
     model.reset(loadModelFolder(tool, options.modelDir, options.context,
-                                options.compiler, options.cacheDir, message));
+                                options.compiler, options.cacheDir, message,
+                                options.weightFormat));
     if (!model)
       return fail(tool, message);
     // The tokenizer is optional with --tokens (the output is then ids).

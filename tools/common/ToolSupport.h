@@ -62,11 +62,12 @@ bool detokenize(const attnrt_tokenizer *tokenizer,
                 std::string &text, std::string &error);
 
 /// A Hugging Face model folder through attnrt_model_load_dir (compiled on
-/// first use); progress lines go to stderr as "<tool>: ...". `compiler` and
-/// `cacheDir` may be empty (the defaults).
+/// first use); progress lines go to stderr as "<tool>: ...". `compiler`,
+/// `cacheDir` and `weightFormat` may be empty (the defaults).
 attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
                               int64_t context, const std::string &compiler,
-                              const std::string &cacheDir, std::string &error);
+                              const std::string &cacheDir, std::string &error,
+                              const std::string &weightFormat = "");
 
 /// Fails when the tokenizer has ids the model has no logits for.
 bool checkTokenizerFits(const attnrt_tokenizer *tokenizer,

@@ -22,6 +22,7 @@
 #define ATTN_COMPILER_MODELBUILDER_H
 
 #include "attn/Compiler/ModelConfig.h"
+#include "attn/Compiler/ModelLayout.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -43,6 +44,8 @@ struct ModelBuildOptions {
   int64_t maxSeq = 0;
   /// Output features per packed weight block (two vectors of the target).
   int64_t blockSize = 32;
+  /// How the packed projection matrices are stored.
+  WeightFormat weightFormat = WeightFormat::F32;
 };
 
 /// The attn-dialect module of `config` (see the file comment).

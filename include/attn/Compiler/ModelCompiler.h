@@ -11,6 +11,7 @@
 #define ATTN_COMPILER_MODELCOMPILER_H
 
 #include "attn/Compiler/ModelConfig.h"
+#include "attn/Compiler/ModelLayout.h"
 #include "attn/Pipelines/Pipelines.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -43,6 +44,9 @@ struct ModelCompileOptions {
   /// max_position_embeddings), kDefaultMaxSeq).
   int64_t maxSeq = 0;
   EmitKind emit = EmitKind::Library;
+  /// How the packed projection matrices are stored (the runtime converts
+  /// the checkpoint's weights when it packs them).
+  WeightFormat weightFormat = WeightFormat::F32;
   /// Output path; "-" writes text forms to stdout.
   std::string output;
   AttnPipelineOptions pipeline;

@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ namespace attn {
 /// checkpoint weights (or row ranges of them, or reordered rows),
 /// concatenated, in blocks of blockSize; or a bias vector assembled the
 /// same way.
+/// How the packed projection matrices are stored (biases stay f32).
+enum class WeightFormat { F32, BF16 };
+
 struct PackedWeight {
   /// A checkpoint weight that contributes `rows` output features.
   struct Source {
@@ -58,6 +62,8 @@ struct PackedWeight {
   /// A vector (a bias assembled from several, or reordered): [outFeatures],
   /// not blocks.
   bool vector = false;
+  /// A matrix stored as bf16 (rounded to nearest even when packed).
+  bool bf16 = false;
   llvm::SmallVector<Source, 3> sources;
 
   int64_t blocks() const { return (outFeatures + blockSize - 1) / blockSize; }
@@ -67,7 +73,8 @@ struct PackedWeight {
     return {blocks(), inFeatures, blockSize};
   }
   int64_t bytes() const {
-    return vector ? outFeatures * 4 : blocks() * inFeatures * blockSize * 4;
+    return vector ? outFeatures * 4
+                  : blocks() * inFeatures * blockSize * (bf16 ? 2 : 4);
   }
 };
 
@@ -123,14 +130,24 @@ struct ModelLayout {
   }
   /// The shape compiled code sees for a table entry.
   llvm::SmallVector<int64_t, 3> shape(int64_t entry) const;
+  /// Whether compiled code sees the entry as bf16 (else f32).
+  bool isBf16(int64_t entry) const {
+    return isPacked(entry) && packedAt(entry).bf16;
+  }
   /// Whether the entry points read the entry (packed buffers always).
   bool readAtRunTime(int64_t entry) const {
     return isPacked(entry) || usedAtRunTime[entry];
   }
 };
 
-/// The table of `config` with projections packed in blocks of `blockSize`.
-ModelLayout planModelLayout(const ModelConfig &config, int64_t blockSize);
+/// The table of `config` with projections packed in blocks of `blockSize`,
+/// their matrices stored as `format` says.
+ModelLayout planModelLayout(const ModelConfig &config, int64_t blockSize,
+                            WeightFormat format = WeightFormat::F32);
+
+/// "f32", "bf16"; and back (nullopt for another name).
+const char *weightFormatName(WeightFormat format);
+std::optional<WeightFormat> parseWeightFormat(llvm::StringRef name);
 
 /// Packed buffers that are filled the same way (same shapes, same kinds of
 /// sources; every layer's q/k/v, say) share one compiled pack function:

@@ -80,6 +80,8 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
         value = tensor::ExtractOp::create(b, l, table,
                                           ValueRange{blockIndex, col, lane});
       }
+      if (!value.getType().isF32())
+        value = arith::ExtFOp::create(b, l, b.getF32Type(), value);
       if (scale)
         value = arith::MulFOp::create(
             b, l, value, floatConstant(b, l, scale.getValueAsDouble()));

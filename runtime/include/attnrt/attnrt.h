@@ -124,13 +124,16 @@ typedef struct {
                             $XDG_CACHE_HOME/attn (default ~/.cache/attn) */
   attnrt_log_fn log;     /* progress lines ("compiling ..."), may be NULL */
   void *log_user;
+  const char *weight_format; /* how projections are stored: NULL or "f32", or "bf16"
+                                (attn-compile --weight-format; part of the cache key) */
 } attnrt_load_options;
 
 /* Every field 0 / NULL. */
 ATTNRT_API attnrt_load_options attnrt_load_default_options(void);
 
 /* Loads model_dir: finds its library in the cache, or compiles it there
- * (spawning `attn-compile MODEL_DIR -o TMP --quiet --max-seq N`, no shell),
+ * (spawning `attn-compile MODEL_DIR -o TMP --quiet --max-seq N
+ * [--weight-format F]`, no shell),
  * then loads it and the folder's weights as attnrt_model_load does
  * (model.safetensors, else model.safetensors.index.json and its shards).
  * The cache key is the bytes of config.json, the context, the host CPU

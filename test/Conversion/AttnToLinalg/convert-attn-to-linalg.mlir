@@ -467,3 +467,17 @@ func.func @softmax(%x: tensor<2x?x8xf32>) -> tensor<2x?x8xf32> {
   %0 = attn.softmax %x : tensor<2x?x8xf32>
   return %0 : tensor<2x?x8xf32>
 }
+
+// -----
+
+// A tied embedding whose packed table is bf16 (--weight-format bf16): the
+// gathered value is widened to f32.
+// CHECK-LABEL: func.func @embedding_packed_bf16
+// CHECK: linalg.generic
+// CHECK:   %[[E:.*]] = tensor.extract %{{.*}} : tensor<4x8x32xbf16>
+// CHECK:   %[[F:.*]] = arith.extf %[[E]] : bf16 to f32
+// CHECK:   linalg.yield %[[F]] : f32
+func.func @embedding_packed_bf16(%table: tensor<4x8x32xbf16>, %ids: tensor<?xi32>) -> tensor<?x8xf32> {
+  %0 = attn.embedding %table[%ids] : tensor<4x8x32xbf16>, tensor<?xi32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}

@@ -114,6 +114,10 @@ LogicalResult EmbeddingOp::verify() {
     return emitOpError() << "requires a [rows, dim] table or a packed [blocks, "
                             "dim, NR] table, got "
                          << table;
+  if (table.getRank() == 2 && !table.getElementType().isF32())
+    return emitOpError() << "requires an f32 [rows, dim] table (a bf16 table "
+                            "must be packed), got "
+                         << table;
   if (failed(verifyStaticDim(*this, "table", table, 1)) ||
       failed(verifyDimsMatch(*this, "result", result, 0, "ids",
                              getIds().getType(), 0)) ||
