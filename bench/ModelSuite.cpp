@@ -14,6 +14,7 @@
 #include "ModelWriter.h"
 #include "attn/Compiler/ModelCompiler.h"
 #include "attn/Compiler/ModelConfig.h"
+#include "attn/Compiler/ModelLayout.h"
 #include "attn/Target/NativeCodegen.h"
 #include "attnrt/attnrt.h"
 
@@ -21,7 +22,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <random>
 
@@ -94,15 +97,34 @@ struct ModelRun {
 
 } // namespace
 
+namespace {
+
+/// One compiled and loaded copy of a model in one weight format.
+struct LoadedModel {
+  mlir::attn::WeightFormat format;
+  double compileSeconds = 0;
+  attnrt_model *model = nullptr;
+  attnrt_session *session = nullptr;
+  Range prefill, decode; // tokens/s over the rounds
+  ~LoadedModel() {
+    attnrt_session_free(session);
+    attnrt_model_free(model);
+  }
+};
+
+} // namespace
+
 void attn::bench::runModelSuite(const MachineFigures &machine,
                                 const BenchOptions &options) {
-  std::printf("\n## Models: prefill of %lld tokens, then %lld decode steps "
-              "(tokens/s; prefill %% of the FMA peak, decode %% of the read "
-              "bandwidth)\n",
-              (long long)kPrompt, (long long)kGenerated);
-  std::printf("| model | compile (s) | threads | prefill tok/s | %% peak | "
-              "decode tok/s | %% bandwidth |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+  constexpr int kRounds = 3;
+  std::printf("\n## Models: prefill of %lld tokens, then %lld decode steps, per "
+              "weight format (tokens/s, median (range) of %d interleaved rounds; "
+              "prefill %% of the FMA peak, decode GB/s of weights and KV cache "
+              "and %% of the read bandwidth, of the medians)\n",
+              (long long)kPrompt, (long long)kGenerated, kRounds);
+  std::printf("| model | weights | compile (s) | threads | prefill tok/s | %% peak | "
+              "decode tok/s | GB/s | %% bandwidth |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const char *preset : {"llama-110m", "gpt2-small"}) {
     std::string dir = options.modelDir + "/" + preset;
     if (!ensureModel(preset, dir))
@@ -114,36 +136,42 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
       continue;
     }
 
-    // Compile as attn-compile does, for this host.
-    mlir::attn::ModelCompileOptions compileOptions;
-    compileOptions.maxSeq = kMaxSeq;
-    compileOptions.output = dir + "/libmodel.so";
-    compileOptions.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
-    auto start = std::chrono::steady_clock::now();
-    if (llvm::Error error =
-            mlir::attn::compileModel(*config, compileOptions, llvm::nulls())) {
-      std::printf("model suite: %s: %s\n", preset,
-                  llvm::toString(std::move(error)).c_str());
-      continue;
-    }
-    double compileSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
+    // Compile each format as attn-compile does, for this host, and load it.
+    std::vector<std::unique_ptr<LoadedModel>> models;
     char error[512];
-    attnrt_model *model = attnrt_model_load(compileOptions.output.c_str(),
-                                            (dir + "/model.safetensors").c_str(),
-                                            error, sizeof error);
-    if (!model) {
-      std::printf("model suite: %s\n", error);
-      continue;
+    for (mlir::attn::WeightFormat format :
+         {mlir::attn::WeightFormat::F32, mlir::attn::WeightFormat::BF16}) {
+      auto loaded = std::make_unique<LoadedModel>();
+      loaded->format = format;
+      mlir::attn::ModelCompileOptions compileOptions;
+      compileOptions.maxSeq = kMaxSeq;
+      compileOptions.weightFormat = format;
+      compileOptions.output =
+          dir + "/libmodel-" + mlir::attn::weightFormatName(format) + ".so";
+      compileOptions.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
+      auto start = std::chrono::steady_clock::now();
+      if (llvm::Error failure =
+              mlir::attn::compileModel(*config, compileOptions, llvm::nulls())) {
+        std::printf("model suite: %s: %s\n", preset,
+                    llvm::toString(std::move(failure)).c_str());
+        continue;
+      }
+      loaded->compileSeconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      loaded->model = attnrt_model_load(compileOptions.output.c_str(),
+                                        (dir + "/model.safetensors").c_str(), error,
+                                        sizeof error);
+      if (loaded->model)
+        loaded->session = attnrt_session_create(loaded->model, error, sizeof error);
+      if (!loaded->session) {
+        std::printf("model suite: %s: %s\n", preset, error);
+        continue;
+      }
+      models.push_back(std::move(loaded));
     }
-    attnrt_session *session = attnrt_session_create(model, error, sizeof error);
-    if (!session) {
-      std::printf("model suite: %s\n", error);
-      attnrt_model_free(model);
+    if (models.empty())
       continue;
-    }
-    int64_t vocab = attnrt_model_vocab_size(model);
+    int64_t vocab = attnrt_model_vocab_size(models.front()->model);
     std::vector<int32_t> prompt(kPrompt);
     std::mt19937 rng(7);
     for (int32_t &token : prompt)
@@ -163,49 +191,61 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
     double prefillFlops =
         2.0 * costs.layerWeights * kPrompt + 2.0 * costs.outputWeights +
         costs.attentionPerKey * (kPrompt * (kPrompt + 1) / 2.0);
-    // Decode: each step reads every projection weight and the cache so far.
-    double decodeBytes =
-        4.0 * (costs.layerWeights + costs.outputWeights) * kGenerated +
-        costs.kvBytesPerPosition *
-            (kGenerated * kPrompt + kGenerated * (kGenerated + 1) / 2.0);
+    // Decode: each step reads every projection weight (in the format's
+    // bytes) and the f32 cache so far.
+    auto decodeBytes = [&](mlir::attn::WeightFormat format) {
+      double bytesPerWeight = format == mlir::attn::WeightFormat::BF16 ? 2.0 : 4.0;
+      return bytesPerWeight * (costs.layerWeights + costs.outputWeights) * kGenerated +
+             costs.kvBytesPerPosition *
+                 (kGenerated * kPrompt + kGenerated * (kGenerated + 1) / 2.0);
+    };
 
     for (int threads : options.threads) {
-      if (!attnrt_model_set_num_threads(model, threads))
-        setThreads(threads);
-      double prefill = medianSeconds(options.repeats, [&] {
-        attnrt_session_reset(session);
-        check(attnrt_prefill(session, prompt.data(), kPrompt, logits.data(), 0,
-                             error, sizeof error));
-      });
-      // Time the decode steps alone: each sample starts from a fresh prefill.
-      std::vector<double> samples;
-      for (int r = 0; r <= options.repeats; ++r) {
-        attnrt_session_reset(session);
-        check(attnrt_prefill(session, prompt.data(), kPrompt, logits.data(), 0,
-                             error, sizeof error));
-        int32_t token = prompt.back();
-        auto begin = std::chrono::steady_clock::now();
-        for (int64_t step = 0; step < kGenerated; ++step) {
-          check(attnrt_decode(session, token, logits.data(), error, sizeof error));
-          token = static_cast<int32_t>(
-              std::max_element(logits.begin(), logits.end()) - logits.begin());
-        }
-        if (r > 0) // the first pass warms up
-          samples.push_back(std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - begin)
-                                .count());
+      for (auto &m : models) {
+        m->prefill.values.clear();
+        m->decode.values.clear();
+        if (!attnrt_model_set_num_threads(m->model, threads))
+          setThreads(threads);
       }
-      std::sort(samples.begin(), samples.end());
-      double decode = samples[samples.size() / 2];
+      // The formats alternate round by round, so the machine's drift moves
+      // both alike.
+      for (int round = 0; round < kRounds && !failed; ++round) {
+        for (auto &m : models) {
+          double prefill = medianSeconds(std::max(1, options.repeats / kRounds), [&] {
+            attnrt_session_reset(m->session);
+            check(attnrt_prefill(m->session, prompt.data(), kPrompt, logits.data(), 0,
+                                 error, sizeof error));
+          });
+          m->prefill.values.push_back(kPrompt / prefill);
+          // Time the decode steps alone, after a fresh prefill.
+          attnrt_session_reset(m->session);
+          check(attnrt_prefill(m->session, prompt.data(), kPrompt, logits.data(), 0,
+                               error, sizeof error));
+          int32_t token = prompt.back();
+          auto begin = std::chrono::steady_clock::now();
+          for (int64_t step = 0; step < kGenerated; ++step) {
+            check(attnrt_decode(m->session, token, logits.data(), error, sizeof error));
+            token = static_cast<int32_t>(
+                std::max_element(logits.begin(), logits.end()) - logits.begin());
+          }
+          double decode =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+                  .count();
+          m->decode.values.push_back(kGenerated / decode);
+        }
+      }
       if (failed)
         break;
-      std::printf("| %s | %.1f | %d | %.0f | %.0f%% | %.1f | %.0f%% |\n", preset,
-                  compileSeconds, threads, kPrompt / prefill,
-                  100 * prefillFlops / prefill / machine.fmaPeak.at(threads),
-                  kGenerated / decode,
-                  100 * decodeBytes / decode / machine.bandwidth.at(threads));
+      for (auto &m : models) {
+        double prefillRate = m->prefill.median(), decodeRate = m->decode.median();
+        double gbps = decodeBytes(m->format) / (kGenerated / decodeRate) / 1e9;
+        std::printf("| %s | %s | %.1f | %d | %s | %.0f%% | %s | %.1f | %.0f%% |\n", preset,
+                    mlir::attn::weightFormatName(m->format), m->compileSeconds, threads,
+                    m->prefill.format(0).c_str(),
+                    100 * prefillFlops * prefillRate / kPrompt / machine.fmaPeak.at(threads),
+                    m->decode.format(1).c_str(), gbps,
+                    100 * gbps * 1e9 / machine.bandwidth.at(threads));
+      }
     }
-    attnrt_session_free(session);
-    attnrt_model_free(model);
   }
 }
