@@ -201,7 +201,8 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
 }
 
 void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
-                                   llvm::raw_ostream &os) {
+                                   llvm::raw_ostream &os, WeightFormat format,
+                                   int64_t blockSize) {
   int64_t byRole[5] = {0, 0, 0, 0, 0};
   int64_t tokenEmbedding = 0, positionEmbedding = 0;
   for (const WeightSpec &weight : modelWeights(config)) {
@@ -248,6 +249,17 @@ void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
                        share(byRole[4]));
   os << llvm::format("  total       %9.2fM  (%.1f MB of f32)\n", millions(total),
                      total * 4 / 1e6);
+  // What stays resident after packing: the packed buffers and the f32
+  // weights the entry points read as stored.
+  ModelLayout layout = planModelLayout(config, blockSize, format);
+  int64_t resident = 0;
+  for (const PackedWeight &packed : layout.packed)
+    resident += packed.bytes();
+  for (auto [index, weight] : llvm::enumerate(layout.weights))
+    if (layout.usedAtRunTime[index])
+      resident += weight.numElements() * 4;
+  os << llvm::format("  resident    %.1f MB of weights with %s projections\n",
+                     resident / 1e6, weightFormatName(format));
 
   // Every projection weight costs a multiply and an add per token; the
   // output projection reads the token embedding when tied.

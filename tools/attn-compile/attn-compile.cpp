@@ -119,8 +119,17 @@ int main(int argc, char **argv) {
   llvm::Expected<int64_t> positions = attn::resolveMaxSeq(*config, maxSeq);
   if (!positions)
     return fail(llvm::toString(positions.takeError()));
+
+  std::optional<attn::WeightFormat> format = attn::parseWeightFormat(weightFormat);
+  if (!format)
+    return fail("--weight-format must be f32 or bf16, got '" + weightFormat + "'");
+  if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
+      vectorWidth != 16)
+    return fail("--vector-width must be 4, 8 or 16 (or 0 for the host's)");
+  int64_t lanes =
+      vectorWidth ? static_cast<int64_t>(vectorWidth) : attn::hostVectorWidth();
   if (summary)
-    attn::printModelSummary(*config, *positions, llvm::outs());
+    attn::printModelSummary(*config, *positions, llvm::outs(), *format, 2 * lanes);
   if (output.empty()) {
     if (summary)
       return 0;
@@ -128,14 +137,8 @@ int main(int argc, char **argv) {
   }
   if (queryBlock <= 0 || kvBlock <= 0 || tileRows <= 0)
     return fail("--query-block, --kv-block and --tile-rows must be positive");
-  std::optional<attn::WeightFormat> format = attn::parseWeightFormat(weightFormat);
-  if (!format)
-    return fail("--weight-format must be f32 or bf16, got '" + weightFormat + "'");
   if (prefetchBytes < 0)
     return fail("--prefetch-bytes must not be negative");
-  if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
-      vectorWidth != 16)
-    return fail("--vector-width must be 4, 8 or 16 (or 0 for the host's)");
 
   DialectRegistry registry;
   attn::registerAllDialects(registry);
@@ -149,8 +152,7 @@ int main(int argc, char **argv) {
   options.output = output;
   options.pipeline.queryBlock = queryBlock;
   options.pipeline.kvBlock = kvBlock;
-  options.pipeline.vectorWidth =
-      vectorWidth ? static_cast<int64_t>(vectorWidth) : attn::hostVectorWidth();
+  options.pipeline.vectorWidth = lanes;
   options.pipeline.tileRows = tileRows;
   options.pipeline.prefetchBytes = prefetchBytes;
   options.pipeline.fusion = !noFusion;

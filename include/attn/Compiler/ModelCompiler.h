@@ -71,10 +71,13 @@ llvm::Error compileModel(const ModelConfig &config,
                          llvm::raw_ostream &progress);
 
 /// The parameter summary of `config` (--summary): embeddings / attention /
-/// MLP / norms / output with shares, FLOPs per token and KV-cache bytes per
-/// token.
+/// MLP / norms / output with shares, the bytes the runtime keeps resident
+/// with the weights packed in blocks of `blockSize` as `format` says, FLOPs
+/// per token and KV-cache bytes per token.
 void printModelSummary(const ModelConfig &config, int64_t maxSeq,
-                       llvm::raw_ostream &os);
+                       llvm::raw_ostream &os,
+                       WeightFormat format = WeightFormat::F32,
+                       int64_t blockSize = 32);
 
 } // namespace attn
 } // namespace mlir
