@@ -24,6 +24,8 @@
 #include "ModelReference.h"
 #include "Npy.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +54,13 @@ using ref::ModelReference;
 using ref::StoredTensor;
 
 namespace {
+
+using attn::testing::CommandResult;
+using attn::testing::run;
+/// A fresh folder per test, removed afterwards.
+struct TempDir : attn::testing::TempDir {
+  TempDir() : attn::testing::TempDir("attn-families") {}
+};
 
 //===----------------------------------------------------------------------===//
 // Tiny models: a spec, its config.json, its weights
@@ -1803,26 +1812,6 @@ TEST(FamilyForward, XglmTableAsGetEmbeddingBuildsIt) {
 // Files and the command line
 //===----------------------------------------------------------------------===//
 
-class TempDir {
-public:
-  TempDir() {
-    const ::testing::TestInfo *info =
-        ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() /
-           (std::string("attn-families-") + info->name() + "-" +
-            std::to_string(static_cast<long>(::getpid())));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string sub(const std::string &name) const {
-    return (path / name).string();
-  }
-  fs::path path;
-};
 
 /// A minimal F32 safetensors writer: header JSON, padding, raw data.
 void writeSafetensors(const std::string &path,
@@ -1853,24 +1842,6 @@ void writeSafetensors(const std::string &path,
   out << header << data;
 }
 
-struct CommandResult {
-  int exitCode = -1;
-  std::string output;
-};
-
-CommandResult run(const std::string &command) {
-  CommandResult result;
-  std::FILE *pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe)
-    return result;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0)
-    result.output.append(buf, n);
-  int status = ::pclose(pipe);
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 TEST(FamilyFiles, BareNamesBuffersAndTheCachedCommandLine) {
   TempDir dir;

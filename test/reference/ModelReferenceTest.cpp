@@ -18,6 +18,8 @@
 #include "ModelWriter.h"
 #include "Npy.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,37 +50,17 @@ using ref::ModelReference;
 
 namespace {
 
+using attn::testing::CommandResult;
+using attn::testing::run;
+/// A fresh folder per test, removed afterwards.
+struct TempDir : attn::testing::TempDir {
+  TempDir() : attn::testing::TempDir("attn-model-ref") {}
+};
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// A fresh directory per test, removed afterwards.
-class TempDir {
-public:
-  TempDir() {
-    const ::testing::TestInfo *info =
-        ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string("attn-model-ref-") +
-                       (info ? info->test_suite_name() : "x") + "-" +
-                       (info ? info->name() : "y") + "-" +
-                       std::to_string(static_cast<long>(::getpid()));
-    for (char &c : name)
-      if (c == '/')
-        c = '_';
-    path = fs::temp_directory_path() / name;
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string sub(const std::string &name) const {
-    return (path / name).string();
-  }
-
-  fs::path path;
-};
 
 ModelSpec preset(const std::string &name) {
   ModelSpec spec;
@@ -1300,24 +1282,6 @@ TEST(ReferenceNpy, RoundTripAndAlignment) {
   EXPECT_FALSE(ref::writeNpy(dir.sub("b.npy"), data, {4, 2}, error));
 }
 
-struct CommandResult {
-  int exitCode = -1;
-  std::string output;
-};
-
-CommandResult run(const std::string &command) {
-  CommandResult result;
-  std::FILE *pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe)
-    return result;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0)
-    result.output.append(buf, n);
-  int status = ::pclose(pipe);
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 std::string tool(const std::string &name) {
   return std::string(ATTN_TOOLS_DIR) + "/" + name;

@@ -734,52 +734,34 @@ TEST(Rope, PartialDimsAndScaledFrequenciesPastTheOriginalContext) {
   }
 }
 
-TEST(SinusoidalPE, MatchesTheOriginalFormula) {
-  auto module = compileOrDie(R"mlir(
-    func.func @pe16(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
-      %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) : tensor<?x16xf32>
-      return %0 : tensor<?x16xf32>
-    }
-    func.func @pe80(%x: tensor<?x80xf32>, %pos: index) -> tensor<?x80xf32> {
-      %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) : tensor<?x80xf32>
-      return %0 : tensor<?x80xf32>
-    })mlir");
-  ASSERT_TRUE(module);
-  for (int64_t d : {16, 80}) {
-    for (int64_t seq : kSeqLengths) {
-      for (int64_t offset : {0, 100}) {
-        std::vector<float> x = random(seq * d, 1.0f, 110 + seq);
-        Buffer2D xBuf(x, {seq, d});
-        Buffer2D out(std::vector<float>(seq * d), {seq, d});
-        ASSERT_TRUE(module->call("pe" + std::to_string(d), xBuf.memref(), offset, out.memref()));
-        EXPECT_CLOSE(out.values(), ref::sinusoidalPE(x, seq, d, 1e4, offset), kOpTolerance)
-            << "d=" << d << " seq=" << seq << " offset=" << offset;
-      }
-    }
-  }
-}
-
-// fairseq's layout (XGLM): sines then cosines, frequencies over d/2 - 1.
-TEST(SinusoidalPE, MatchesFairseqHalves) {
-  auto module = compileOrDie(R"mlir(
-    func.func @pe16(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
-      %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) halves : tensor<?x16xf32>
-      return %0 : tensor<?x16xf32>
-    }
-    func.func @pe80(%x: tensor<?x80xf32>, %pos: index) -> tensor<?x80xf32> {
-      %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) halves : tensor<?x80xf32>
-      return %0 : tensor<?x80xf32>
-    })mlir");
-  ASSERT_TRUE(module);
-  for (int64_t d : {16, 80}) {
-    for (int64_t seq : kSeqLengths) {
-      for (int64_t offset : {2, 102}) {
-        std::vector<float> x = random(seq * d, 1.0f, 120 + seq);
-        Buffer2D xBuf(x, {seq, d});
-        Buffer2D out(std::vector<float>(seq * d), {seq, d});
-        ASSERT_TRUE(module->call("pe" + std::to_string(d), xBuf.memref(), offset, out.memref()));
-        EXPECT_CLOSE(out.values(), ref::sinusoidalPEHalves(x, seq, d, 1e4, offset), kOpTolerance)
-            << "d=" << d << " seq=" << seq << " offset=" << offset;
+// The original layout (sin at 2i, cos at 2i + 1) and fairseq's (XGLM:
+// sines then cosines, frequencies over d/2 - 1), at offsets 0 and 2 (XGLM's
+// first position) and well past them.
+TEST(SinusoidalPE, MatchesBothLayouts) {
+  for (bool halves : {false, true}) {
+    std::string source;
+    for (int64_t d : {16, 80})
+      source += llvm::formatv(R"mlir(
+        func.func @pe{0}(%x: tensor<?x{0}xf32>, %pos: index) -> tensor<?x{0}xf32> {
+          %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04){1} : tensor<?x{0}xf32>
+          return %0 : tensor<?x{0}xf32>
+        })mlir", d, halves ? " halves" : "").str();
+    auto module = compileOrDie(source);
+    ASSERT_TRUE(module);
+    for (int64_t d : {16, 80}) {
+      for (int64_t seq : kSeqLengths) {
+        for (int64_t offset : {0, 2, 102}) {
+          std::vector<float> x = random(seq * d, 1.0f, 110 + seq);
+          Buffer2D xBuf(x, {seq, d});
+          Buffer2D out(std::vector<float>(seq * d), {seq, d});
+          ASSERT_TRUE(module->call("pe" + std::to_string(d), xBuf.memref(), offset, out.memref()));
+          std::vector<float> expected =
+              halves ? ref::sinusoidalPEHalves(x, seq, d, 1e4, offset)
+                     : ref::sinusoidalPE(x, seq, d, 1e4, offset);
+          EXPECT_CLOSE(out.values(), expected, kOpTolerance)
+              << (halves ? "halves" : "interleaved") << " d=" << d << " seq=" << seq
+              << " offset=" << offset;
+        }
       }
     }
   }

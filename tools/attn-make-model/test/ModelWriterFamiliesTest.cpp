@@ -22,6 +22,8 @@
 
 #include "ModelWriter.h"
 
+#include "TestSupport.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -49,35 +51,17 @@ using Json = nlohmann::json;
 
 namespace {
 
+using attn::testing::CommandResult;
+using attn::testing::run;
+/// A fresh folder per test, removed afterwards.
+struct TempDir : attn::testing::TempDir {
+  TempDir() : attn::testing::TempDir("attn-make-model") {}
+};
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
 
-class TempDir {
-public:
-  TempDir() {
-    const ::testing::TestInfo *info =
-        ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string("attn-make-model-") +
-                       (info ? info->test_suite_name() : "x") + "-" +
-                       (info ? info->name() : "y") + "-" +
-                       std::to_string(static_cast<long>(::getpid()));
-    for (char &c : name)
-      if (c == '/')
-        c = '_';
-    path = fs::temp_directory_path() / name;
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string sub(const std::string &name) const {
-    return (path / name).string();
-  }
-  fs::path path;
-};
 
 std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -1213,24 +1197,6 @@ TEST(WriterFamilies, NormGains) {
 // The command line
 //===----------------------------------------------------------------------===//
 
-struct CommandResult {
-  int exitCode = -1;
-  std::string output;
-};
-
-CommandResult run(const std::string &command) {
-  CommandResult result;
-  FILE *pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe)
-    return result;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0)
-    result.output.append(buf, n);
-  int status = ::pclose(pipe);
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 std::string tool() { return std::string(ATTN_TOOLS_DIR) + "/attn-make-model"; }
 
