@@ -139,8 +139,12 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
     // Compile each format as attn-compile does, for this host, and load it.
     std::vector<std::unique_ptr<LoadedModel>> models;
     char error[512];
-    for (mlir::attn::WeightFormat format :
-         {mlir::attn::WeightFormat::F32, mlir::attn::WeightFormat::BF16}) {
+    std::vector<mlir::attn::WeightFormat> formats = {mlir::attn::WeightFormat::F32,
+                                                     mlir::attn::WeightFormat::BF16};
+    if (mlir::attn::hostHasInt8Dot())
+      formats.insert(formats.end(),
+                     {mlir::attn::WeightFormat::Q8_0, mlir::attn::WeightFormat::Q4_0});
+    for (mlir::attn::WeightFormat format : formats) {
       auto loaded = std::make_unique<LoadedModel>();
       loaded->format = format;
       mlir::attn::ModelCompileOptions compileOptions;
@@ -194,8 +198,8 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
     // Decode: each step reads every projection weight (in the format's
     // bytes) and the f32 cache so far.
     auto decodeBytes = [&](mlir::attn::WeightFormat format) {
-      double bytesPerWeight = format == mlir::attn::WeightFormat::BF16 ? 2.0 : 4.0;
-      return bytesPerWeight * (costs.layerWeights + costs.outputWeights) * kGenerated +
+      return mlir::attn::bytesPerWeight(format) *
+                 (costs.layerWeights + costs.outputWeights) * kGenerated +
              costs.kvBytesPerPosition *
                  (kGenerated * kPrompt + kGenerated * (kGenerated + 1) / 2.0);
     };

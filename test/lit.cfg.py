@@ -16,6 +16,14 @@ config.test_exec_root = os.path.join(config.attn_obj_root, "test")
 import platform
 if platform.machine() in ("x86_64", "AMD64"):
     config.available_features.add("native-cpu")
+    # The q8_0 / q4_0 kernels' int8 dot product (vpdpbusd).
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = cpuinfo.read().split()
+        if "avx512_vnni" in flags and "avx512bw" in flags:
+            config.available_features.add("avx512-vnni")
+    except OSError:
+        pass
 
 # The build's compiler check runs the system's GCC when there is one.
 import shutil

@@ -37,24 +37,25 @@ def Attn_Dialect : Dialect {
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic, traits>;
 
-// Activations are f32. Weights are f32, or bf16 in the packed layout the
-// CPU kernels stream (half the bytes per decode step; the kernels widen each
-// vector to f32 before the FMA, so accumulation stays f32).
+// Activations are f32. Weights are f32, or in the packed layout the CPU
+// kernels stream bf16 (half the bytes per decode step; widened to f32
+// before the FMA, so accumulation stays f32) or i8 bytes holding llama.cpp's
+// q8_0 and q4_0 blocks (include/attn/Dialect/Attn/IR/PackedWeight.h).
 def Attn_Tensor : RankedTensorOf<[F32]>;
 def Attn_Tensor1D : TensorRankOf<[F32], [1]>;
 def Attn_Tensor2D : TensorRankOf<[F32], [2]>;
 def Attn_Tensor3D : TensorRankOf<[F32], [3]>;
-def Attn_WeightTensor : RankedTensorOf<[F32, BF16]>;
+def Attn_WeightTensor : RankedTensorOf<[F32, BF16, I8]>;
 def Attn_TokenIds : TensorRankOf<[I32, I64], [1]>;
 
 // Operands of code generation ops: f32 tensors before bufferization, f32
 // memrefs (any layout) after.
 def Attn_TensorOrMemRef : AnyTypeOf<[RankedTensorOf<[F32]>, MemRefOf<[F32]>],
                                     "f32 tensor or memref">;
-// A packed weight of a code generation op: f32 or bf16.
+// A packed weight of a code generation op: f32, bf16, or q8_0/q4_0 bytes.
 def Attn_WeightTensorOrMemRef
-    : AnyTypeOf<[RankedTensorOf<[F32, BF16]>, MemRefOf<[F32, BF16]>],
-                "f32 or bf16 tensor or memref">;
+    : AnyTypeOf<[RankedTensorOf<[F32, BF16, I8]>, MemRefOf<[F32, BF16, I8]>],
+                "f32, bf16 or i8 tensor or memref">;
 
 // Range checks of attribute values (positive epsilon, even head_dim, ...) are
 // in the C++ verifiers, whose messages name the offending value.

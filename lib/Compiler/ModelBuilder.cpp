@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -374,9 +375,23 @@ public:
   int64_t maxSeq, cacheRows;
 };
 
+/// The element type of a buffer stored in `format`.
+Type formatElementType(OpBuilder &b, WeightFormat format) {
+  switch (format) {
+  case WeightFormat::F32:
+    return b.getF32Type();
+  case WeightFormat::BF16:
+    return b.getBF16Type();
+  case WeightFormat::Q8_0:
+  case WeightFormat::Q4_0:
+    return b.getI8Type();
+  }
+  llvm_unreachable("unknown weight format");
+}
+
 /// The element type compiled code sees for a table entry.
 Type entryElementType(OpBuilder &b, const ModelLayout &layout, int64_t entry) {
-  return layout.isBf16(entry) ? Type(b.getBF16Type()) : Type(b.getF32Type());
+  return formatElementType(b, layout.format(entry));
 }
 
 /// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
@@ -594,6 +609,131 @@ void storePacked(OpBuilder &b, Location loc, Value value, Value dst, Value n,
   memref::StoreOp::create(b, loc, value, dst, ValueRange{block, k, lane});
 }
 
+/// The weight's row of packed row `r` (PackedWeight::Source::sourceRow) as
+/// index arithmetic.
+Value sourceRowIndex(OpBuilder &b, Location loc,
+                     const PackedWeight::Source &source, Value r) {
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value row = r;
+  if (source.heads > 0) {
+    Value perGroup = c(source.heads * source.headDim);
+    Value group = arith::DivUIOp::create(b, loc, r, perGroup);
+    Value head = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, r, c(source.headDim)),
+        c(source.heads));
+    Value lane = arith::RemUIOp::create(b, loc, r, c(source.headDim));
+    Value slot = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, head, c(source.groups)), group);
+    row = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, slot, c(source.headDim)), lane);
+  }
+  if (source.rowBegin != 0)
+    row = arith::AddIOp::create(b, loc, row, c(source.rowBegin));
+  return row;
+}
+
+/// Quantizes the kQuantBlock weights of output feature `n` from input
+/// kQuantBlock * `group` into the slab of a [NB, K/32, NR, bytes] buffer,
+/// as llama.cpp's quantize_row_q8_0_ref / q4_0_ref round them: q8_0
+/// d = amax / 127, q = roundf(w / d); q4_0 d = max / -8 (max: the weight of
+/// largest magnitude, signed), q = min(15, trunc(w / d + 8.5)); d is then
+/// stored as f16. `value(t)` loads weight t of the block.
+void quantizeBlock(OpBuilder &b, Location loc, const PackedWeight &packed,
+                   Value dst, Value n, Value group,
+                   llvm::function_ref<Value(OpBuilder &, Location, Value)> value) {
+  auto index = [&](OpBuilder &ib, Location il, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(ib, il, v);
+  };
+  auto f32 = [&](OpBuilder &fb, Location fl, double v) -> Value {
+    return arith::ConstantOp::create(fb, fl, fb.getF32FloatAttr(v));
+  };
+  const bool q8 = packed.format == WeightFormat::Q8_0;
+  const int64_t nr = packed.blockSize, bytes = quantBlockBytes(packed.format);
+  Value nrValue = index(b, loc, nr);
+  Value block = arith::DivUIOp::create(b, loc, n, nrValue);
+  Value lane = arith::RemUIOp::create(b, loc, n, nrValue);
+  // Byte `offset` of the slab as [block, group, offset / bytes, offset % bytes].
+  auto storeByte = [&](OpBuilder &sb, Location sl, Value byte, Value offset) {
+    Value bytesValue = index(sb, sl, bytes);
+    memref::StoreOp::create(
+        sb, sl, byte, dst,
+        ValueRange{block, group, arith::DivUIOp::create(sb, sl, offset, bytesValue),
+                   arith::RemUIOp::create(sb, sl, offset, bytesValue)});
+  };
+  // Byte of input t (t % 4 of quad t / 4; q4_0 folds quads q and q + 4).
+  auto weightOffset = [&](OpBuilder &ob, Location ol, Value t) -> Value {
+    Value quad = arith::DivUIOp::create(ob, ol, t, index(ob, ol, 4));
+    if (!q8)
+      quad = arith::RemUIOp::create(ob, ol, quad, index(ob, ol, 4));
+    Value word = arith::AddIOp::create(
+        ob, ol, arith::MulIOp::create(ob, ol, quad, nrValue), lane);
+    return arith::AddIOp::create(
+        ob, ol, arith::MulIOp::create(ob, ol, word, index(ob, ol, 4)),
+        arith::RemUIOp::create(ob, ol, t, index(ob, ol, 4)));
+  };
+
+  Value zero = index(b, loc, 0), one = index(b, loc, 1);
+  Value zeroF = f32(b, loc, 0.0);
+  auto extremes = scf::ForOp::create(
+      b, loc, zero, index(b, loc, kQuantBlock), one, ValueRange{zeroF, zeroF},
+      [&](OpBuilder &fb, Location fl, Value t, ValueRange carried) {
+        Value v = value(fb, fl, t);
+        Value magnitude = math::AbsFOp::create(fb, fl, v);
+        Value larger = arith::CmpFOp::create(fb, fl, arith::CmpFPredicate::OLT,
+                                             carried[0], magnitude);
+        scf::YieldOp::create(
+            fb, fl,
+            ValueRange{arith::SelectOp::create(fb, fl, larger, magnitude, carried[0]),
+                       arith::SelectOp::create(fb, fl, larger, v, carried[1])});
+      });
+  Value d = q8 ? arith::DivFOp::create(b, loc, extremes.getResult(0), f32(b, loc, 127.0))
+               : arith::DivFOp::create(b, loc, extremes.getResult(1), f32(b, loc, -8.0));
+  Value nonzero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, d, zeroF);
+  Value id = arith::SelectOp::create(
+      b, loc, nonzero, arith::DivFOp::create(b, loc, f32(b, loc, 1.0), d), zeroF);
+
+  Type i8 = b.getI8Type(), i32 = b.getI32Type();
+  auto quantize = [&](OpBuilder &qb, Location ql, Value t) -> Value {
+    Value scaled = arith::MulFOp::create(qb, ql, value(qb, ql, t), id);
+    if (q8) {
+      Value q = arith::FPToSIOp::create(qb, ql, i32, math::RoundOp::create(qb, ql, scaled));
+      q = arith::AddIOp::create(qb, ql, q, arith::ConstantIntOp::create(qb, ql, 128, 32));
+      return arith::TruncIOp::create(qb, ql, i8, q);
+    }
+    Value q = arith::FPToSIOp::create(
+        qb, ql, i32, arith::AddFOp::create(qb, ql, scaled, f32(qb, ql, 8.5)));
+    q = arith::MinSIOp::create(qb, ql, q, arith::ConstantIntOp::create(qb, ql, 15, 32));
+    return arith::TruncIOp::create(qb, ql, i8, q);
+  };
+  int64_t stored = q8 ? kQuantBlock : kQuantBlock / 2;
+  scf::ForOp::create(
+      b, loc, zero, index(b, loc, stored), one, ValueRange{},
+      [&](OpBuilder &fb, Location fl, Value t, ValueRange) {
+        Value byte = quantize(fb, fl, t);
+        if (!q8) {
+          // Input t + 16 (quad q + 4) is the high nibble.
+          Value high = quantize(fb, fl, arith::AddIOp::create(fb, fl, t, index(fb, fl, 16)));
+          high = arith::ShLIOp::create(fb, fl, high, arith::ConstantIntOp::create(fb, fl, 4, 8));
+          byte = arith::OrIOp::create(fb, fl, byte, high);
+        }
+        storeByte(fb, fl, byte, weightOffset(fb, fl, t));
+        scf::YieldOp::create(fb, fl);
+      });
+  // The f16 scale, little-endian, after the slab's weights.
+  Value half = arith::TruncFOp::create(b, loc, b.getF16Type(), d);
+  Value bits = arith::BitcastOp::create(b, loc, b.getI16Type(), half);
+  Value scaleOffset = arith::AddIOp::create(
+      b, loc, index(b, loc, quantWeightBytes(packed.format) * nr),
+      arith::MulIOp::create(b, loc, lane, index(b, loc, 2)));
+  storeByte(b, loc, arith::TruncIOp::create(b, loc, i8, bits), scaleOffset);
+  Value highByte = arith::ShRUIOp::create(
+      b, loc, bits, arith::ConstantIntOp::create(b, loc, 8, 16));
+  storeByte(b, loc, arith::TruncIOp::create(b, loc, i8, highByte),
+            arith::AddIOp::create(b, loc, scaleOffset, index(b, loc, 1)));
+}
+
 /// func.func @attn_pack_impl_<kind>(<sources>..., %packed): one packed
 /// buffer of each kind filled from its checkpoint weights (zero padding
 /// included), one parallel loop per source in its storage order.
@@ -607,11 +747,11 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
       continue; // this kind's function exists
     ++built;
     const PackedWeight &packed = layout.packed[p];
+    const bool quantized = isQuantized(packed.format);
     SmallVector<Type> inputs;
     for (const PackedWeight::Source &source : packed.sources)
       inputs.push_back(MemRefType::get(layout.weights[source.weight].shape, f32));
-    Type packedElement = packed.bf16 ? Type(b.getBF16Type()) : f32;
-    inputs.push_back(MemRefType::get(packed.shape(), packedElement));
+    inputs.push_back(MemRefType::get(packed.shape(), formatElementType(b, packed.format)));
 
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(module.getBody());
@@ -631,37 +771,12 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
       const PackedWeight::Source &source = packed.sources[s];
       Value src = entry->getArgument(s);
       Value rowOffset = index(offset);
-      // The weight's row of packed row r (PackedWeight::Source::sourceRow)
-      // as index arithmetic.
-      auto sourceRow = [&](OpBuilder &rb, Location rl, Value r) -> Value {
-        auto c = [&](int64_t v) -> Value {
-          return arith::ConstantIndexOp::create(rb, rl, v);
-        };
-        Value row = r;
-        if (source.heads > 0) {
-          Value perGroup = c(source.heads * source.headDim);
-          Value group = arith::DivUIOp::create(rb, rl, r, perGroup);
-          Value head = arith::RemUIOp::create(
-              rb, rl, arith::DivUIOp::create(rb, rl, r, c(source.headDim)),
-              c(source.heads));
-          Value lane = arith::RemUIOp::create(rb, rl, r, c(source.headDim));
-          Value slot = arith::AddIOp::create(
-              rb, rl, arith::MulIOp::create(rb, rl, head, c(source.groups)),
-              group);
-          row = arith::AddIOp::create(
-              rb, rl, arith::MulIOp::create(rb, rl, slot, c(source.headDim)),
-              lane);
-        }
-        if (source.rowBegin != 0)
-          row = arith::AddIOp::create(rb, rl, row, c(source.rowBegin));
-        return row;
-      };
       if (packed.vector) {
         scf::ForOp::create(
             b, loc, zero, index(source.rows), one, ValueRange{},
             [&](OpBuilder &fb, Location fl, Value r, ValueRange) {
               Value value = memref::LoadOp::create(
-                  fb, fl, src, ValueRange{sourceRow(fb, fl, r)});
+                  fb, fl, src, ValueRange{sourceRowIndex(fb, fl, source, r)});
               memref::StoreOp::create(
                   fb, fl, value, dst,
                   ValueRange{arith::AddIOp::create(fb, fl, r, rowOffset)});
@@ -670,9 +785,13 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
         offset += source.rows;
         continue;
       }
-      // One parallel loop over the weight's storage-major dimension.
-      int64_t outer = source.outIn ? source.rows : packed.inFeatures;
-      int64_t inner = source.outIn ? packed.inFeatures : source.rows;
+      // One parallel loop over the weight's storage-major dimension (of
+      // quantization blocks along k for a quantized [in, out] weight, so
+      // that consecutive iterations of the inner loop read adjacent
+      // features).
+      int64_t kSteps = quantized ? packed.inFeatures / kQuantBlock : packed.inFeatures;
+      int64_t outer = source.outIn ? source.rows : kSteps;
+      int64_t inner = source.outIn ? kSteps : source.rows;
       scf::ParallelOp::create(
           b, loc, ValueRange{zero}, ValueRange{index(outer)}, ValueRange{one},
           [&](OpBuilder &pb, Location pl, ValueRange ivs) {
@@ -681,13 +800,22 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
                 [&](OpBuilder &fb, Location fl, Value j, ValueRange) {
                   Value i = ivs[0];
                   Value r = source.outIn ? i : j, k = source.outIn ? j : i;
-                  Value row = sourceRow(fb, fl, r);
-                  Value value = memref::LoadOp::create(
-                      fb, fl, src,
-                      source.outIn ? ValueRange{row, k} : ValueRange{k, row});
-                  storePacked(fb, fl, value, dst,
-                              arith::AddIOp::create(fb, fl, r, rowOffset), k,
-                              packed.blockSize);
+                  Value row = sourceRowIndex(fb, fl, source, r);
+                  Value n = arith::AddIOp::create(fb, fl, r, rowOffset);
+                  auto load = [&](OpBuilder &lb, Location ll, Value kk) -> Value {
+                    return memref::LoadOp::create(
+                        lb, ll, src, source.outIn ? ValueRange{row, kk} : ValueRange{kk, row});
+                  };
+                  if (quantized) {
+                    Value k0 = arith::MulIOp::create(
+                        fb, fl, k, arith::ConstantIndexOp::create(fb, fl, kQuantBlock));
+                    quantizeBlock(fb, fl, packed, dst, n, k,
+                                  [&](OpBuilder &vb, Location vl, Value t) {
+                                    return load(vb, vl, arith::AddIOp::create(vb, vl, k0, t));
+                                  });
+                  } else {
+                    storePacked(fb, fl, load(fb, fl, k), dst, n, k, packed.blockSize);
+                  }
                   scf::YieldOp::create(fb, fl);
                 });
           });
@@ -699,14 +827,19 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
     }
     // The last block's lanes past the output features are zero.
     int64_t padded = packed.blocks() * packed.blockSize;
+    int64_t kSteps = quantized ? packed.inFeatures / kQuantBlock : packed.inFeatures;
     if (padded > packed.outFeatures)
       scf::ForOp::create(
           b, loc, index(packed.outFeatures), index(padded), one, ValueRange{},
           [&](OpBuilder &nb, Location nl, Value n, ValueRange) {
             scf::ForOp::create(
-                nb, nl, zero, index(packed.inFeatures), one, ValueRange{},
+                nb, nl, zero, index(kSteps), one, ValueRange{},
                 [&](OpBuilder &fb, Location fl, Value k, ValueRange) {
-                  storePacked(fb, fl, zeroF, dst, n, k, packed.blockSize);
+                  if (quantized)
+                    quantizeBlock(fb, fl, packed, dst, n, k,
+                                  [&](OpBuilder &, Location, Value) { return zeroF; });
+                  else
+                    storePacked(fb, fl, zeroF, dst, n, k, packed.blockSize);
                   scf::YieldOp::create(fb, fl);
                 });
             scf::YieldOp::create(nb, nl);
@@ -754,8 +887,9 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
                                                    const ModelBuildOptions &options) {
   context.loadDialect<AttnDialect, arith::ArithDialect,
                       bufferization::BufferizationDialect, func::FuncDialect,
-                      linalg::LinalgDialect, memref::MemRefDialect,
-                      scf::SCFDialect, tensor::TensorDialect>();
+                      linalg::LinalgDialect, math::MathDialect,
+                      memref::MemRefDialect, scf::SCFDialect,
+                      tensor::TensorDialect>();
   OpBuilder b(&context);
   Location loc = FileLineColLoc::get(&context, "attn-compile", 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);

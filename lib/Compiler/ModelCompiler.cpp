@@ -122,6 +122,22 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
       os << describeModel(config);
     });
 
+  if (isQuantized(options.weightFormat)) {
+    const char *name = weightFormatName(options.weightFormat);
+    if (options.pipeline.vectorWidth != 16)
+      return llvm::createStringError(
+          llvm::Twine("--weight-format ") + name +
+          " needs 16-lane (AVX-512) vectors for its int8 dot products, got "
+          "--vector-width " + llvm::Twine(options.pipeline.vectorWidth));
+    bool native = options.emit == EmitKind::Llvm || options.emit == EmitKind::Object ||
+                  options.emit == EmitKind::Library;
+    if (native && !hostHasInt8Dot())
+      return llvm::createStringError(
+          llvm::Twine("--weight-format ") + name +
+          " needs the AVX-512 VNNI int8 dot product (vpdpbusd), which this CPU (" +
+          hostCpuName() + ") lacks; use --weight-format bf16 or f32");
+  }
+
   // A packed weight block is two vectors of the target: the register tile's
   // width.
   ModelBuildOptions build;

@@ -10,11 +10,11 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-llvm::SmallVector<int64_t, 3> ModelLayout::shape(int64_t entry) const {
+llvm::SmallVector<int64_t, 4> ModelLayout::shape(int64_t entry) const {
   if (isPacked(entry))
     return packedAt(entry).shape();
   const llvm::SmallVector<int64_t, 2> &dims = weights[entry].shape;
-  return llvm::SmallVector<int64_t, 3>(dims.begin(), dims.end());
+  return llvm::SmallVector<int64_t, 4>(dims.begin(), dims.end());
 }
 
 llvm::SmallVector<int64_t, 16> LayerEntries::list() const {
@@ -26,15 +26,13 @@ llvm::SmallVector<int64_t, 16> LayerEntries::list() const {
   return entries;
 }
 
-const char *mlir::attn::weightFormatName(WeightFormat format) {
-  return format == WeightFormat::BF16 ? "bf16" : "f32";
-}
-
 std::optional<WeightFormat> mlir::attn::parseWeightFormat(llvm::StringRef name) {
   if (name == "f32")
     return WeightFormat::F32;
-  if (name == "bf16")
-    return WeightFormat::BF16;
+  for (WeightFormat format :
+       {WeightFormat::BF16, WeightFormat::Q8_0, WeightFormat::Q4_0})
+    if (name == packedFormatName(format))
+      return format;
   return std::nullopt;
 }
 
@@ -68,7 +66,6 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
     packed.name = std::move(name);
     packed.blockSize = blockSize;
     packed.vector = vector;
-    packed.bf16 = !vector && format == WeightFormat::BF16;
     for (const PackedWeight::Source &source : sources) {
       const WeightSpec &spec = layout.weights[source.weight];
       if (!vector)
@@ -76,6 +73,11 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
       packed.outFeatures += source.rows;
       packed.sources.push_back(source);
       layout.usedAtRunTime[source.weight] = false;
+    }
+    if (!vector) {
+      packed.format = format;
+      if (isQuantized(format) && packed.inFeatures % kQuantBlock != 0)
+        packed.format = WeightFormat::BF16;
     }
     layout.packed.push_back(std::move(packed));
     return static_cast<int64_t>(layout.weights.size() + layout.packed.size() - 1);

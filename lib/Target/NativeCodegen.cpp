@@ -62,6 +62,14 @@ int64_t mlir::attn::hostVectorWidth() {
   return features.lookup("avx512f") ? 16 : 8;
 }
 
+bool mlir::attn::hostHasInt8Dot() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return features.lookup("avx512f") && features.lookup("avx512bw") &&
+         features.lookup("avx512vnni");
+}
+
+std::string mlir::attn::hostCpuName() { return llvm::sys::getHostCPUName().str(); }
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 mlir::attn::translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,
                               llvm::TargetMachine &machine) {

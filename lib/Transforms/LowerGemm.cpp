@@ -17,13 +17,21 @@
 // left over) keeps several independent accumulator chains so FMA latency
 // does not bound it: it runs at the speed the weights stream from memory.
 //
+// A q8_0 / q4_0 weight (PackedWeight.h) keeps the same blocks and tiles, but
+// the k loop walks blocks of 32 inputs: the input rows, quantized to int8
+// per block of 32 once per gemm, meet the weight bytes in VNNI dot products
+// (4 products per 32-bit lane, summed in int32), and each block's sums join
+// the f32 accumulators times the two scales.
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn/Transforms/Passes.h"
 
 #include "attn/Dialect/Attn/IR/AttnOps.h"
+#include "attn/Dialect/Attn/IR/PackedWeight.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -60,6 +68,14 @@ struct GemmKernel {
   VectorType vectorType;
   /// How the weight's vectors are loaded: f32, or bf16 then widened.
   VectorType weightVectorType;
+
+  /// Quantized weights: the format, the slabs of each weight as
+  /// [NB, K/32, slabBytes] bytes, and the input rows quantized per block of
+  /// 32: int8 quads [M, K/4] (i32), scales [M, K/32] and the weight bytes'
+  /// offset times each block's sum [M, K/32] (i32).
+  PackedFormat format = PackedFormat::F32;
+  Value slabs, slabs2, quads, scales, corrections;
+  int64_t groups = 0, slabBytes = 0;
 };
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
@@ -122,54 +138,49 @@ void storeVector(OpBuilder &b, Location loc, const GemmKernel &g, Value value,
   vector::MaskedStoreOp::create(b, loc, base, indices, mask, value);
 }
 
-/// Prefetches k row `kk + prefetchRows` of the weight (each of its cache
-/// lines, of both weights when gated), which past the block's last row is a
-/// row of the next block: blocks lie back to back, and a thread's blocks are
-/// a contiguous range. Past the last block it prefetches the last row.
-void emitPrefetch(OpBuilder &b, Location loc, const GemmKernel &g, Value block,
-                  Value kk) {
-  Value ahead = arith::AddIOp::create(b, loc, kk, indexConstant(b, loc, g.prefetchRows));
-  Value k = indexConstant(b, loc, g.k);
-  Value nextBlock = arith::AddIOp::create(b, loc, block,
-                                          arith::DivUIOp::create(b, loc, ahead, k));
-  Value lastBlock = indexConstant(b, loc, g.blocks - 1);
+/// Prefetches row `kk + ahead` of `buffers` ([blocks, rows, rowBytes]
+/// bytes of each), every cache line of it, which past the block's last row
+/// is a row of the next block: blocks lie back to back, and a thread's
+/// blocks are a contiguous range. Past the last block it prefetches the last
+/// row. Rows are k rows of an f32/bf16 weight, slabs of a quantized one.
+void emitPrefetch(OpBuilder &b, Location loc, ArrayRef<Value> buffers,
+                  int64_t blocks, int64_t rows, int64_t ahead, int64_t rowElements,
+                  int64_t elementBytes, Value block, Value kk) {
+  Value aheadRow = arith::AddIOp::create(b, loc, kk, indexConstant(b, loc, ahead));
+  Value rowCount = indexConstant(b, loc, rows);
+  Value nextBlock = arith::AddIOp::create(
+      b, loc, block, arith::DivUIOp::create(b, loc, aheadRow, rowCount));
+  Value lastBlock = indexConstant(b, loc, blocks - 1);
   Value past = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, nextBlock, lastBlock);
-  Value row = arith::SelectOp::create(b, loc, past, indexConstant(b, loc, g.k - 1),
-                                      arith::RemUIOp::create(b, loc, ahead, k));
+  Value row = arith::SelectOp::create(b, loc, past, indexConstant(b, loc, rows - 1),
+                                      arith::RemUIOp::create(b, loc, aheadRow, rowCount));
   nextBlock = arith::SelectOp::create(b, loc, past, lastBlock, nextBlock);
-  int64_t elementBytes = g.weightVectorType.getElementTypeBitWidth() / 8;
   int64_t lineElements = 64 / elementBytes;
-  for (int64_t lane = 0; lane < g.blockSize; lane += lineElements)
-    for (Value weight : {g.weight, g.weight2})
-      if (weight)
-        memref::PrefetchOp::create(b, loc, weight,
+  for (int64_t lane = 0; lane < rowElements; lane += lineElements)
+    for (Value buffer : buffers)
+      if (buffer)
+        memref::PrefetchOp::create(b, loc, buffer,
                                    ValueRange{nextBlock, row, indexConstant(b, loc, lane)},
                                    /*isWrite=*/false, /*localityHint=*/3,
                                    /*isDataCache=*/true);
 }
 
-/// One tile: `rows` rows from `row0` of output block `block`. `validLanes[j]`
-/// is how many lanes of the block's vector j lie below N (a partial last
-/// block has fewer).
-void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
-              Value block, int64_t rows, ArrayRef<int64_t> validLanes) {
+/// The f32 products of one tile of `rows` rows (rowIndex) with output block
+/// `block` of an f32 or bf16 weight: element (w * rows + r) * vectors + j is
+/// vector j of row r with weight w.
+SmallVector<Value> emitFloatProducts(OpBuilder &b, Location loc, const GemmKernel &g,
+                                     ArrayRef<Value> rowIndex, Value block,
+                                     int64_t rows) {
   const int64_t vectors = g.vectorsPerBlock;
-  const bool gated = isGatedEpilogue(g.epilogue);
+  const int64_t weights = g.weight2 ? 2 : 1;
   // One row has too few independent FMAs to hide their latency: keep one
   // accumulator chain per unrolled k step and add them up at the end.
   const int64_t chains = rows == 1 ? g.kUnroll : 1;
-  const int64_t weights = gated ? 2 : 1;
   auto accIndex = [&](int64_t chain, int64_t weight, int64_t row, int64_t j) {
     return ((chain * weights + weight) * rows + row) * vectors + j;
   };
   int64_t numAcc = chains * weights * rows * vectors;
   SmallVector<Value> zeros(numAcc, splat(b, loc, g.vectorType, 0.0));
-
-  SmallVector<Value> rowIndex;
-  for (int64_t r = 0; r < rows; ++r)
-    rowIndex.push_back(r == 0 ? row0
-                              : arith::AddIOp::create(b, loc, row0,
-                                                      indexConstant(b, loc, r)));
   SmallVector<Value> lane;
   for (int64_t j = 0; j < vectors; ++j)
     lane.push_back(indexConstant(b, loc, j * g.width));
@@ -185,7 +196,9 @@ void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
                                                     indexConstant(nb, l, u));
           int64_t chain = chains == 1 ? 0 : u;
           if (rows == 1 && g.prefetchRows > 0)
-            emitPrefetch(nb, l, g, block, kk);
+            emitPrefetch(nb, l, {g.weight, g.weight2}, g.blocks, g.k, g.prefetchRows,
+                         g.blockSize, g.weightVectorType.getElementTypeBitWidth() / 8,
+                         block, kk);
           SmallVector<Value> bVec[2];
           for (int64_t w = 0; w < weights; ++w) {
             Value weight = w == 0 ? g.weight : g.weight2;
@@ -213,14 +226,164 @@ void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
         scf::YieldOp::create(nb, l, acc);
       });
 
-  // Sum the chains, then the epilogue, one store per output vector.
-  SmallVector<Value> acc(kLoop.getResults());
-  auto total = [&](int64_t w, int64_t r, int64_t j) {
-    Value sum = acc[accIndex(0, w, r, j)];
-    for (int64_t c = 1; c < chains; ++c)
-      sum = arith::AddFOp::create(b, loc, sum, acc[accIndex(c, w, r, j)]);
-    return sum;
+  SmallVector<Value> acc(kLoop.getResults()), totals;
+  for (int64_t w = 0; w < weights; ++w)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < vectors; ++j) {
+        Value sum = acc[accIndex(0, w, r, j)];
+        for (int64_t c = 1; c < chains; ++c)
+          sum = arith::AddFOp::create(b, loc, sum, acc[accIndex(c, w, r, j)]);
+        totals.push_back(sum);
+      }
+  return totals;
+}
+
+/// vpdpbusd: each i32 lane of `acc` plus the 4 products of its unsigned
+/// bytes of `weights` with its signed bytes of `inputs`.
+Value dotInt8(OpBuilder &b, Location loc, Value acc, Value weights, Value inputs) {
+  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(),
+                                       b.getStringAttr("llvm.x86.avx512.vpdpbusd.512"),
+                                       ValueRange{acc, weights, inputs})
+      ->getResult(0);
+}
+
+/// emitFloatProducts for a q8_0 / q4_0 weight and the quantized input rows.
+SmallVector<Value> emitQuantizedProducts(OpBuilder &b, Location loc,
+                                         const GemmKernel &g,
+                                         ArrayRef<Value> rowIndex, Value block,
+                                         int64_t rows) {
+  const int64_t vectors = g.vectorsPerBlock, width = g.width;
+  const int64_t weights = g.weight2 ? 2 : 1;
+  const bool q8 = g.format == PackedFormat::Q8_0;
+  const int64_t quadsPerBlock = kQuantBlock / 4;
+  Type i8 = b.getI8Type(), i32 = b.getI32Type();
+  auto intType = VectorType::get({width}, i32);
+  auto byteType = VectorType::get({4 * width}, i8);
+  // One row: two integer chains per block (even and odd quads) so the dot
+  // products' latency does not bound it.
+  const int64_t chains = rows == 1 ? 2 : 1;
+  auto accIndex = [&](int64_t w, int64_t r, int64_t j) {
+    return (w * rows + r) * vectors + j;
   };
+  const int64_t perChain = weights * rows * vectors;
+  SmallVector<Value> zeros(perChain, splat(b, loc, g.vectorType, 0.0));
+  Value zeroInt = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(intType, b.getI32IntegerAttr(0)));
+  const int64_t nr = g.blockSize;
+  const int64_t scaleStart = quantWeightBytes(g.format) * nr;
+  int64_t aheadGroups = g.prefetchRows > 0 ? std::max<int64_t>(1, g.prefetchRows) : 0;
+
+  auto groupLoop = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, g.groups),
+      indexConstant(b, loc, 1), zeros,
+      [&](OpBuilder &nb, Location l, Value group, ValueRange carried) {
+        if (rows == 1 && aheadGroups > 0)
+          emitPrefetch(nb, l, {g.slabs, g.slabs2}, g.blocks, g.groups, aheadGroups,
+                       g.slabBytes, 1, block, group);
+        SmallVector<Value> sums(chains * perChain, zeroInt);
+        Value firstQuad = arith::MulIOp::create(nb, l, group,
+                                                indexConstant(nb, l, quadsPerBlock));
+        SmallVector<Value> packedBytes[2];
+        for (int64_t q = 0; q < quadsPerBlock; ++q) {
+          SmallVector<Value> w8[2];
+          for (int64_t w = 0; w < weights; ++w) {
+            Value slabs = w == 0 ? g.slabs : g.slabs2;
+            for (int64_t j = 0; j < vectors; ++j) {
+              if (q8) {
+                w8[w].push_back(vector::LoadOp::create(
+                    nb, l, byteType, slabs,
+                    ValueRange{block, group, indexConstant(nb, l, (q * nr + j * width) * 4)}));
+                continue;
+              }
+              // q4_0: quads q and q + 4 share bytes (low, high nibble).
+              if (q < quadsPerBlock / 2)
+                packedBytes[w].push_back(vector::LoadOp::create(
+                    nb, l, byteType, slabs,
+                    ValueRange{block, group, indexConstant(nb, l, (q * nr + j * width) * 4)}));
+              Value bytes = packedBytes[w][(q % (quadsPerBlock / 2)) * vectors + j];
+              auto nibbleSplat = [&](int64_t v) -> Value {
+                return arith::ConstantOp::create(
+                    nb, l, DenseElementsAttr::get(byteType, nb.getI8IntegerAttr(v)));
+              };
+              w8[w].push_back(q < quadsPerBlock / 2
+                                  ? arith::AndIOp::create(nb, l, bytes, nibbleSplat(15)).getResult()
+                                  : arith::ShRUIOp::create(nb, l, bytes, nibbleSplat(4)).getResult());
+            }
+          }
+          Value quad = arith::AddIOp::create(nb, l, firstQuad, indexConstant(nb, l, q));
+          int64_t chain = q % chains;
+          for (int64_t r = 0; r < rows; ++r) {
+            Value word = memref::LoadOp::create(nb, l, g.quads, ValueRange{rowIndex[r], quad});
+            Value inputs = vector::BitCastOp::create(
+                nb, l, byteType, vector::BroadcastOp::create(nb, l, intType, word));
+            for (int64_t w = 0; w < weights; ++w)
+              for (int64_t j = 0; j < vectors; ++j) {
+                Value &slot = sums[chain * perChain + accIndex(w, r, j)];
+                slot = dotInt8(nb, l, slot, w8[w][j], inputs);
+              }
+          }
+        }
+        // acc += (sum - offset * sum(inputs)) * d_weight * d_input.
+        SmallVector<Value> acc(carried);
+        auto halfType = VectorType::get({width}, nb.getF16Type());
+        auto scaleBytesType = VectorType::get({2 * width}, i8);
+        SmallVector<Value> weightScale[2];
+        for (int64_t w = 0; w < weights; ++w)
+          for (int64_t j = 0; j < vectors; ++j) {
+            Value bytes = vector::LoadOp::create(
+                nb, l, scaleBytesType, w == 0 ? g.slabs : g.slabs2,
+                ValueRange{block, group, indexConstant(nb, l, scaleStart + 2 * j * width)});
+            Value halves = vector::BitCastOp::create(nb, l, halfType, bytes);
+            weightScale[w].push_back(
+                arith::ExtFOp::create(nb, l, g.vectorType, halves).getResult());
+          }
+        for (int64_t r = 0; r < rows; ++r) {
+          Value inputScale = vector::BroadcastOp::create(
+              nb, l, g.vectorType,
+              memref::LoadOp::create(nb, l, g.scales, ValueRange{rowIndex[r], group}));
+          Value correction = vector::BroadcastOp::create(
+              nb, l, intType,
+              memref::LoadOp::create(nb, l, g.corrections, ValueRange{rowIndex[r], group}));
+          for (int64_t w = 0; w < weights; ++w)
+            for (int64_t j = 0; j < vectors; ++j) {
+              Value sum = sums[accIndex(w, r, j)];
+              for (int64_t c = 1; c < chains; ++c)
+                sum = arith::AddIOp::create(nb, l, sum, sums[c * perChain + accIndex(w, r, j)]);
+              sum = arith::SubIOp::create(nb, l, sum, correction);
+              Value scale = arith::MulFOp::create(nb, l, weightScale[w][j], inputScale);
+              Value &slot = acc[accIndex(w, r, j)];
+              slot = vector::FMAOp::create(
+                  nb, l, g.vectorType,
+                  arith::SIToFPOp::create(nb, l, g.vectorType, sum), scale, slot);
+            }
+        }
+        scf::YieldOp::create(nb, l, acc);
+      });
+  return SmallVector<Value>(groupLoop.getResults());
+}
+
+/// One tile: `rows` rows from `row0` of output block `block`. `validLanes[j]`
+/// is how many lanes of the block's vector j lie below N (a partial last
+/// block has fewer).
+void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
+              Value block, int64_t rows, ArrayRef<int64_t> validLanes) {
+  const int64_t vectors = g.vectorsPerBlock;
+  SmallVector<Value> rowIndex;
+  for (int64_t r = 0; r < rows; ++r)
+    rowIndex.push_back(r == 0 ? row0
+                              : arith::AddIOp::create(b, loc, row0,
+                                                      indexConstant(b, loc, r)));
+  SmallVector<Value> lane;
+  for (int64_t j = 0; j < vectors; ++j)
+    lane.push_back(indexConstant(b, loc, j * g.width));
+  SmallVector<Value> totals =
+      isQuantized(g.format) ? emitQuantizedProducts(b, loc, g, rowIndex, block, rows)
+                            : emitFloatProducts(b, loc, g, rowIndex, block, rows);
+  auto total = [&](int64_t w, int64_t r, int64_t j) {
+    return totals[(w * rows + r) * vectors + j];
+  };
+
+  // The epilogue, one store per output vector.
   Value blockStart =
       arith::MulIOp::create(b, loc, block, indexConstant(b, loc, g.blockSize));
   for (int64_t r = 0; r < rows; ++r) {
@@ -300,6 +463,79 @@ void emitBlock(OpBuilder &b, Location loc, const GemmKernel &g, int64_t tileRows
                      });
 }
 
+/// Quantizes the input rows for the int8 dot products, as llama.cpp
+/// quantizes activations to q8_0: per row and block of 32, d = amax / 127
+/// and q = round(x / d) (to nearest even, the x86 rounding llama.cpp's AVX
+/// code uses; d stays f32). Also records offset * sum(q) per block, which
+/// the unsigned weight bytes add to every dot product.
+LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
+                                 Value rows) {
+  auto inputType = cast<MemRefType>(g.input.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(inputType.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    return g.op.emitOpError("with a quantized weight needs an input with "
+                            "contiguous rows, got ")
+           << inputType;
+  Type f32 = b.getF32Type(), i32 = b.getI32Type(), i8 = b.getI8Type();
+  int64_t dyn = ShapedType::kDynamic;
+  g.quads = memref::AllocOp::create(b, loc, MemRefType::get({dyn, g.k / 4}, i32),
+                                    ValueRange{rows});
+  g.scales = memref::AllocOp::create(b, loc, MemRefType::get({dyn, g.groups}, f32),
+                                     ValueRange{rows});
+  g.corrections = memref::AllocOp::create(
+      b, loc, MemRefType::get({dyn, g.groups}, i32), ValueRange{rows});
+  auto valuesType = VectorType::get({kQuantBlock}, f32);
+  auto intsType = VectorType::get({kQuantBlock}, i32);
+  auto bytesType = VectorType::get({kQuantBlock}, i8);
+  auto quadsType = VectorType::get({kQuantBlock / 4}, i32);
+  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+  scf::ForOp::create(
+      b, loc, zero, rows, one, ValueRange{},
+      [&](OpBuilder &rb, Location rl, Value row, ValueRange) {
+        scf::ForOp::create(
+            rb, rl, zero, indexConstant(rb, rl, g.groups), one, ValueRange{},
+            [&](OpBuilder &nb, Location l, Value group, ValueRange) {
+              Value k0 = arith::MulIOp::create(nb, l, group,
+                                               indexConstant(nb, l, kQuantBlock));
+              Value x = vector::LoadOp::create(nb, l, valuesType, g.input,
+                                               ValueRange{row, k0});
+              Value amax = vector::ReductionOp::create(
+                  nb, l, vector::CombiningKind::MAXNUMF,
+                  math::AbsFOp::create(nb, l, x));
+              auto scalar = [&](double v) -> Value {
+                return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+              };
+              Value d = arith::DivFOp::create(nb, l, amax, scalar(127.0));
+              Value nonzero = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::UNE,
+                                                    d, scalar(0.0));
+              Value id = arith::SelectOp::create(
+                  nb, l, nonzero, arith::DivFOp::create(nb, l, scalar(1.0), d),
+                  scalar(0.0));
+              Value scaled = arith::MulFOp::create(
+                  nb, l, x, vector::BroadcastOp::create(nb, l, valuesType, id));
+              Value q = arith::FPToSIOp::create(
+                  nb, l, intsType, math::RoundEvenOp::create(nb, l, scaled));
+              Value sum = vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD, q);
+              Value correction = arith::MulIOp::create(
+                  nb, l, sum,
+                  arith::ConstantIntOp::create(nb, l, quantOffset(g.format), 32));
+              Value bytes = arith::TruncIOp::create(nb, l, bytesType, q);
+              Value firstQuad = arith::MulIOp::create(
+                  nb, l, group, indexConstant(nb, l, kQuantBlock / 4));
+              vector::StoreOp::create(nb, l,
+                                      vector::BitCastOp::create(nb, l, quadsType, bytes),
+                                      g.quads, ValueRange{row, firstQuad});
+              memref::StoreOp::create(nb, l, d, g.scales, ValueRange{row, group});
+              memref::StoreOp::create(nb, l, correction, g.corrections,
+                                      ValueRange{row, group});
+              scf::YieldOp::create(nb, l);
+            });
+        scf::YieldOp::create(rb, rl);
+      });
+  return success();
+}
+
 /// Tile shape and cache budget of the generated kernels.
 struct GemmOptions {
   int64_t width, tileRows, kUnroll, l2Budget, prefetchBytes;
@@ -312,6 +548,9 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   if (!isa<MemRefType>(op.getInit().getType()))
     return op.emitOpError("must be bufferized before attn-lower-gemm");
   auto weightType = cast<MemRefType>(op.getWeight().getType());
+  std::optional<PackedWeightInfo> info = getPackedWeightInfo(weightType);
+  if (!info)
+    return op.emitOpError("has no packed weight type");
   GemmKernel g;
   g.op = op;
   g.input = op.getInput();
@@ -321,21 +560,35 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   g.rowScale = op.getRowScale();
   g.residual = op.getResidual();
   g.output = op.getInit();
-  g.blocks = weightType.getDimSize(0);
-  g.k = weightType.getDimSize(1);
-  g.blockSize = weightType.getDimSize(2);
+  g.format = info->format;
+  g.blocks = info->blocks;
+  g.k = info->inFeatures;
+  g.blockSize = info->blockSize;
   g.n = cast<MemRefType>(g.output.getType()).getDimSize(1);
   g.epilogue = op.getEpilogue();
+  const bool quantized = isQuantized(g.format);
   // A block is whole vectors: narrow them for a block of fewer lanes
   // (attn-compile packs blocks of two full vectors).
   while (g.blockSize % width != 0)
     width /= 2;
+  if (quantized && width != 16)
+    return op.emitOpError()
+           << "with a " << packedFormatName(g.format)
+           << " weight needs blocks of whole 16-lane vectors (vector-width 16, "
+              "the AVX-512 VNNI dot product), got vector-width "
+           << options.width << " and blocks of " << g.blockSize;
   g.width = width;
   g.vectorsPerBlock = g.blockSize / width;
   g.kUnroll = g.k % kUnroll == 0 ? kUnroll : 1;
   g.vectorType = VectorType::get({width}, rewriter.getF32Type());
-  g.weightVectorType = VectorType::get({width}, weightType.getElementType());
-  int64_t rowBytes = g.blockSize * g.weightVectorType.getElementTypeBitWidth() / 8;
+  g.weightVectorType = VectorType::get(
+      {width}, quantized ? rewriter.getF32Type() : weightType.getElementType());
+  int64_t rowBytes = quantized ? 0 : g.blockSize * g.weightVectorType.getElementTypeBitWidth() / 8;
+  if (quantized) {
+    g.groups = g.k / kQuantBlock;
+    g.slabBytes = g.blockSize * quantBlockBytes(g.format);
+    rowBytes = g.slabBytes;
+  }
   g.prefetchRows = options.prefetchBytes > 0
                        ? std::max<int64_t>(1, options.prefetchBytes / rowBytes)
                        : 0;
@@ -345,6 +598,17 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   Value zero = indexConstant(rewriter, loc, 0);
   Value one = indexConstant(rewriter, loc, 1);
   Value rows = memref::DimOp::create(rewriter, loc, g.output, 0);
+  if (quantized) {
+    // The slabs as rows of bytes; the register tile shrinks so that the
+    // integer sums fit in the registers beside the f32 accumulators.
+    SmallVector<ReassociationIndices> slabDims = {{0}, {1}, {2, 3}};
+    g.slabs = memref::CollapseShapeOp::create(rewriter, loc, g.weight, slabDims);
+    if (g.weight2)
+      g.slabs2 = memref::CollapseShapeOp::create(rewriter, loc, g.weight2, slabDims);
+    tileRows = std::min<int64_t>(tileRows, g.weight2 ? 2 : 4);
+    if (failed(emitQuantizedInput(rewriter, loc, g, rows)))
+      return failure();
+  }
 
   // Lanes below N in each vector of a full block and of the last block.
   SmallVector<int64_t> full(g.vectorsPerBlock, width), last;
@@ -391,6 +655,9 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
         blocks->setAttr(kContiguousScheduleAttr, b.getUnitAttr());
         scf::YieldOp::create(b, l);
       });
+  for (Value buffer : {g.quads, g.scales, g.corrections})
+    if (buffer)
+      memref::DeallocOp::create(rewriter, loc, buffer);
   rewriter.eraseOp(op);
   return success();
 }

@@ -93,3 +93,4 @@ func.func @bf16_weight(%x: memref<?x64xf32>, %w: memref<2x64x32xbf16>, %out: mem
   attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x64x32xbf16>) outs(%out : memref<?x64xf32>)
   return
 }
+

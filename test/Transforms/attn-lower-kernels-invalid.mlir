@@ -22,3 +22,20 @@ func.func @attention_on_tensors(%q: tensor<?x64xf32>, %k: tensor<?x64xf32>, %ini
   %0 = attn.flash_attention heads(2) kv_heads(2) scale(0.125) ins(%q, %k, %k : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
   return %0 : tensor<?x64xf32>
 }
+
+// -----
+
+// The int8 dot product works on 64-byte vectors: 16 lanes of 4 inputs.
+func.func @q8_0_needs_16_lanes(%x: memref<?x64xf32>, %w: memref<1x2x8x34xi8>, %out: memref<?x8xf32>) {
+  // expected-error @+1 {{with a q8_0 weight needs blocks of whole 16-lane vectors (vector-width 16, the AVX-512 VNNI dot product), got vector-width 16 and blocks of 8}}
+  attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<1x2x8x34xi8>) outs(%out : memref<?x8xf32>)
+  return
+}
+
+// -----
+
+func.func @q4_0_input_strided(%x: memref<4x64xf32, strided<[1, 4]>>, %w: memref<2x2x32x18xi8>, %out: memref<4x64xf32>) {
+  // expected-error @+1 {{with a quantized weight needs an input with contiguous rows, got 'memref<4x64xf32, strided<[1, 4]>>'}}
+  attn.gemm none ins(%x, %w : memref<4x64xf32, strided<[1, 4]>>, memref<2x2x32x18xi8>) outs(%out : memref<4x64xf32>)
+  return
+}

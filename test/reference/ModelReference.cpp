@@ -1813,6 +1813,16 @@ bool ModelReference::roundWeightToBf16(const std::string &name) {
   return true;
 }
 
+bool ModelReference::quantizeWeight(const std::string &name, int64_t in, bool outIn,
+                                    QuantFormat format) {
+  auto it = weights.find(name);
+  if (it == weights.end())
+    return false;
+  roundThroughFormat(it->second, in, outIn, format);
+  quantizedInputs.insert(&it->second);
+  return true;
+}
+
 const std::vector<float> &ModelReference::w(const std::string &name) const {
   return weights.at(name); // Present: load/create checked every name.
 }
@@ -1952,6 +1962,15 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   const Architecture arch = c.architecture;
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t start = cache.length;
+  // Every projection below: ref::linear, on int8-quantized input rows when
+  // its weight is stored quantized (quantizeWeight).
+  auto linear = [&](const std::vector<float> &x, int64_t m, int64_t k,
+                    const std::vector<float> &weight, int64_t out, WeightLayout layout,
+                    const float *bias = nullptr) {
+    if (!quantizedInputs.count(&weight))
+      return ref::linear(x, m, k, weight, out, layout, bias);
+    return ref::linear(quantizeActivationRows(x, m, k), m, k, weight, out, layout, bias);
+  };
   const int64_t d = c.hidden, f = c.ffn, hd = c.headDim;
   const int64_t qWidth = c.heads * hd, kvWidth = c.kvHeads * hd;
   const double eps = asF32(c.normEps);

@@ -27,11 +27,13 @@
 #ifndef ATTN_TEST_REFERENCE_MODELREFERENCE_H
 #define ATTN_TEST_REFERENCE_MODELREFERENCE_H
 
+#include "Quantize.h"
 #include "Reference.h"
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -257,6 +259,16 @@ public:
   /// when there is no such weight.
   bool roundWeightToBf16(const std::string &name);
 
+  /// The model as the q8_0 / q4_0 kernels compute it: rounds a weight
+  /// through the format along its `in` input features (`outIn`: stored
+  /// [out, in], else [in, out]), and from then on quantizes the rows a
+  /// projection with that weight reads to int8 per block of 32, as the
+  /// kernels quantize their input (quantizeActivationRows). An embedding
+  /// table read as the output projection (tied) is gathered as rounded. False
+  /// when there is no such weight.
+  bool quantizeWeight(const std::string &name, int64_t in, bool outIn,
+                      QuantFormat format);
+
   /// Logits [tokens.size(), vocab] of every position, the tokens at
   /// positions 0 .. n-1, in one forward call without a cache. Requires
   /// n >= 1, every token in [0, vocab), and n <= maxPositions for the
@@ -291,6 +303,8 @@ private:
 
   ModelConfig modelConfig;
   std::map<std::string, std::vector<float>> weights;
+  /// Weights whose projections read int8-quantized inputs.
+  std::set<const std::vector<float> *> quantizedInputs;
 };
 
 /// XGLMSinusoidalPositionalEmbedding's table, rows [0, positions) of

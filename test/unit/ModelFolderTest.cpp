@@ -402,7 +402,7 @@ TEST_F(ModelFolderTest, TheContextChangesTheLibrary) {
   options.context = 64;
   options.weight_format = "fp8";
   EXPECT_EQ(loadError(model, options),
-            "attnrt_model_load_dir: weight format 'fp8' is not one of f32, bf16");
+            "attnrt_model_load_dir: weight format 'fp8' is not one of f32, bf16, q8_0, q4_0");
   options.weight_format = "bf16";
   char message[512] = "";
   ModelPtr bf16(attnrt_model_load_dir(model.c_str(), &options, message, sizeof message));

@@ -45,8 +45,10 @@ static cl::opt<attn::EmitKind> emit(
     cl::cat(category));
 static cl::opt<std::string> weightFormat(
     "weight-format",
-    cl::desc("How projection weights are stored: f32 (default) or bf16 (half "
-             "the bytes; the runtime rounds the checkpoint's weights)"),
+    cl::desc("How projection weights are stored: f32 (default), bf16 (half "
+             "the bytes), or llama.cpp's q8_0 / q4_0 blocks of 32 (8.5 and 4.5 "
+             "bits per weight; AVX-512 VNNI kernels); the runtime converts the "
+             "checkpoint's weights as it packs them"),
     cl::init("f32"), cl::cat(category));
 static cl::opt<int64_t> maxSeq(
     "max-seq",
@@ -122,7 +124,7 @@ int main(int argc, char **argv) {
 
   std::optional<attn::WeightFormat> format = attn::parseWeightFormat(weightFormat);
   if (!format)
-    return fail("--weight-format must be f32 or bf16, got '" + weightFormat + "'");
+    return fail("--weight-format must be f32, bf16, q8_0 or q4_0, got '" + weightFormat + "'");
   if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
       vectorWidth != 16)
     return fail("--vector-width must be 4, 8 or 16 (or 0 for the host's)");

@@ -62,8 +62,8 @@ const char *const usage =
     "  --kl-divergence F      compare against a file written by --save-logits\n"
     "  --compiler PATH        the attn-compile to run for MODEL_DIR\n"
     "  --cache-dir DIR        where MODEL_DIR's compiled library is cached\n"
-    "  --weight-format F      how the projections are stored: f32 (default)\n"
-    "                         or bf16\n";
+    "  --weight-format F      how the projections are stored: f32 (default),\n"
+    "                         bf16, q8_0 or q4_0\n";
 
 constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'L', 'O', 'G', 'P'};
 constexpr uint32_t kVersion = 1;
@@ -119,8 +119,9 @@ int parseOptions(int argc, char **argv, Options &options) {
     } else if (arg == "--cache-dir") {
       options.cacheDir = value;
     } else if (arg == "--weight-format") {
-      if (value != "f32" && value != "bf16")
-        return fail(tool, "--weight-format must be f32 or bf16, got '" + value + "'");
+      if (!isWeightFormat(value))
+        return fail(tool, std::string("--weight-format must be ") + kWeightFormatChoices +
+                              ", got '" + value + "'");
       options.weightFormat = value;
     }
   }

@@ -59,8 +59,9 @@ const char *const usage =
     "                      context is full; default -1 with MODEL_DIR, 0 with --lib)\n"
     "  --ctx N             positions of the KV cache (default: the config's\n"
     "                      max_position_embeddings, at most 4096)\n"
-    "  --weight-format F   how MODEL_DIR's projections are stored: f32 (default)\n"
-    "                      or bf16 (half the bytes to stream per token)\n"
+    "  --weight-format F   how MODEL_DIR's projections are stored: f32 (default),\n"
+    "                      bf16 (half the bytes to stream per token), or\n"
+    "                      llama.cpp's q8_0 / q4_0 blocks (needs AVX-512 VNNI)\n"
     "  --temperature T     0 = greedy (default); > 0 samples\n"
     "  --top-k K           keep the K most likely tokens (0 = all, default)\n"
     "  --top-p P           nucleus sampling mass in (0, 1] (default 1)\n"
@@ -165,8 +166,9 @@ int parseOptions(int argc, char **argv, Options &options) {
       if (!parseInteger(value, options.context) || options.context < 1)
         return fail(tool, "--ctx must be an integer >= 1, got '" + value + "'");
     } else if (name == "--weight-format") {
-      if (value != "f32" && value != "bf16")
-        return fail(tool, "--weight-format must be f32 or bf16, got '" + value + "'");
+      if (!isWeightFormat(value))
+        return fail(tool, std::string("--weight-format must be ") + kWeightFormatChoices +
+                              ", got '" + value + "'");
       options.weightFormat = value;
     } else if (name == "--temperature") {
       if (!parseFloat(value, options.temperature) || options.temperature < 0)

@@ -63,6 +63,12 @@ bool detokenize(const attnrt_tokenizer *tokenizer,
 
 /// A Hugging Face model folder through attnrt_model_load_dir (compiled on
 /// first use); progress lines go to stderr as "<tool>: ...". `compiler`,
+/// The --weight-format values attn-compile takes, for the tools' checks.
+inline bool isWeightFormat(const std::string &name) {
+  return name == "f32" || name == "bf16" || name == "q8_0" || name == "q4_0";
+}
+constexpr const char *kWeightFormatChoices = "f32, bf16, q8_0 or q4_0";
+
 /// `cacheDir` and `weightFormat` may be empty (the defaults).
 attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
                               int64_t context, const std::string &compiler,

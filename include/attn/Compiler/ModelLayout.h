@@ -14,6 +14,7 @@
 #define ATTN_COMPILER_MODELLAYOUT_H
 
 #include "attn/Compiler/ModelConfig.h"
+#include "attn/Dialect/Attn/IR/PackedWeight.h"
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -29,7 +30,7 @@ namespace attn {
 /// concatenated, in blocks of blockSize; or a bias vector assembled the
 /// same way.
 /// How the packed projection matrices are stored (biases stay f32).
-enum class WeightFormat { F32, BF16 };
+using WeightFormat = PackedFormat;
 
 struct PackedWeight {
   /// A checkpoint weight that contributes `rows` output features.
@@ -62,19 +63,26 @@ struct PackedWeight {
   /// A vector (a bias assembled from several, or reordered): [outFeatures],
   /// not blocks.
   bool vector = false;
-  /// A matrix stored as bf16 (rounded to nearest even when packed).
-  bool bf16 = false;
+  /// How a matrix is stored: f32, bf16 (rounded to nearest even when
+  /// packed), or llama.cpp's q8_0 / q4_0 blocks (PackedWeight.h).
+  WeightFormat format = WeightFormat::F32;
   llvm::SmallVector<Source, 3> sources;
 
   int64_t blocks() const { return (outFeatures + blockSize - 1) / blockSize; }
-  llvm::SmallVector<int64_t, 3> shape() const {
+  llvm::SmallVector<int64_t, 4> shape() const {
     if (vector)
       return {outFeatures};
-    return {blocks(), inFeatures, blockSize};
+    return packedWeightShape(format, blocks(), inFeatures, blockSize);
   }
   int64_t bytes() const {
-    return vector ? outFeatures * 4
-                  : blocks() * inFeatures * blockSize * (bf16 ? 2 : 4);
+    if (vector)
+      return outFeatures * 4;
+    int64_t elements = 1;
+    for (int64_t dim : shape())
+      elements *= dim;
+    return elements * (format == WeightFormat::F32    ? 4
+                       : format == WeightFormat::BF16 ? 2
+                                                      : 1);
   }
 };
 
@@ -129,10 +137,10 @@ struct ModelLayout {
     return packed[entry - weights.size()];
   }
   /// The shape compiled code sees for a table entry.
-  llvm::SmallVector<int64_t, 3> shape(int64_t entry) const;
-  /// Whether compiled code sees the entry as bf16 (else f32).
-  bool isBf16(int64_t entry) const {
-    return isPacked(entry) && packedAt(entry).bf16;
+  llvm::SmallVector<int64_t, 4> shape(int64_t entry) const;
+  /// How the entry is stored (checkpoint weights: f32).
+  WeightFormat format(int64_t entry) const {
+    return isPacked(entry) ? packedAt(entry).format : WeightFormat::F32;
   }
   /// Whether the entry points read the entry (packed buffers always).
   bool readAtRunTime(int64_t entry) const {
@@ -141,12 +149,16 @@ struct ModelLayout {
 };
 
 /// The table of `config` with projections packed in blocks of `blockSize`,
-/// their matrices stored as `format` says.
+/// their matrices stored as `format` says; with a quantized format, a
+/// matrix whose input features are not a multiple of kQuantBlock is bf16
+/// (as llama.cpp keeps such tensors in a wider type).
 ModelLayout planModelLayout(const ModelConfig &config, int64_t blockSize,
                             WeightFormat format = WeightFormat::F32);
 
-/// "f32", "bf16"; and back (nullopt for another name).
-const char *weightFormatName(WeightFormat format);
+/// "f32", "bf16", "q8_0", "q4_0"; and back (nullopt for another name).
+inline const char *weightFormatName(WeightFormat format) {
+  return packedFormatName(format);
+}
 std::optional<WeightFormat> parseWeightFormat(llvm::StringRef name);
 
 /// Packed buffers that are filled the same way (same shapes, same kinds of

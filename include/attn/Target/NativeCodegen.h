@@ -39,6 +39,11 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine();
 /// f32 lanes of the host's widest vector registers: 16 with AVX-512, else 8.
 int64_t hostVectorWidth();
 
+/// Whether the host has the AVX-512 VNNI int8 dot product (vpdpbusd) the
+/// q8_0 and q4_0 kernels use, and its CPU name for messages.
+bool hostHasInt8Dot();
+std::string hostCpuName();
+
 /// Translates `module` (fully in the LLVM dialect) to LLVM IR for `machine`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,

@@ -50,9 +50,19 @@ def LowerGemmPass : Pass<"attn-lower-gemm"> {
     weight once, and one hardware-prefetched stream per thread reads 10-20%
     slower than the memory can deliver. A partial last block uses masked
     loads and stores. A bf16 weight is widened to f32 as it is loaded.
+
+    A q8_0 or q4_0 weight (PackedWeight.h) is multiplied as llama.cpp does
+    it: the input rows are first quantized to int8 per block of 32 (scale
+    amax / 127, rounded to nearest even), then each block's products are
+    AVX-512 VNNI int8 dot products (`vpdpbusd`, unsigned weight bytes times
+    signed activations, the weights' offset subtracted once per block) summed
+    in int32, and scaled into the f32 accumulators by the weight's and the
+    activation's scales. These need `vector-width` 16 and a CPU with
+    AVX-512 VNNI.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",

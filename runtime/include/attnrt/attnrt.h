@@ -124,8 +124,9 @@ typedef struct {
                             $XDG_CACHE_HOME/attn (default ~/.cache/attn) */
   attnrt_log_fn log;     /* progress lines ("compiling ..."), may be NULL */
   void *log_user;
-  const char *weight_format; /* how projections are stored: NULL or "f32", or "bf16"
-                                (attn-compile --weight-format; part of the cache key) */
+  const char *weight_format; /* how projections are stored: NULL or "f32", "bf16",
+                                "q8_0" or "q4_0" (attn-compile --weight-format; part
+                                of the cache key) */
 } attnrt_load_options;
 
 /* Every field 0 / NULL. */

@@ -481,3 +481,25 @@ func.func @embedding_packed_bf16(%table: tensor<4x8x32xbf16>, %ids: tensor<?xi32
   %0 = attn.embedding %table[%ids] : tensor<4x8x32xbf16>, tensor<?xi32> -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
+
+// -----
+
+// A tied q4_0 table (PackedWeight.h): weight (lane, k) is the nibble of
+// byte ((k % 32 / 4 % 4) * NR + lane) * 4 + k % 4 of slab [block, k / 32]
+// (high for k % 32 >= 16), minus 8, times the lane's f16 scale stored at
+// byte 16 * NR + 2 * lane, little-endian.
+// CHECK-LABEL: func.func @embedding_packed_q4_0
+// CHECK: linalg.generic
+// CHECK:   %[[BYTE:.*]] = tensor.extract %{{.*}} : tensor<4x2x32x18xi8>
+// CHECK:   %[[WIDE:.*]] = arith.extui %[[BYTE]] : i8 to i32
+// CHECK:   %[[NIBBLE:.*]] = arith.andi %{{.*}}, %c15_i32 : i32
+// CHECK:   %[[Q:.*]] = arith.subi %[[NIBBLE]], %c8_i32 : i32
+// CHECK:   arith.addi %c512, %{{.*}} : index
+// CHECK:   %[[HALF:.*]] = arith.bitcast %{{.*}} : i16 to f16
+// CHECK:   %[[D:.*]] = arith.extf %[[HALF]] : f16 to f32
+// CHECK:   %[[QF:.*]] = arith.sitofp %[[Q]] : i32 to f32
+// CHECK:   arith.mulf %[[QF]], %[[D]] : f32
+func.func @embedding_packed_q4_0(%table: tensor<4x2x32x18xi8>, %ids: tensor<?xi32>) -> tensor<?x64xf32> {
+  %0 = attn.embedding %table[%ids] : tensor<4x2x32x18xi8>, tensor<?xi32> -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}

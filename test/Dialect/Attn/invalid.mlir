@@ -10,7 +10,7 @@ func.func @embedding_ids_float(%table: tensor<100x8xf32>, %ids: tensor<3xf32>) -
 // -----
 
 func.func @embedding_f16_table(%table: tensor<100x8xf16>, %ids: tensor<3xi32>) -> tensor<3x8xf16> {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or bfloat16 type or 8-bit signless integer values}}
   %0 = "attn.embedding"(%table, %ids) : (tensor<100x8xf16>, tensor<3xi32>) -> tensor<3x8xf16>
   return %0 : tensor<3x8xf16>
 }
@@ -50,7 +50,7 @@ func.func @linear_dynamic_weight(%x: tensor<4x8xf32>, %w: tensor<?x8xf32>) -> te
 // -----
 
 func.func @embedding_bf16_unpacked(%table: tensor<100x8xbf16>, %ids: tensor<3xi32>) -> tensor<3x8xf32> {
-  // expected-error @+1 {{requires an f32 [rows, dim] table (a bf16 table must be packed), got 'tensor<100x8xbf16>'}}
+  // expected-error @+1 {{requires an f32 [rows, dim] table (a bf16 or quantized table must be packed), got 'tensor<100x8xbf16>'}}
   %0 = attn.embedding %table[%ids] : tensor<100x8xbf16>, tensor<3xi32> -> tensor<3x8xf32>
   return %0 : tensor<3x8xf32>
 }
@@ -59,7 +59,7 @@ func.func @embedding_bf16_unpacked(%table: tensor<100x8xbf16>, %ids: tensor<3xi3
 
 // bf16 weights exist only in the packed layout the CPU kernels stream.
 func.func @linear_bf16_unpacked(%x: tensor<4x8xf32>, %w: tensor<16x8xbf16>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{requires an f32 weight for layout out_in (a bf16 weight must be packed), got 'tensor<16x8xbf16>'}}
+  // expected-error @+1 {{requires an f32 weight for layout out_in (a bf16 or quantized weight must be packed), got 'tensor<16x8xbf16>'}}
   %0 = attn.linear %x, %w layout(out_in) : tensor<4x8xf32>, tensor<16x8xbf16> -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
@@ -67,7 +67,7 @@ func.func @linear_bf16_unpacked(%x: tensor<4x8xf32>, %w: tensor<16x8xbf16>) -> t
 // -----
 
 func.func @linear_f16_packed(%x: tensor<4x8xf32>, %w: tensor<1x8x16xf16>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit float or bfloat16 type values}}
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit float or bfloat16 type or 8-bit signless integer values}}
   %0 = attn.linear %x, %w layout(packed) : tensor<4x8xf32>, tensor<1x8x16xf16> -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }

@@ -17,7 +17,7 @@ func.func @gemm_in_features(%x: tensor<4x48xf32>, %w: tensor<3x64x32xf32>, %init
 // -----
 
 func.func @gemm_unpacked_weight(%x: tensor<4x64xf32>, %w: tensor<80x64xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
-  // expected-error @+1 {{requires a static packed weight [blocks, in_features, NR], got 'tensor<80x64xf32>'}}
+  // expected-error @+1 {{requires a static packed weight [blocks, in_features, NR] of f32 or bf16, or [blocks, in_features / 32, NR, 34 (q8_0) or 18 (q4_0)] of i8, got 'tensor<80x64xf32>'}}
   %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<80x64xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
   return %0 : tensor<4x80xf32>
 }
@@ -156,4 +156,37 @@ func.func @gemm_mixed_weight_types(%x: tensor<4x64xf32>, %w: tensor<3x64x32xbf16
   // expected-error @+1 {{requires both weights of one type, got 'tensor<3x64x32xbf16>' and 'tensor<3x64x32xf32>'}}
   %0 = attn.gemm swiglu ins(%x, %w, %w2 : tensor<4x64xf32>, tensor<3x64x32xbf16>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
   return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+// i8 bytes are q8_0 (34 per feature and block of 32) or q4_0 (18).
+func.func @quantized_block_bytes(%x: tensor<4x64xf32>, %w: tensor<2x2x32x20xi8>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{requires a static packed weight [blocks, in_features, NR] of f32 or bf16, or [blocks, in_features / 32, NR, 34 (q8_0) or 18 (q4_0)] of i8, got 'tensor<2x2x32x20xi8>'}}
+  %0 = attn.linear %x, %w layout(packed) : tensor<4x64xf32>, tensor<2x2x32x20xi8> -> tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}
+
+// -----
+
+func.func @quantized_in_features(%x: tensor<4x96xf32>, %w: tensor<2x2x32x34xi8>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{input has 96 features but the packed weight of shape 'tensor<2x2x32x34xi8>' expects 64}}
+  %0 = attn.linear %x, %w layout(packed) : tensor<4x96xf32>, tensor<2x2x32x34xi8> -> tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}
+
+// -----
+
+func.func @quantized_table_width(%table: tensor<4x2x32x18xi8>, %ids: tensor<3xi32>) -> tensor<3x96xf32> {
+  // expected-error @+1 {{result has 96 features but the packed table 'tensor<4x2x32x18xi8>' holds rows of 64}}
+  %0 = attn.embedding %table[%ids] : tensor<4x2x32x18xi8>, tensor<3xi32> -> tensor<3x96xf32>
+  return %0 : tensor<3x96xf32>
+}
+
+// -----
+
+func.func @quantized_unpacked(%x: tensor<4x64xf32>, %w: tensor<64x64xi8>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{requires an f32 weight for layout out_in (a bf16 or quantized weight must be packed), got 'tensor<64x64xi8>'}}
+  %0 = attn.linear %x, %w layout(out_in) : tensor<4x64xf32>, tensor<64x64xi8> -> tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
 }

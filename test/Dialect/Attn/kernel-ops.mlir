@@ -48,3 +48,18 @@ func.func @packed(%x: tensor<?x64xf32>, %w: tensor<3x64x32xf32>, %b: tensor<80xf
   %1 = attn.embedding %table[%ids] : tensor<4x64x32xf32>, tensor<?xi32> -> tensor<?x64xf32>
   return %0, %1 : tensor<?x80xf32>, tensor<?x64xf32>
 }
+
+// Quantized packed weights (PackedWeight.h): q8_0 [NB, K/32, NR, 34] and
+// q4_0 [NB, K/32, NR, 18] bytes, in a projection, a gemm and a tied table.
+// CHECK-LABEL: func.func @quantized
+// CHECK: attn.linear %{{.*}}, %{{.*}} layout(packed) : tensor<?x64xf32>, tensor<3x2x32x34xi8> -> tensor<?x80xf32>
+// CHECK: attn.gemm swiglu ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<3x2x32x18xi8>, tensor<3x2x32x18xi8>)
+// CHECK: attn.embedding %{{.*}}[%{{.*}}] : tensor<4x2x32x18xi8>, tensor<?xi32> -> tensor<?x64xf32>
+func.func @quantized(%x: tensor<?x64xf32>, %w: tensor<3x2x32x34xi8>, %g: tensor<3x2x32x18xi8>,
+                     %init: tensor<?x80xf32>, %table: tensor<4x2x32x18xi8>, %ids: tensor<?xi32>)
+    -> (tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x64xf32>) {
+  %0 = attn.linear %x, %w layout(packed) : tensor<?x64xf32>, tensor<3x2x32x34xi8> -> tensor<?x80xf32>
+  %1 = attn.gemm swiglu ins(%x, %g, %g : tensor<?x64xf32>, tensor<3x2x32x18xi8>, tensor<3x2x32x18xi8>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  %2 = attn.embedding %table[%ids] : tensor<4x2x32x18xi8>, tensor<?xi32> -> tensor<?x64xf32>
+  return %0, %1, %2 : tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x64xf32>
+}

@@ -15,6 +15,9 @@
 
 #include "attn/Compiler/CompiledModule.h"
 #include "attn/Compiler/ModelConfig.h"
+#include "attn/Dialect/Attn/IR/PackedWeight.h"
+#include "attn/Target/NativeCodegen.h"
+#include "Quantize.h"
 #include "Reference.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -231,13 +234,26 @@ TEST(Bf16, RoundsToNearestEven) {
   EXPECT_EQ(bf16Value(bf16Bits(0.1f)), 0.10009765625f);
 }
 
-std::string packedFunction(size_t index, const PackedCase &c, const char *weightType) {
+ref::QuantFormat quantFormat(PackedFormat format) {
+  return format == PackedFormat::Q8_0 ? ref::QuantFormat::Q8_0 : ref::QuantFormat::Q4_0;
+}
+
+/// The packed weight's MLIR type.
+std::string packedType(const PackedCase &c, PackedFormat format) {
   int64_t blocks = (c.out + c.blockSize - 1) / c.blockSize;
+  if (isQuantized(format))
+    return llvm::formatv("tensor<{0}x{1}x{2}x{3}xi8>", blocks, c.in / 32, c.blockSize,
+                         format == PackedFormat::Q8_0 ? 34 : 18)
+        .str();
+  return llvm::formatv("tensor<{0}x{1}x{2}x{3}>", blocks, c.in, c.blockSize,
+                       packedFormatName(format))
+      .str();
+}
+
+std::string packedFunction(size_t index, const PackedCase &c, PackedFormat format) {
   std::string x = llvm::formatv("tensor<?x{0}xf32>", c.in).str();
   std::string y = llvm::formatv("tensor<?x{0}xf32>", c.out).str();
-  std::string w = llvm::formatv("tensor<{0}x{1}x{2}x{3}>", blocks, c.in, c.blockSize,
-                                weightType)
-                      .str();
+  std::string w = packedType(c, format);
   std::string b = llvm::formatv("tensor<{0}xf32>", c.out).str();
   std::string consumer = c.consumer;
   std::string args = "%x: " + x + ", %w: " + w;
@@ -274,18 +290,26 @@ std::string packedFunction(size_t index, const PackedCase &c, const char *weight
     })mlir", index, args, y, body).str();
 }
 
-class PackedGemm : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+class PackedGemm : public ::testing::TestWithParam<std::tuple<bool, PackedFormat>> {};
 
 // The CPU kernel (attn.gemm through attn-lower-gemm), with the consumers
 // fused into its epilogue (fusion on) or run as separate ops: full and
 // partial weight blocks, reduction lengths that do and do not divide the
 // unrolling, 8-row register tiles plus leftover rows; f32 weights, and bf16
-// weights against the reference on the same bf16-rounded values.
+// weights against the reference on the same bf16-rounded values; q8_0 and
+// q4_0 weights (the cases whose inputs are blocks of 32) against the
+// reference on the weights rounded through the format and the input rows
+// quantized to int8 per block, as the VNNI kernel multiplies them.
 TEST_P(PackedGemm, MatchesReference) {
-  auto [fusion, bf16] = GetParam();
+  auto [fusion, format] = GetParam();
+  const bool quantized = isQuantized(format);
+  if (quantized && !hostHasInt8Dot())
+    GTEST_SKIP() << "the q8_0 / q4_0 kernels need AVX-512 VNNI";
+  auto applies = [&](const PackedCase &c) { return !quantized || c.in % 32 == 0; };
   std::string source;
   for (auto [index, c] : llvm::enumerate(kPackedCases))
-    source += packedFunction(index, c, bf16 ? "bf16" : "f32");
+    if (applies(c))
+      source += packedFunction(index, c, format);
   CompileOptions options;
   options.configure = [&, fusion = fusion](AttnPipelineOptions &pipeline) {
     pipeline.fusion = fusion;
@@ -293,17 +317,25 @@ TEST_P(PackedGemm, MatchesReference) {
   auto module = compileOrDie(source, options);
   ASSERT_TRUE(module);
   for (auto [index, c] : llvm::enumerate(kPackedCases)) {
+    if (!applies(c))
+      continue;
     int64_t blocks = (c.out + c.blockSize - 1) / c.blockSize;
     std::string consumer = c.consumer;
     std::vector<float> w = weights(c.out * c.in, c.in, 700 + index);
     std::vector<float> w2 = weights(c.out * c.in, c.in, 740 + index);
     std::vector<float> unrounded = w;
     std::vector<uint16_t> wBits(w.size()), w2Bits(w2.size());
-    if (bf16) {
+    std::vector<uint8_t> wQuant, w2Quant;
+    if (format == PackedFormat::BF16) {
       for (size_t i = 0; i < w.size(); ++i) {
         w[i] = bf16Value(wBits[i] = bf16Bits(w[i]));
         w2[i] = bf16Value(w2Bits[i] = bf16Bits(w2[i]));
       }
+    } else if (quantized) {
+      wQuant = ref::packQuantized(w, c.out, c.in, c.blockSize, quantFormat(format));
+      w2Quant = ref::packQuantized(w2, c.out, c.in, c.blockSize, quantFormat(format));
+      ref::roundThroughFormat(w, c.in, /*outIn=*/true, quantFormat(format));
+      ref::roundThroughFormat(w2, c.in, /*outIn=*/true, quantFormat(format));
     }
     auto packBits = [&](const std::vector<uint16_t> &bits) {
       std::vector<float> asFloat(bits.begin(), bits.end());
@@ -319,8 +351,15 @@ TEST_P(PackedGemm, MatchesReference) {
       Buffer3D w2Buf(packOutIn(w2, c.out, c.in, c.blockSize), {blocks, c.in, c.blockSize});
       Buffer<uint16_t, 3> wBf16(packBits(wBits), {blocks, c.in, c.blockSize});
       Buffer<uint16_t, 3> w2Bf16(packBits(w2Bits), {blocks, c.in, c.blockSize});
-      void *wArg = bf16 ? static_cast<void *>(wBf16.memref()) : wBuf.memref();
-      void *w2Arg = bf16 ? static_cast<void *>(w2Bf16.memref()) : w2Buf.memref();
+      int64_t slabBytes = format == PackedFormat::Q8_0 ? 34 : 18;
+      Buffer<uint8_t, 4> wQ(wQuant, {blocks, c.in / 32, c.blockSize, slabBytes});
+      Buffer<uint8_t, 4> w2Q(w2Quant, {blocks, c.in / 32, c.blockSize, slabBytes});
+      void *wArg = quantized                     ? static_cast<void *>(wQ.memref())
+                   : format == PackedFormat::BF16 ? static_cast<void *>(wBf16.memref())
+                                                : wBuf.memref();
+      void *w2Arg = quantized                     ? static_cast<void *>(w2Q.memref())
+                    : format == PackedFormat::BF16 ? static_cast<void *>(w2Bf16.memref())
+                                                 : w2Buf.memref();
       Buffer1D bBuf(b, {c.out});
       Buffer2D out(std::vector<float>(m * c.out), {m, c.out});
       std::string name = "packed" + std::to_string(index);
@@ -337,15 +376,16 @@ TEST_P(PackedGemm, MatchesReference) {
         called = module->call(name, xBuf.memref(), wArg, out.memref());
       ASSERT_TRUE(called);
       // The rounding is what the test sees: against the f32 weights the
-      // bf16 product is off by far more than the tolerance.
-      if (bf16 && consumer == "residual") {
+      // bf16 or quantized product is off by far more than the tolerance.
+      if (format != PackedFormat::F32 && consumer == "residual") {
         std::vector<float> exact = ref::residualAdd(
             ref::linear(x, m, c.in, unrounded, c.out, ref::WeightLayout::OutIn,
                         c.bias ? b.data() : nullptr),
             r);
         EXPECT_GT(ref::maxRelError(out.values(), exact), 10 * kOpTolerance) << name;
       }
-      std::vector<float> y = ref::linear(x, m, c.in, w, c.out, ref::WeightLayout::OutIn,
+      std::vector<float> input = quantized ? ref::quantizeActivationRows(x, m, c.in) : x;
+      std::vector<float> y = ref::linear(input, m, c.in, w, c.out, ref::WeightLayout::OutIn,
                                          c.bias ? b.data() : nullptr);
       std::vector<float> expected;
       if (consumer == "residual")
@@ -359,7 +399,7 @@ TEST_P(PackedGemm, MatchesReference) {
       else if (consumer == "relu")
         expected = relu(y);
       else {
-        std::vector<float> up = ref::linear(x, m, c.in, w2, c.out, ref::WeightLayout::OutIn);
+        std::vector<float> up = ref::linear(input, m, c.in, w2, c.out, ref::WeightLayout::OutIn);
         if (consumer == "swiglu")
           expected = ref::swiglu(y, up);
         else
@@ -373,10 +413,12 @@ TEST_P(PackedGemm, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Weights, PackedGemm,
-                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(PackedFormat::F32, PackedFormat::BF16,
+                                                              PackedFormat::Q8_0, PackedFormat::Q4_0)),
                          [](const auto &info) {
-                           return std::string(std::get<0>(info.param) ? "fused" : "unfused") +
-                                  (std::get<1>(info.param) ? "_bf16" : "_f32");
+                           return std::string(std::get<0>(info.param) ? "fused_" : "unfused_") +
+                                  packedFormatName(std::get<1>(info.param));
                          });
 
 //===----------------------------------------------------------------------===//

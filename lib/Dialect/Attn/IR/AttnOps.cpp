@@ -1,6 +1,7 @@
 //===- AttnOps.cpp - attn dialect: verifiers, folders, canonicalizations --===//
 
 #include "attn/Dialect/Attn/IR/AttnOps.h"
+#include "attn/Dialect/Attn/IR/PackedWeight.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -110,18 +111,27 @@ static LogicalResult verifyNormShapes(Operation *op, Value input, Value param,
 
 LogicalResult EmbeddingOp::verify() {
   RankedTensorType table = getTable().getType(), result = getResult().getType();
-  if (table.getRank() != 2 && table.getRank() != 3)
-    return emitOpError() << "requires a [rows, dim] table or a packed [blocks, "
-                            "dim, NR] table, got "
-                         << table;
-  if (table.getRank() == 2 && !table.getElementType().isF32())
-    return emitOpError() << "requires an f32 [rows, dim] table (a bf16 table "
-                            "must be packed), got "
-                         << table;
-  if (failed(verifyStaticDim(*this, "table", table, 1)) ||
-      failed(verifyDimsMatch(*this, "result", result, 0, "ids",
+  if (table.getRank() == 2) {
+    if (!table.getElementType().isF32())
+      return emitOpError() << "requires an f32 [rows, dim] table (a bf16 or "
+                              "quantized table must be packed), got "
+                           << table;
+    if (failed(verifyStaticDim(*this, "table", table, 1)) ||
+        failed(verifyDimsMatch(*this, "result", result, 1, "table", table, 1)))
+      return failure();
+  } else {
+    std::optional<PackedWeightInfo> info = getPackedWeightInfo(table);
+    if (!info)
+      return emitOpError() << "requires a [rows, dim] table or a packed table "
+                              "(as a packed attn.linear weight), got "
+                           << table;
+    if (!dimsCompatible(result.getDimSize(1), info->inFeatures))
+      return emitOpError() << "result has " << dimToString(result.getDimSize(1))
+                           << " features but the packed table " << table
+                           << " holds rows of " << info->inFeatures;
+  }
+  if (failed(verifyDimsMatch(*this, "result", result, 0, "ids",
                              getIds().getType(), 0)) ||
-      failed(verifyDimsMatch(*this, "result", result, 1, "table", table, 1)) ||
       failed(verifyFinite(*this, "scale", getScaleAttr())))
     return failure();
   return success();
@@ -148,29 +158,33 @@ int64_t LinearOp::getOutFeatures() {
   llvm_unreachable("unknown weight layout");
 }
 
-/// Checks a packed [blocks, K, NR] weight against K input features and N
+/// Checks a packed weight (PackedWeight.h) against K input features and N
 /// output features.
 static LogicalResult verifyPackedWeight(Operation *op, StringRef name,
                                         ShapedType weight, int64_t k,
                                         int64_t n) {
-  if (weight.getRank() != 3 || !weight.hasStaticShape())
-    return op->emitOpError() << "requires a static packed " << name
-                             << " [blocks, in_features, NR], got " << weight;
-  if (!dimsCompatible(k, weight.getDimSize(1)))
+  std::optional<PackedWeightInfo> info = getPackedWeightInfo(weight);
+  if (!info)
+    return op->emitOpError()
+           << "requires a static packed " << name
+           << " [blocks, in_features, NR] of f32 or bf16, or [blocks, "
+              "in_features / 32, NR, 34 (q8_0) or 18 (q4_0)] of i8, got "
+           << weight;
+  if (!dimsCompatible(k, info->inFeatures))
     return op->emitOpError() << "input has " << dimToString(k)
                              << " features but the packed " << name
                              << " of shape " << weight << " expects "
-                             << weight.getDimSize(1);
-  int64_t block = weight.getDimSize(2);
+                             << info->inFeatures;
+  int64_t block = info->blockSize;
   if (ShapedType::isDynamic(n))
     return op->emitOpError() << "requires a static number of output features "
                                 "with a packed "
                              << name;
   int64_t blocks = (n + block - 1) / block;
-  if (weight.getDimSize(0) != blocks)
+  if (info->blocks != blocks)
     return op->emitOpError() << n << " output features in blocks of " << block
                              << " need " << blocks << " blocks, but the packed "
-                             << name << " has " << weight.getDimSize(0);
+                             << name << " has " << info->blocks;
   return success();
 }
 
@@ -191,7 +205,8 @@ LogicalResult LinearOp::verify() {
   if (!weight.getElementType().isF32())
     return emitOpError() << "requires an f32 weight for layout "
                          << stringifyWeightLayout(getLayout())
-                         << " (a bf16 weight must be packed), got " << weight;
+                         << " (a bf16 or quantized weight must be packed), got "
+                         << weight;
   if (weight.getRank() != 2)
     return emitOpError() << "requires a rank-2 weight for layout "
                          << stringifyWeightLayout(getLayout()) << ", got "

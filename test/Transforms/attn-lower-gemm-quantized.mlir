@@ -1,0 +1,55 @@
+// RUN: attn-opt %s -split-input-file --attn-lower-gemm --canonicalize --cse | FileCheck %s
+// attn-lower-gemm on q8_0 and q4_0 weights (PackedWeight.h). Numbers: the
+// PackedGemm e2e tests (q8_0 / q4_0 against the scalar reference of the
+// format) and ModelE2EWeightFormats.
+
+// A q8_0 weight [2 blocks, 64/32 groups, NR 32, 34 bytes]: the input rows are
+// quantized to int8 per block of 32 first (amax / 127, rounded to nearest
+// even; the block's sum times the weights' offset 128 kept), then every
+// block of 32 inputs is eight VNNI dot products per weight vector (64 bytes:
+// 16 features x 4 inputs) whose int32 sums, less the offset term, join the
+// f32 accumulator times the weight's f16 scales and the input's scale.
+// CHECK-LABEL: func.func @q8_0_weight
+// CHECK: %[[SLABS:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] : memref<2x2x32x34xi8> into memref<2x2x1088xi8>
+// CHECK: %[[QUADS:.*]] = memref.alloc(%{{.*}}) : memref<?x16xi32>
+// CHECK: %[[SCALES:.*]] = memref.alloc(%{{.*}}) : memref<?x2xf32>
+// CHECK: %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x2xi32>
+// CHECK: vector.reduction <maxnumf>, %{{.*}} : vector<32xf32> into f32
+// CHECK: math.roundeven %{{.*}} : vector<32xf32>
+// CHECK: %[[SUM:.*]] = vector.reduction <add>, %{{.*}} : vector<32xi32> into i32
+// CHECK: arith.muli %[[SUM]], %c128_i32 : i32
+// CHECK: vector.store %{{.*}}, %[[QUADS]]
+// CHECK: scf.parallel
+// CHECK: vector.load %[[SLABS]][%{{.*}}, %{{.*}}, %c0] : memref<2x2x1088xi8>, vector<64xi8>
+// CHECK: %[[WORD:.*]] = memref.load %[[QUADS]]
+// CHECK: %[[SPLAT:.*]] = vector.broadcast %[[WORD]] : i32 to vector<16xi32>
+// CHECK: %[[BYTES:.*]] = vector.bitcast %[[SPLAT]] : vector<16xi32> to vector<64xi8>
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.*}}, %{{.*}}, %[[BYTES]]) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// The scales of features 0..15 follow the 1024 weight bytes.
+// CHECK: %[[D:.*]] = vector.load %[[SLABS]][%{{.*}}, %{{.*}}, %c1024] : memref<2x2x1088xi8>, vector<32xi8>
+// CHECK: vector.bitcast %[[D]] : vector<32xi8> to vector<16xf16>
+// CHECK: arith.subi
+// CHECK: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK: vector.fma
+// CHECK: memref.dealloc %[[QUADS]]
+func.func @q8_0_weight(%x: memref<?x64xf32>, %w: memref<2x2x32x34xi8>, %out: memref<?x64xf32>) {
+  attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x2x32x34xi8>) outs(%out : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// q4_0 [.., 18 bytes]: one 64-byte load holds quad q in its low nibbles and
+// quad q + 4 in its high ones; the offset is 8; the scales follow the 512
+// weight bytes.
+// CHECK-LABEL: func.func @q4_0_weight
+// CHECK: %[[SLABS:.*]] = memref.collapse_shape %{{.*}} : memref<2x2x32x18xi8> into memref<2x2x576xi8>
+// CHECK: arith.muli %{{.*}}, %c8_i32 : i32
+// CHECK: %[[RAW:.*]] = vector.load %[[SLABS]][%{{.*}}, %{{.*}}, %c0] : memref<2x2x576xi8>, vector<64xi8>
+// CHECK: arith.andi %[[RAW]], %{{.*}} : vector<64xi8>
+// CHECK: arith.shrui %[[RAW]], %{{.*}} : vector<64xi8>
+// CHECK: vector.load %[[SLABS]][%{{.*}}, %{{.*}}, %c512] : memref<2x2x576xi8>, vector<32xi8>
+func.func @q4_0_weight(%x: memref<?x64xf32>, %w: memref<2x2x32x18xi8>, %out: memref<?x64xf32>) {
+  attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x2x32x18xi8>) outs(%out : memref<?x64xf32>)
+  return
+}
