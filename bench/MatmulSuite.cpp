@@ -143,9 +143,11 @@ void attn::bench::printMachine(const MachineFigures &machine,
   std::printf("\n| fp32 FMA peak (GFLOP/s) |");
   for (int t : options.threads)
     std::printf(" %.0f |", machine.fmaPeak.at(t) / 1e9);
-  std::printf("\n| read bandwidth, 1 GiB (GB/s) |");
-  for (int t : options.threads)
-    std::printf(" %.1f |", machine.bandwidth.at(t) / 1e9);
+  for (const auto &[bytes, byThreads] : machine.bandwidthAt) {
+    std::printf("\n| read bandwidth, %zu MiB (GB/s) |", bytes >> 20);
+    for (int t : options.threads)
+      std::printf(" %.1f |", byThreads.at(t) / 1e9);
+  }
   std::printf("\n");
 }
 

@@ -22,8 +22,18 @@ struct BenchOptions {
 /// The machine's limits by thread count: the best measured so far in the run.
 struct MachineFigures {
   std::map<int, double> fmaPeak;   // FLOP/s
-  std::map<int, double> bandwidth; // bytes/s
+  /// Read bytes/s: the best over the probe's sizes, the limit every ratio
+  /// is against (a model whose weights fit in the last-level cache streams
+  /// them from there).
+  std::map<int, double> bandwidth;
+  /// Per probe size (bytes), per thread count.
+  std::map<size_t, std::map<int, double>> bandwidthAt;
 };
+
+/// The read-bandwidth probe's buffer sizes: one the last-level cache of a
+/// large server part holds (models of 64 MB and more stream at least this
+/// far) and one far beyond any cache.
+constexpr size_t kBandwidthProbeSizes[] = {size_t(64) << 20, size_t(1) << 30};
 
 /// Figures gathered over interleaved rounds: "median (min-max)".
 struct Range {

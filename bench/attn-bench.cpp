@@ -99,9 +99,13 @@ int main(int argc, char **argv) {
   auto measureLimits = [&] {
     for (int threads : options.threads) {
       double peak = measureFmaPeak(threads);
-      double bandwidth = measureReadBandwidth(threads, size_t(1) << 30);
       machine.fmaPeak[threads] = std::max(machine.fmaPeak[threads], peak);
-      machine.bandwidth[threads] = std::max(machine.bandwidth[threads], bandwidth);
+      for (size_t bytes : kBandwidthProbeSizes) {
+        double bandwidth = measureReadBandwidth(threads, bytes);
+        double &best = machine.bandwidthAt[bytes][threads];
+        best = std::max(best, bandwidth);
+        machine.bandwidth[threads] = std::max(machine.bandwidth[threads], bandwidth);
+      }
     }
   };
   if (wants("matmul")) {
