@@ -44,6 +44,25 @@ __attribute__((target("avx512f"))) double fmaKernelAvx512(int64_t iterations) {
   return 2.0 * 16 * 16 * static_cast<double>(iterations);
 }
 
+/// Integer multiply-adds (counted as 2 ops each, like FLOPs) of `iterations`
+/// rounds of 16 independent vpdpbusd chains: 64 byte products per lane group.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double
+int8DotKernel(int64_t iterations) {
+  __m512i acc[16];
+  for (int i = 0; i < 16; ++i)
+    acc[i] = _mm512_set1_epi32(i);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < 16; ++i)
+      acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  int64_t sink = 0;
+  for (int i = 0; i < 16; ++i)
+    sink += _mm512_reduce_add_epi32(acc[i]);
+  volatile int64_t keep = sink;
+  (void)keep;
+  return 2.0 * 16 * 64 * static_cast<double>(iterations);
+}
+
 __attribute__((target("avx2,fma"))) double fmaKernelAvx2(int64_t iterations) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i)
@@ -68,14 +87,19 @@ __attribute__((target("avx2,fma"))) double fmaKernelAvx2(int64_t iterations) {
 /// streams and misses in flight), and one stream with software prefetch.
 /// A decode kernel reads its weights in whichever pattern is fastest, so
 /// the limit must be the best any pattern reaches, or its ratios overshoot.
-enum class ReadMethod { OneStream, FourStreams, Prefetch };
-constexpr ReadMethod kReadMethods[] = {ReadMethod::OneStream,
-                                       ReadMethod::FourStreams,
-                                       ReadMethod::Prefetch};
+enum class ReadMethod { OneStream, FourStreams, Prefetch, PrefetchFar };
+constexpr ReadMethod kReadMethods[] = {ReadMethod::OneStream, ReadMethod::FourStreams,
+                                       ReadMethod::Prefetch, ReadMethod::PrefetchFar};
 /// Floats per step of every method: 4 streams x 4 vectors of 16 lanes.
 constexpr size_t kReadStep = 256;
-/// Software prefetch distance: 2 KiB ahead of the loads.
-constexpr size_t kPrefetchFloats = 512;
+/// Software prefetch distances: 2 KiB and 16 KiB ahead of the loads (from
+/// a large last-level cache one core reads fastest prefetching far ahead,
+/// as the q4_0 decode kernel does).
+constexpr size_t kPrefetchFloats = 512, kFarPrefetchFloats = 4096;
+
+size_t prefetchDistance(ReadMethod method) {
+  return method == ReadMethod::PrefetchFar ? kFarPrefetchFloats : kPrefetchFloats;
+}
 
 /// Sums `count` floats (a multiple of kReadStep) as `method` says, with
 /// independent accumulators: bound by memory, not by add latency.
@@ -93,12 +117,12 @@ __attribute__((target("avx512f"))) float sumAvx512(const float *data,
           acc[(s * 4 + j) % 8] = _mm512_add_ps(
               acc[(s * 4 + j) % 8], _mm512_load_ps(data + s * part + i + 16 * j));
   } else {
-    bool prefetch = method == ReadMethod::Prefetch;
+    bool prefetch = method == ReadMethod::Prefetch || method == ReadMethod::PrefetchFar;
+    const size_t ahead = prefetchDistance(method);
     for (size_t i = 0; i < count; i += 128) {
       if (prefetch) {
-        _mm_prefetch(reinterpret_cast<const char *>(data + i + kPrefetchFloats), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char *>(data + i + kPrefetchFloats + 64),
-                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(data + i + ahead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(data + i + ahead + 64), _MM_HINT_T0);
       }
       for (int j = 0; j < 8; ++j)
         acc[j] = _mm512_add_ps(acc[j], _mm512_load_ps(data + i + 16 * j));
@@ -122,10 +146,11 @@ __attribute__((target("avx2"))) float sumAvx2(const float *data, size_t count,
           acc[(s * 4 + j) % 8] = _mm256_add_ps(
               acc[(s * 4 + j) % 8], _mm256_load_ps(data + s * part + i + 8 * j));
   } else {
-    bool prefetch = method == ReadMethod::Prefetch;
+    bool prefetch = method == ReadMethod::Prefetch || method == ReadMethod::PrefetchFar;
+    const size_t ahead = prefetchDistance(method);
     for (size_t i = 0; i < count; i += 64) {
       if (prefetch)
-        _mm_prefetch(reinterpret_cast<const char *>(data + i + kPrefetchFloats), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(data + i + ahead), _MM_HINT_T0);
       for (int j = 0; j < 8; ++j)
         acc[j] = _mm256_add_ps(acc[j], _mm256_load_ps(data + i + 8 * j));
     }
@@ -175,6 +200,22 @@ template <typename Fn> double parallelRate(int threads, Fn work) {
 
 bool hostHasAvx512() { return __builtin_cpu_supports("avx512f"); }
 
+bool hostHasAvx512Vnni() {
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+}
+
+double measureInt8DotPeak(int threads) {
+  if (!hostHasAvx512Vnni())
+    return 0;
+  const int64_t iterations = 20'000'000;
+  auto run = [&](int) { return int8DotKernel(iterations); };
+  run(0);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep)
+    best = std::max(best, parallelRate(threads, run));
+  return best;
+}
+
 double measureFmaPeak(int threads) {
   bool avx512 = hostHasAvx512();
   const int64_t iterations = 40'000'000;
@@ -194,8 +235,8 @@ double measureReadBandwidth(int threads, size_t bytes) {
   size_t count = bytes / sizeof(float);
   // Room past the end for the prefetches of the last step.
   float *data = static_cast<float *>(
-      std::aligned_alloc(64, (count + 2 * kPrefetchFloats) * sizeof(float)));
-  for (size_t i = 0; i < count + 2 * kPrefetchFloats; ++i)
+      std::aligned_alloc(64, (count + 2 * kFarPrefetchFloats) * sizeof(float)));
+  for (size_t i = 0; i < count + 2 * kFarPrefetchFloats; ++i)
     data[i] = 1.0f;
   auto sum = [&](ReadMethod method) {
     return [&, method](int t) {

@@ -13,6 +13,12 @@ bool hostHasAvx512();
 /// the host has it, AVX2 otherwise).
 double measureFmaPeak(int threads);
 
+/// int8 multiply-add ops/s (2 per product, as FLOPs count) of independent
+/// AVX-512 VNNI vpdpbusd chains on `threads` threads; 0 without VNNI. The
+/// peak of the q8_0 / q4_0 kernels' products.
+bool hostHasAvx512Vnni();
+double measureInt8DotPeak(int threads);
+
 /// Bytes/s of summing a `bytes`-sized array split across `threads`
 /// threads: the best of one stream, four streams and software prefetch per
 /// thread, over 3 rounds. Use >= 1 GiB so that it measures DRAM, not the

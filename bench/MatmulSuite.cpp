@@ -143,6 +143,11 @@ void attn::bench::printMachine(const MachineFigures &machine,
   std::printf("\n| fp32 FMA peak (GFLOP/s) |");
   for (int t : options.threads)
     std::printf(" %.0f |", machine.fmaPeak.at(t) / 1e9);
+  if (machine.int8Peak.at(options.threads.front()) > 0) {
+    std::printf("\n| int8 VNNI dot peak (GOP/s) |");
+    for (int t : options.threads)
+      std::printf(" %.0f |", machine.int8Peak.at(t) / 1e9);
+  }
   for (const auto &[bytes, byThreads] : machine.bandwidthAt) {
     std::printf("\n| read bandwidth, %zu MiB (GB/s) |", bytes >> 20);
     for (int t : options.threads)

@@ -100,6 +100,8 @@ int main(int argc, char **argv) {
     for (int threads : options.threads) {
       double peak = measureFmaPeak(threads);
       machine.fmaPeak[threads] = std::max(machine.fmaPeak[threads], peak);
+      machine.int8Peak[threads] =
+          std::max(machine.int8Peak[threads], measureInt8DotPeak(threads));
       for (size_t bytes : kBandwidthProbeSizes) {
         double bandwidth = measureReadBandwidth(threads, bytes);
         double &best = machine.bandwidthAt[bytes][threads];

@@ -33,8 +33,9 @@ def Attn_EmbeddingOp : Attn_Op<"embedding", [Pure]> {
     The table is `[rows, dim]`, or a packed `[blocks, dim, NR]` table (the
     layout of a packed `attn.linear` weight, see there) when a tied
     embedding doubles as the output projection: row `v` is then
-    `table[v / NR, :, v % NR]`. A packed table may be bf16, as a packed
-    weight may; the gathered values are widened to f32.
+    `table[v / NR, :, v % NR]`. A packed table may be bf16 or q8_0 / q4_0
+    bytes, as a packed weight may (see `attn.linear`); the gathered values
+    are widened or dequantized to f32.
 
     `scale` (optional, finite) multiplies every gathered row, in f32:
     Gemma's `sqrt(hidden_size)` and XGLM's `sqrt(d_model)`.
@@ -68,7 +69,12 @@ def Attn_LinearOp : Attn_Op<"linear", [Pure]> {
       `[n / NR, k, n % NR]`), the last block zero-padded. This is the layout
       the CPU kernels stream; `attn-compile` packs weights into it once, at
       load time. A packed weight may be bf16: the product widens each weight
-      to f32 and accumulates in f32 (the other layouts are f32).
+      to f32 and accumulates in f32. It may also be llama.cpp's q8_0 or
+      q4_0 blocks of 32 inputs, as i8 bytes `[NB, in / 32, NR, 34]` (q8_0)
+      or `[NB, in / 32, NR, 18]` (q4_0) ordered for the int8 dot product
+      (include/attn/Dialect/Attn/IR/PackedWeight.h); the kernel then
+      quantizes its input rows to int8 per block of 32, as llama.cpp does.
+      The other layouts are f32.
 
     Stating the layout keeps checkpoints usable as stored: nothing is
     transposed on load, the lowering reads the weight as it lies.
@@ -606,7 +612,9 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
     destination-passing style on tensors or on memrefs.
 
     For `input` `[M, K]`, `weight` packed `[NB, K, NR]` (f32, or bf16
-    widened to f32 as it is loaded) and `init` `[M, N]`:
+    widened to f32 as it is loaded; or q8_0 / q4_0 bytes
+    `[NB, K / 32, NR, 34 | 18]`, multiplied by int8 dot products with the
+    input quantized per row and block of 32) and `init` `[M, N]`:
 
     ```
     acc[m, n] = sum_k input[m, k] * weight[n / NR, k, n % NR]
