@@ -64,6 +64,9 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
   attention.blockRows = options.queryBlock;
   attention.fastExp = options.fastMath;
   pm.addPass(createLowerAttentionPass(attention));
+  // A prefill's norms, RoPE and copies over its rows on every thread.
+  if (options.threads)
+    pm.addPass(createParallelizeRowsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
 }

@@ -490,9 +490,7 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
   auto bytesType = VectorType::get({kQuantBlock}, i8);
   auto quadsType = VectorType::get({kQuantBlock / 4}, i32);
   Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
-  scf::ForOp::create(
-      b, loc, zero, rows, one, ValueRange{},
-      [&](OpBuilder &rb, Location rl, Value row, ValueRange) {
+  auto quantizeRow = [&](OpBuilder &rb, Location rl, Value row) {
         scf::ForOp::create(
             rb, rl, zero, indexConstant(rb, rl, g.groups), one, ValueRange{},
             [&](OpBuilder &nb, Location l, Value group, ValueRange) {
@@ -531,8 +529,20 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
                                       ValueRange{row, group});
               scf::YieldOp::create(nb, l);
             });
-        scf::YieldOp::create(rb, rl);
-      });
+  };
+  // A prefill's rows on every thread; decode's one row where it is.
+  if (ShapedType::isDynamic(cast<MemRefType>(g.output.getType()).getDimSize(0))) {
+    scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{rows}, ValueRange{one},
+                            [&](OpBuilder &pb, Location pl, ValueRange ivs) {
+                              quantizeRow(pb, pl, ivs[0]);
+                            });
+  } else {
+    scf::ForOp::create(b, loc, zero, rows, one, ValueRange{},
+                       [&](OpBuilder &rb, Location rl, Value row, ValueRange) {
+                         quantizeRow(rb, rl, row);
+                         scf::YieldOp::create(rb, rl);
+                       });
+  }
   return success();
 }
 

@@ -34,6 +34,21 @@ def PublicResultsToOutParamsPass
                            "::mlir::memref::MemRefDialect"];
 }
 
+def ParallelizeRowsPass : Pass<"attn-parallelize-rows"> {
+  let summary = "Run linalg ops over a dynamic number of rows as an scf.parallel over rows";
+  let description = [{
+    Each linalg op on memrefs whose first loop is parallel and has a dynamic
+    extent (a prefill's tokens: norms, RoPE, KV cache appends, gathers) is
+    tiled by one along that loop into an `scf.parallel` over rows, which
+    `attn-parallel-to-openmp` runs on the thread team; convert-linalg-to-loops
+    then lowers the one-row op inside. Ops over static extents (decode's
+    single row) and ops already inside an `scf.parallel` are left alone.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def LowerGemmPass : Pass<"attn-lower-gemm"> {
   let summary = "Lower attn.gemm on memrefs to register-tiled, threaded vector code";
   let description = [{
