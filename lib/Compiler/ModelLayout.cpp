@@ -187,6 +187,11 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
     globals.tokenEmbedding =
         pack("lm_head", {names.tokenEmbedding}, /*outIn=*/true);
     globals.head = globals.tokenEmbedding;
+  } else if (format != WeightFormat::F32) {
+    // A separate table follows the format too (a quarter of an untied
+    // LLaMA-110M's bytes): the embedding gathers from its packed copy.
+    globals.tokenEmbedding =
+        pack(names.tokenEmbedding, {names.tokenEmbedding}, /*outIn=*/true);
   } else {
     globals.tokenEmbedding = weightOf(names.tokenEmbedding);
   }
@@ -210,7 +215,7 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
 std::vector<int64_t> mlir::attn::packKinds(const ModelLayout &layout) {
   using Source = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t,
                             std::vector<int64_t>>;
-  using Key = std::tuple<bool, int64_t, int64_t, int64_t, std::vector<Source>>;
+  using Key = std::tuple<bool, int, int64_t, int64_t, int64_t, std::vector<Source>>;
   std::map<Key, int64_t> kindOf;
   std::vector<int64_t> kinds;
   for (const PackedWeight &packed : layout.packed) {
@@ -221,8 +226,8 @@ std::vector<int64_t> mlir::attn::packKinds(const ModelLayout &layout) {
                            source.heads, source.groups, source.headDim,
                            std::vector<int64_t>(shape.begin(), shape.end()));
     }
-    Key key{packed.vector, packed.inFeatures, packed.outFeatures,
-            packed.blockSize, std::move(sources)};
+    Key key{packed.vector, static_cast<int>(packed.format), packed.inFeatures,
+            packed.outFeatures, packed.blockSize, std::move(sources)};
     auto [it, inserted] =
         kindOf.try_emplace(std::move(key), static_cast<int64_t>(kindOf.size()));
     kinds.push_back(it->second);

@@ -111,7 +111,8 @@ struct LayerEntries {
 /// The table entries outside the layers; -1 where the model has none.
 struct GlobalEntries {
   /// The token embedding: the packed output projection when tied (the
-  /// embedding reads rows of the packed copy), else the checkpoint's table.
+  /// embedding reads rows of the packed copy), else the checkpoint's table
+  /// (f32), or its own packed copy in the weight format.
   int64_t tokenEmbedding = -1;
   int64_t positionEmbedding = -1;
   int64_t embeddingNorm = -1, embeddingNormBias = -1;

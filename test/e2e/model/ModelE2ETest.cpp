@@ -745,17 +745,18 @@ TEST(ModelE2EWeightFormats, Bf16MatchesTheReferenceOnRoundedWeights) {
   }
 }
 
-/// The median over rows of max |a - b| / max |b| (at least 1) per row.
-double medianRowError(const std::vector<float> &a, const std::vector<float> &b,
-                      int64_t vocab) {
+/// The quantile `q` over rows of max |a - b| / max |b| (at least 1) per row.
+double rowErrorQuantile(const std::vector<float> &a, const std::vector<float> &b,
+                        int64_t vocab, double q) {
   std::vector<double> rows;
   for (size_t start = 0; start + vocab <= b.size(); start += vocab) {
     std::vector<float> rowA(a.begin() + start, a.begin() + start + vocab);
     std::vector<float> rowB(b.begin() + start, b.begin() + start + vocab);
     rows.push_back(relativeToMax(rowA, rowB));
   }
-  std::nth_element(rows.begin(), rows.begin() + rows.size() / 2, rows.end());
-  return rows[rows.size() / 2];
+  size_t at = static_cast<size_t>(q * (rows.size() - 1));
+  std::nth_element(rows.begin(), rows.begin() + at, rows.end());
+  return rows[at];
 }
 
 /// Checkpoint values on which llama.cpp's rounding is decided by ties:
@@ -793,7 +794,7 @@ TEST(ModelE2EWeightFormats, QuantizedPackingRoundsAsLlamaCpp) {
     GTEST_SKIP() << "the q8_0 / q4_0 kernels need AVX-512 VNNI";
   for (mlir::attn::WeightFormat format :
        {mlir::attn::WeightFormat::Q8_0, mlir::attn::WeightFormat::Q4_0}) {
-    for (const char *name : {"tiny-llama-tied", "tiny-gpt2"}) {
+    for (const char *name : {"tiny-llama-tied", "tiny-gpt2", "tiny-phi3"}) {
       std::string label = std::string(name) + " " + mlir::attn::weightFormatName(format);
       SCOPED_TRACE(label);
       const bool q8 = format == mlir::attn::WeightFormat::Q8_0;
@@ -871,11 +872,13 @@ TEST(ModelE2EWeightFormats, QuantizedPackingRoundsAsLlamaCpp) {
 // blocks and the kernels multiply int8-quantized inputs. Against the
 // reference run the same way (weights rounded through the format by its
 // scalar reference, projection inputs quantized per row and block of 32)
-// a typical row agrees to f32 rounding (measured 2e-7 relative), and the
-// worst to what a flip of one activation's rounding leaves (an input off in
-// its last bit; 8e-3 once in 12 cases), far inside the distance to the f32
-// model (q8_0 2-6%, q4_0 15-55% on these sharp random models); prompt,
-// decode and recomputation.
+// rows agree to f32 rounding (measured 1-3e-7 relative) except those that a
+// flip of one activation's rounding reaches (an input off in its last bit
+// lands on the other side of a half step: its own row and, through sharp
+// attention, some later ones; 0.3-1.1% of the largest logit, in 2 of 12
+// cases, at most 25 of 40 rows), far inside the distance to the f32 model
+// (q8_0 2-6%, q4_0 15-60% on these sharp random models); a rounding or
+// layout bug moves every row. Prompt, decode and recomputation.
 TEST(ModelE2EWeightFormats, QuantizedMatchTheReferenceComputedAlike) {
   if (!mlir::attn::hostHasInt8Dot())
     GTEST_SKIP() << "the q8_0 / q4_0 kernels need AVX-512 VNNI";
@@ -901,14 +904,14 @@ TEST(ModelE2EWeightFormats, QuantizedMatchTheReferenceComputedAlike) {
         return;
       double vsReference = relativeToMax(logits, expected);
       double vsF32 = relativeToMax(logits, exact);
-      double typical = medianRowError(logits, expected, m->vocab);
-      printf("%s: max |error| / max |logit| = %.3g (median row %.3g) vs the reference "
-             "computed alike, %.3g vs f32\n",
-             label.c_str(), vsReference, typical, vsF32);
+      double agreeing = rowErrorQuantile(logits, expected, m->vocab, 0.25);
+      printf("%s: max |error| / max |logit| = %.3g (a quarter of the rows within %.3g) "
+             "vs the reference computed alike, %.3g vs f32\n",
+             label.c_str(), vsReference, agreeing, vsF32);
       EXPECT_LT(vsReference, kQuantizedTolerance);
-      EXPECT_LT(typical, kRelativeTolerance)
+      EXPECT_LT(agreeing, kRelativeTolerance)
           << "the format's rounding is not what the kernels do";
-      EXPECT_GT(medianRowError(logits, exact, m->vocab), 100 * kRelativeTolerance)
+      EXPECT_GT(rowErrorQuantile(logits, exact, m->vocab, 0.25), 100 * kRelativeTolerance)
           << "the weights were not quantized";
       checkGeneration(*m, prompt, 8, /*cachedReference=*/false, kQuantizedTolerance);
     }
