@@ -186,6 +186,15 @@ bool parseManifest(std::string_view json, Manifest &manifest,
     return false;
   }
   manifest.architecture = architecture->get<std::string>();
+  if (const Json *weightFormat = jsonFind(root, "weight_format")) {
+    std::string name = weightFormat->is_string() ? weightFormat->get<std::string>() : "";
+    if (name != "f32" && name != "bf16" && name != "q8_0" && name != "q4_0") {
+      error = "\"weight_format\" must be one of \"f32\", \"bf16\", \"q8_0\", "
+              "\"q4_0\", got " + weightFormat->dump();
+      return false;
+    }
+    manifest.weightFormat = name;
+  }
   if (!read.integer("vocab_size", 1, true, manifest.vocabSize) ||
       !read.integer("max_seq", 1, true, manifest.maxSeq) ||
       !read.integer("hidden_size", 0, false, manifest.hiddenSize) ||

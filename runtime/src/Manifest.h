@@ -35,6 +35,8 @@ struct PackedSpec {
 struct Manifest {
   int64_t abiVersion = 0;
   std::string architecture;
+  /// "f32" (also when the manifest predates the field), "bf16", "q8_0", "q4_0".
+  std::string weightFormat = "f32";
   int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0, numHeads = 0,
           numKvHeads = 0, headDim = 0, intermediateSize = 0, maxSeq = 0;
   int64_t kvCacheBytes = 0;

@@ -147,6 +147,7 @@ static bool loadLibrary(attnrt_model &model, const char *path,
   info.max_seq = m.maxSeq;
   info.kv_cache_bytes = m.kvCacheBytes;
   info.num_weights = static_cast<int64_t>(m.weights.size());
+  info.weight_format = m.weightFormat.c_str();
   return true;
 }
 
@@ -568,6 +569,10 @@ int64_t attnrt_model_vocab_size(const attnrt_model *model) {
 
 int64_t attnrt_model_max_seq(const attnrt_model *model) {
   return model ? model->info.max_seq : 0;
+}
+
+const char *attnrt_model_weight_format(const attnrt_model *model) {
+  return model ? model->info.weight_format : "";
 }
 
 const char *attnrt_model_architecture(const attnrt_model *model) {

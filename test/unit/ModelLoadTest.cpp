@@ -70,6 +70,7 @@ TEST_F(ModelLoadTest, LoadsAndRuns) {
   ASSERT_NE(model, nullptr) << error;
   const attnrt_model_info *info = attnrt_model_get_info(model.get());
   EXPECT_STREQ(info->architecture, "mock");
+  EXPECT_STREQ(info->weight_format, "f32"); // the mock manifest predates the field
   EXPECT_EQ(info->vocab_size, 40);
   EXPECT_EQ(info->hidden_size, 6);
   EXPECT_EQ(info->num_layers, 1);
@@ -465,6 +466,11 @@ TEST_F(LibraryTest, BadManifests) {
       where() + "manifest kv_cache: \"bytes\" is -1, must be at least 0");
   EXPECT_EQ(manifestError(mockManifestWith("\"architecture\": \"mock\",", "")),
             where() + "manifest \"architecture\" is missing or not a string");
+  EXPECT_EQ(manifestError(mockManifestWith(
+                "\"architecture\": \"mock\",",
+                "\"architecture\": \"mock\", \"weight_format\": \"q5_1\",")),
+            where() + "manifest \"weight_format\" must be one of \"f32\", \"bf16\", "
+                      "\"q8_0\", \"q4_0\", got \"q5_1\"");
   EXPECT_EQ(manifestError(mockManifestWith(
                 "{\"name\": \"head.bias\", \"dtype\": \"F32\", ",
                 "{\"dtype\": \"F32\", ")),

@@ -87,6 +87,8 @@ typedef struct {
   int64_t max_seq;        /* positions 0 .. max_seq - 1 */
   int64_t kv_cache_bytes; /* per session */
   int64_t num_weights;
+  const char *weight_format; /* how the packed weights are stored: "f32", "bf16",
+                                "q8_0" or "q4_0" (attn-compile --weight-format) */
 } attnrt_model_info;
 
 ATTNRT_API const attnrt_model_info *
@@ -94,6 +96,8 @@ attnrt_model_get_info(const attnrt_model *model);
 ATTNRT_API int64_t attnrt_model_vocab_size(const attnrt_model *model);
 ATTNRT_API int64_t attnrt_model_max_seq(const attnrt_model *model);
 ATTNRT_API const char *attnrt_model_architecture(const attnrt_model *model);
+/* attnrt_model_get_info(model)->weight_format; "" for NULL. */
+ATTNRT_API const char *attnrt_model_weight_format(const attnrt_model *model);
 /* The library's manifest JSON, verbatim. */
 ATTNRT_API const char *attnrt_model_manifest(const attnrt_model *model);
 

@@ -64,6 +64,8 @@
  *   "vocab_size": V, "hidden_size": D, "num_layers": L, "num_heads": H,
  *   "num_kv_heads": G, "head_dim": HD, "intermediate_size": F,
  *   "max_seq": S,                        // positions 0 .. S-1
+ *   "weight_format": "f32" | "bf16" | "q8_0" | "q4_0",  // optional, default f32:
+ *                                        // how the packed buffers store weights
  *   "kv_cache": {"bytes": B},
  *   "weights": [                         // table[0 .. #weights)
  *     {"name": "h.0.ln_1.weight", "dtype": "F32", "shape": [768]},

@@ -892,6 +892,8 @@ TEST(ModelE2EWeightFormats, QuantizedMatchTheReferenceComputedAlike) {
       spec.sharp = true;
       std::unique_ptr<CompiledModel> m = prepare(spec, 0, nullptr, false, format);
       ASSERT_TRUE(m);
+      EXPECT_STREQ(attnrt_model_weight_format(m->model.get()),
+                   mlir::attn::weightFormatName(format));
       std::vector<int32_t> prompt = promptTokens(40, m->vocab);
       std::vector<int64_t> ids(prompt.begin(), prompt.end());
       std::vector<float> exact, expected, logits;
