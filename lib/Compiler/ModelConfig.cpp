@@ -168,6 +168,18 @@ std::optional<std::string> firstDuplicateKey(llvm::StringRef json) {
 
 } // namespace
 
+namespace {
+/// What attn.rope needs of any family's description: its pairs of
+/// dimensions come from an even head size, even when only the first
+/// rotary_dims rotate (HF's GPT-J and GPT-NeoX accept an odd head size).
+void checkRotaryHeadSize(ConfigReader &reader, const ModelConfig &config) {
+  if (config.positions.kind == PositionKind::Rotary && config.headDim % 2 != 0)
+    reader.fail("the head size (" + llvm::Twine(config.headDim) +
+                ") is odd; rotary position embeddings in Attn need an even head "
+                "size, also when only its first rotary dimensions rotate");
+}
+} // namespace
+
 llvm::Expected<ModelConfig>
 mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
   if (nestsDeeperThan(json, kMaxJsonDepth))
@@ -188,6 +200,7 @@ mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
   ConfigReader reader(*object, fileName);
   if (isModelDescription(*object)) {
     ModelConfig config = readModelDescription(reader);
+    checkRotaryHeadSize(reader, config);
     if (llvm::Error error = reader.takeError())
       return std::move(error);
     return config;
@@ -220,6 +233,7 @@ mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
         key, [](const JsonValue &) { return false; },
         "multimodal models (vision or audio towers)");
   ModelConfig config = family->read(reader);
+  checkRotaryHeadSize(reader, config);
   if (llvm::Error error = reader.takeError())
     return std::move(error);
   return config;

@@ -188,7 +188,7 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
         pack("lm_head", {names.tokenEmbedding}, /*outIn=*/true);
     globals.head = globals.tokenEmbedding;
   } else if (format != WeightFormat::F32) {
-    // A separate table follows the format too (a quarter of an untied
+    // A separate table follows the format too (a fifth of an untied
     // LLaMA-110M's bytes): the embedding gathers from its packed copy.
     globals.tokenEmbedding =
         pack(names.tokenEmbedding, {names.tokenEmbedding}, /*outIn=*/true);

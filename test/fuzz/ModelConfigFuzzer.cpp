@@ -77,13 +77,23 @@ void checkConfig(const ModelConfig &c) {
                    total <= INT64_MAX / 4,
                "total weights overflow");
   }
-  int64_t kv = 0;
-  FUZZ_CHECK(!__builtin_mul_overflow(c.numLayers * 2, c.maxPositions, &kv) &&
-                 !__builtin_mul_overflow(kv, c.kvFeatures() * 4, &kv),
+  int64_t kvAll = 0;
+  FUZZ_CHECK(!__builtin_mul_overflow(c.numLayers * 2, c.maxPositions, &kvAll) &&
+                 !__builtin_mul_overflow(kvAll, c.kvFeatures() * 4, &kvAll),
              "KV cache bytes overflow");
 
+  // The cache holds the positions resolveMaxSeq gives (the config's, at
+  // most 4096 by default), a sliding window's layers only their window.
   llvm::Expected<int64_t> maxSeq = resolveMaxSeq(c, 0);
   FUZZ_CHECK(static_cast<bool>(maxSeq), "resolveMaxSeq(0) failed");
+  int64_t kv = 0;
+  for (int64_t layer = 0; layer < c.numLayers; ++layer) {
+    int64_t rows = kvCacheRows(c, layer, *maxSeq);
+    FUZZ_CHECK(rows > 0 && rows <= *maxSeq, "layer %lld caches %lld rows of %lld",
+               static_cast<long long>(layer), static_cast<long long>(rows),
+               static_cast<long long>(*maxSeq));
+    kv += 2 * rows * c.kvFeatures() * 4; // at most kvAll: no overflow
+  }
   FUZZ_CHECK(kvCacheBytes(c, *maxSeq) == kv, "kvCacheBytes");
   printModelSummary(c, *maxSeq, llvm::nulls());
 
