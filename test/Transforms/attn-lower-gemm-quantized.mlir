@@ -31,6 +31,11 @@
 // CHECK: arith.subi
 // CHECK: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
 // CHECK: vector.fma
+// The one-row tile prefetches 2 x prefetch-bytes (8192) ahead: 8192 / 1088
+// = 7 slabs, each of its 17 cache lines.
+// CHECK: scf.for %[[G:.*]] = %c0 to %c2 step %c1 iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>) {
+// CHECK-NEXT: arith.addi %[[G]], %c7 : index
+// CHECK-COUNT-17: memref.prefetch %[[SLABS]]
 // CHECK: memref.dealloc %[[QUADS]]
 func.func @q8_0_weight(%x: memref<?x64xf32>, %w: memref<2x2x32x34xi8>, %out: memref<?x64xf32>) {
   attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x2x32x34xi8>) outs(%out : memref<?x64xf32>)
