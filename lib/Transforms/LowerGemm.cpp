@@ -271,14 +271,13 @@ SmallVector<Value> emitQuantizedProducts(OpBuilder &b, Location loc,
       b, loc, DenseElementsAttr::get(intType, b.getI32IntegerAttr(0)));
   const int64_t nr = g.blockSize;
   const int64_t scaleStart = quantWeightBytes(g.format) * nr;
-  int64_t aheadGroups = g.prefetchRows > 0 ? std::max<int64_t>(1, g.prefetchRows) : 0;
 
   auto groupLoop = scf::ForOp::create(
       b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, g.groups),
       indexConstant(b, loc, 1), zeros,
       [&](OpBuilder &nb, Location l, Value group, ValueRange carried) {
-        if (rows == 1 && aheadGroups > 0)
-          emitPrefetch(nb, l, {g.slabs, g.slabs2}, g.blocks, g.groups, aheadGroups,
+        if (rows == 1 && g.prefetchRows > 0)
+          emitPrefetch(nb, l, {g.slabs, g.slabs2}, g.blocks, g.groups, g.prefetchRows,
                        g.slabBytes, 1, block, group);
         SmallVector<Value> sums(chains * perChain, zeroInt);
         Value firstQuad = arith::MulIOp::create(nb, l, group,
@@ -491,44 +490,44 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
   auto quadsType = VectorType::get({kQuantBlock / 4}, i32);
   Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
   auto quantizeRow = [&](OpBuilder &rb, Location rl, Value row) {
-        scf::ForOp::create(
-            rb, rl, zero, indexConstant(rb, rl, g.groups), one, ValueRange{},
-            [&](OpBuilder &nb, Location l, Value group, ValueRange) {
-              Value k0 = arith::MulIOp::create(nb, l, group,
-                                               indexConstant(nb, l, kQuantBlock));
-              Value x = vector::LoadOp::create(nb, l, valuesType, g.input,
-                                               ValueRange{row, k0});
-              Value amax = vector::ReductionOp::create(
-                  nb, l, vector::CombiningKind::MAXNUMF,
-                  math::AbsFOp::create(nb, l, x));
-              auto scalar = [&](double v) -> Value {
-                return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
-              };
-              Value d = arith::DivFOp::create(nb, l, amax, scalar(127.0));
-              Value nonzero = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::UNE,
-                                                    d, scalar(0.0));
-              Value id = arith::SelectOp::create(
-                  nb, l, nonzero, arith::DivFOp::create(nb, l, scalar(1.0), d),
-                  scalar(0.0));
-              Value scaled = arith::MulFOp::create(
-                  nb, l, x, vector::BroadcastOp::create(nb, l, valuesType, id));
-              Value q = arith::FPToSIOp::create(
-                  nb, l, intsType, math::RoundEvenOp::create(nb, l, scaled));
-              Value sum = vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD, q);
-              Value correction = arith::MulIOp::create(
-                  nb, l, sum,
-                  arith::ConstantIntOp::create(nb, l, quantOffset(g.format), 32));
-              Value bytes = arith::TruncIOp::create(nb, l, bytesType, q);
-              Value firstQuad = arith::MulIOp::create(
-                  nb, l, group, indexConstant(nb, l, kQuantBlock / 4));
-              vector::StoreOp::create(nb, l,
-                                      vector::BitCastOp::create(nb, l, quadsType, bytes),
-                                      g.quads, ValueRange{row, firstQuad});
-              memref::StoreOp::create(nb, l, d, g.scales, ValueRange{row, group});
-              memref::StoreOp::create(nb, l, correction, g.corrections,
-                                      ValueRange{row, group});
-              scf::YieldOp::create(nb, l);
-            });
+    scf::ForOp::create(
+        rb, rl, zero, indexConstant(rb, rl, g.groups), one, ValueRange{},
+        [&](OpBuilder &nb, Location l, Value group, ValueRange) {
+          Value k0 = arith::MulIOp::create(nb, l, group,
+                                           indexConstant(nb, l, kQuantBlock));
+          Value x = vector::LoadOp::create(nb, l, valuesType, g.input,
+                                           ValueRange{row, k0});
+          Value amax = vector::ReductionOp::create(
+              nb, l, vector::CombiningKind::MAXNUMF,
+              math::AbsFOp::create(nb, l, x));
+          auto scalar = [&](double v) -> Value {
+            return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+          };
+          Value d = arith::DivFOp::create(nb, l, amax, scalar(127.0));
+          Value nonzero = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::UNE,
+                                                d, scalar(0.0));
+          Value id = arith::SelectOp::create(
+              nb, l, nonzero, arith::DivFOp::create(nb, l, scalar(1.0), d),
+              scalar(0.0));
+          Value scaled = arith::MulFOp::create(
+              nb, l, x, vector::BroadcastOp::create(nb, l, valuesType, id));
+          Value q = arith::FPToSIOp::create(
+              nb, l, intsType, math::RoundEvenOp::create(nb, l, scaled));
+          Value sum = vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD, q);
+          Value correction = arith::MulIOp::create(
+              nb, l, sum,
+              arith::ConstantIntOp::create(nb, l, quantOffset(g.format), 32));
+          Value bytes = arith::TruncIOp::create(nb, l, bytesType, q);
+          Value firstQuad = arith::MulIOp::create(
+              nb, l, group, indexConstant(nb, l, kQuantBlock / 4));
+          vector::StoreOp::create(nb, l,
+                                  vector::BitCastOp::create(nb, l, quadsType, bytes),
+                                  g.quads, ValueRange{row, firstQuad});
+          memref::StoreOp::create(nb, l, d, g.scales, ValueRange{row, group});
+          memref::StoreOp::create(nb, l, correction, g.corrections,
+                                  ValueRange{row, group});
+          scf::YieldOp::create(nb, l);
+        });
   };
   // A prefill's rows on every thread; decode's one row where it is.
   if (ShapedType::isDynamic(cast<MemRefType>(g.output.getType()).getDimSize(0))) {
@@ -591,9 +590,9 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   g.vectorsPerBlock = g.blockSize / width;
   g.kUnroll = g.k % kUnroll == 0 ? kUnroll : 1;
   g.vectorType = VectorType::get({width}, rewriter.getF32Type());
-  g.weightVectorType = VectorType::get(
-      {width}, quantized ? rewriter.getF32Type() : weightType.getElementType());
-  int64_t rowBytes = quantized ? 0 : g.blockSize * g.weightVectorType.getElementTypeBitWidth() / 8;
+  // (Quantized weights load bytes of slabs instead.)
+  g.weightVectorType = VectorType::get({width}, weightType.getElementType());
+  int64_t rowBytes = g.blockSize * g.weightVectorType.getElementTypeBitWidth() / 8;
   if (quantized) {
     g.groups = g.k / kQuantBlock;
     g.slabBytes = g.blockSize * quantBlockBytes(g.format);

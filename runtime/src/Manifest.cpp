@@ -158,6 +158,10 @@ static bool parsePacked(const Json &entry, size_t index, size_t weightCount,
   return true;
 }
 
+bool isWeightFormat(std::string_view name) {
+  return name == "f32" || name == "bf16" || name == "q8_0" || name == "q4_0";
+}
+
 bool parseManifest(std::string_view json, Manifest &manifest,
                    std::string &error) {
   Json root;
@@ -188,7 +192,7 @@ bool parseManifest(std::string_view json, Manifest &manifest,
   manifest.architecture = architecture->get<std::string>();
   if (const Json *weightFormat = jsonFind(root, "weight_format")) {
     std::string name = weightFormat->is_string() ? weightFormat->get<std::string>() : "";
-    if (name != "f32" && name != "bf16" && name != "q8_0" && name != "q4_0") {
+    if (!isWeightFormat(name)) {
       error = "\"weight_format\" must be one of \"f32\", \"bf16\", \"q8_0\", "
               "\"q4_0\", got " + weightFormat->dump();
       return false;

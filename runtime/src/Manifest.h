@@ -48,6 +48,10 @@ struct Manifest {
 };
 
 /// Parses `json`; errors say which field is wrong ("\"max_seq\" is missing").
+/// Whether `name` is a weight format attn-compile writes ("f32", "bf16",
+/// "q8_0", "q4_0").
+bool isWeightFormat(std::string_view name);
+
 bool parseManifest(std::string_view json, Manifest &manifest,
                    std::string &error);
 

@@ -497,7 +497,7 @@ attnrt_model *attnrt_model_load_dir(const char *model_dir,
         settings.compiler = o.compiler ? o.compiler : "";
         settings.weightFormat = o.weight_format ? o.weight_format : "";
         const std::string &wf = settings.weightFormat;
-        if (!wf.empty() && wf != "f32" && wf != "bf16" && wf != "q8_0" && wf != "q4_0") {
+        if (!wf.empty() && !isWeightFormat(wf)) {
           copyError("attnrt_model_load_dir: weight format '" + wf +
                         "' is not one of f32, bf16, q8_0, q4_0",
                     error, error_size);
