@@ -47,11 +47,18 @@ def Attn_Tensor2D : TensorRankOf<[F32], [2]>;
 def Attn_Tensor3D : TensorRankOf<[F32], [3]>;
 def Attn_WeightTensor : RankedTensorOf<[F32, BF16, I8]>;
 def Attn_TokenIds : TensorRankOf<[I32, I64], [1]>;
+// Cached keys and values: f32, or bf16 / f16 (half the bytes a decode step
+// reads from a long cache; widened to f32 where attention loads them).
+def Attn_CacheTensor2D : TensorRankOf<[F32, BF16, F16], [2]>;
 
 // Operands of code generation ops: f32 tensors before bufferization, f32
 // memrefs (any layout) after.
 def Attn_TensorOrMemRef : AnyTypeOf<[RankedTensorOf<[F32]>, MemRefOf<[F32]>],
                                     "f32 tensor or memref">;
+// Keys and values of a code generation op: f32, bf16 or f16.
+def Attn_CacheTensorOrMemRef
+    : AnyTypeOf<[RankedTensorOf<[F32, BF16, F16]>, MemRefOf<[F32, BF16, F16]>],
+                "f32, bf16 or f16 tensor or memref">;
 // A packed weight of a code generation op: f32, bf16, or q8_0/q4_0 bytes.
 def Attn_WeightTensorOrMemRef
     : AnyTypeOf<[RankedTensorOf<[F32, BF16, I8]>, MemRefOf<[F32, BF16, I8]>],

@@ -391,6 +391,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     A query row that sees no key at all (every key masked, e.g. causal with
     `seq_q > kv_len`) yields zeros, not NaN.
 
+    `key` and `value` share one element type: f32, or bf16 / f16 when they
+    come from a cache held in that precision. They are widened to f32 as
+    they are read; scores, softmax and the output accumulate in f32.
+
     Example (decode of one token with 12 query heads sharing 4 KV heads):
     ```mlir
     %o = attn.attention %q, %k, %v heads(12) kv_heads(4) causal kv_len(%n)
@@ -404,8 +408,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
         : tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor2D:$query, Attn_Tensor2D:$key, Attn_Tensor2D:$value,
-                       Optional<Attn_Tensor3D>:$bias, Optional<Index>:$kv_len,
+  let arguments = (ins Attn_Tensor2D:$query, Attn_CacheTensor2D:$key,
+                       Attn_CacheTensor2D:$value, Optional<Attn_Tensor3D>:$bias, Optional<Index>:$kv_len,
                        I64Attr:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<F32Attr>:$scale,
@@ -446,6 +450,10 @@ def Attn_KvCacheAppendOp : Attn_Op<"kv_cache_append",
     Writing past `max_seq` has no meaning; the runtime rejects positions that
     would overflow the context before calling compiled code.
 
+    A bf16 or f16 cache stores each f32 update element rounded to nearest
+    (ties to even), as `arith.truncf` rounds; f16 overflows to infinity past
+    65504.
+
     With `ring`, the cache is a ring of `R` rows (a sliding window's cache:
     memory for `R` positions however long the sequence): position `p` lives
     in row `p mod R`, so update row `t` goes to row `(position + t) mod R`.
@@ -458,9 +466,9 @@ def Attn_KvCacheAppendOp : Attn_Op<"kv_cache_append",
     %kr2 = attn.kv_cache_append %k into %kr[%pos] ring : tensor<?x256xf32> into tensor<4096x256xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor2D:$update, Attn_Tensor2D:$cache, Index:$position,
+  let arguments = (ins Attn_Tensor2D:$update, Attn_CacheTensor2D:$cache, Index:$position,
                        UnitAttr:$ring);
-  let results = (outs Attn_Tensor2D:$result);
+  let results = (outs Attn_CacheTensor2D:$result);
   let assemblyFormat = [{
     $update `into` $cache `[` $position `]` (`ring` $ring^)? attr-dict `:` type($update)
     `into` type($cache)
@@ -474,7 +482,7 @@ def Attn_KvCacheReadOp : Attn_Op<"kv_cache_read", [Pure]> {
   let description = [{
     Returns rows `[0, min(length, rows))` of `cache` as a tensor with a
     dynamic row count; it lowers to a slice (a view after bufferization),
-    never a copy.
+    never a copy. The result has the cache's element type.
 
     With `ring(%end)`, the cache is a ring as `attn.kv_cache_append ... ring`
     writes it, and the result holds positions `[end - n, end)` in order,
@@ -488,8 +496,8 @@ def Attn_KvCacheReadOp : Attn_Op<"kv_cache_read", [Pure]> {
     %w = attn.kv_cache_read %kr[%n] ring(%pos) : tensor<4096x256xf32> -> tensor<?x256xf32>
     ```
   }];
-  let arguments = (ins Attn_Tensor2D:$cache, Index:$length, Optional<Index>:$ring_end);
-  let results = (outs Attn_Tensor2D:$result);
+  let arguments = (ins Attn_CacheTensor2D:$cache, Index:$length, Optional<Index>:$ring_end);
+  let results = (outs Attn_CacheTensor2D:$result);
   let assemblyFormat = [{
     $cache `[` $length `]` (`ring` `(` $ring_end^ `)`)? attr-dict `:` type($cache) `->`
     type($result)
@@ -669,7 +677,8 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
     A code generation op with the semantics of `attn.attention` without a
     bias operand: `query` `[seq_q, heads * head_dim]`, `key` and `value`
     `[kv_len, kv_heads * head_dim]` (every row valid; a cache is sliced to
-    its valid prefix first), the result written into `init`. With `causal`,
+    its valid prefix first), the result written into `init`. `key` and
+    `value` are f32, bf16 or f16 (one type for both), widened on load. With `causal`,
     query `i` sees keys `j <= kv_len - seq_q + i`; `window` and `alibi` are
     those of `attn.attention`. The kernel starts each block's key loop at
     the window's first key and adds the ALiBi term as it computes scores.
@@ -688,8 +697,8 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
         outs(%init : tensor<?x768xf32>) -> tensor<?x768xf32>
     ```
   }];
-  let arguments = (ins Attn_TensorOrMemRef:$query, Attn_TensorOrMemRef:$key,
-                       Attn_TensorOrMemRef:$value, Attn_TensorOrMemRef:$init,
+  let arguments = (ins Attn_TensorOrMemRef:$query, Attn_CacheTensorOrMemRef:$key,
+                       Attn_CacheTensorOrMemRef:$value, Attn_TensorOrMemRef:$init,
                        I64Attr:$heads, I64Attr:$kv_heads, F32Attr:$scale,
                        UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
                        OptionalAttr<DenseF32ArrayAttr>:$alibi);

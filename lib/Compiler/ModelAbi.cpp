@@ -62,7 +62,9 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
       {"max_seq", options.maxSeq},
       {"weight_format", weightFormatName(options.weightFormat)},
       {"kv_cache",
-       llvm::json::Object{{"bytes", kvCacheBytes(config, options.maxSeq)}}},
+       llvm::json::Object{
+           {"bytes", kvCacheBytes(config, options.maxSeq, options.kvFormat)},
+           {"format", kvFormatName(options.kvFormat)}}},
       {"weights", std::move(weights)},
       {"packed", std::move(packed)},
       {"name_prefixes", std::move(prefixes)},
@@ -119,8 +121,8 @@ public:
   /// The table entries the entry points read, then each layer's K and V
   /// slice of the one KV cache buffer.
   void weightsAndCaches(const ModelConfig &config, const ModelLayout &layout,
-                        int64_t maxSeq, Value table, Value kvCache,
-                        SmallVectorImpl<Value> &args) {
+                        int64_t maxSeq, KvFormat kvFormat, Value table,
+                        Value kvCache, SmallVectorImpl<Value> &args) {
     for (int64_t entry = 0; entry < layout.tableSize(); ++entry)
       if (layout.readAtRunTime(entry))
         tableEntry(table, entry, layout.shape(entry), args);
@@ -131,7 +133,9 @@ public:
     for (int64_t layer = 0; layer < config.numLayers; ++layer) {
       int64_t rows = kvCacheRows(config, layer, maxSeq);
       for (int kv = 0; kv < 2; ++kv) {
-        Value data = LLVM::GEPOp::create(b, loc, ptr, b.getF32Type(), kvCache,
+        // Offsets count elements of the cache's type (all 2 bytes but f32).
+        Type element = kvFormat == KvFormat::F32 ? Type(b.getF32Type()) : b.getI16Type();
+        Value data = LLVM::GEPOp::create(b, loc, ptr, element, kvCache,
                                          ValueRange{i64(offset)});
         descriptor(data, {i64(rows), i64(features)}, {rows, features}, args);
         offset += rows * features;
@@ -248,7 +252,7 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
     SmallVector<Value> operands;
     abi.descriptor(args[0], {n}, {ShapedType::kDynamic}, operands);
     operands.push_back(args[2]);
-    abi.weightsAndCaches(config, layout, maxSeq, args[3], args[4], operands);
+    abi.weightsAndCaches(config, layout, maxSeq, options.kvFormat, args[3], args[4], operands);
     abi.descriptor(args[5], {rows, abi.i64(config.vocabSize)},
                    {ShapedType::kDynamic, config.vocabSize}, operands);
     auto call = LLVM::CallOp::create(b, loc, prefillImpl, operands);
@@ -267,7 +271,7 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
     SmallVector<Value> operands;
     abi.descriptor(tokenSlot, {abi.i64(1)}, {1}, operands);
     operands.push_back(args[1]);
-    abi.weightsAndCaches(config, layout, maxSeq, args[2], args[3], operands);
+    abi.weightsAndCaches(config, layout, maxSeq, options.kvFormat, args[2], args[3], operands);
     abi.descriptor(args[4], {abi.i64(1), abi.i64(config.vocabSize)},
                    {1, config.vocabSize}, operands);
     auto call = LLVM::CallOp::create(b, loc, decodeImpl, operands);

@@ -56,18 +56,25 @@ struct GlobalValues {
 /// Builds one function body at a time; `seq` is the static sequence length
 /// of the activations, or ShapedType::kDynamic. `cacheRows` is the KV cache
 /// length of the layers being built: maxSeq, or a sliding window shorter
-/// than maxSeq, whose cache is then a ring.
+/// than maxSeq, whose cache is then a ring; `cacheElement` the type its keys
+/// and values are stored in.
 class ModelIRBuilder {
 public:
   ModelIRBuilder(OpBuilder &b, Location loc, const ModelConfig &config,
-                 int64_t maxSeq, int64_t cacheRows)
-      : b(b), loc(loc), config(config), maxSeq(maxSeq), cacheRows(cacheRows) {}
+                 int64_t maxSeq, int64_t cacheRows, Type cacheElement)
+      : b(b), loc(loc), config(config), maxSeq(maxSeq), cacheRows(cacheRows),
+        cacheElement(cacheElement) {}
 
   RankedTensorType activations(int64_t seq, int64_t features) const {
     return RankedTensorType::get({seq, features}, b.getF32Type());
   }
   RankedTensorType cacheType() const {
-    return RankedTensorType::get({cacheRows, config.kvFeatures()}, b.getF32Type());
+    return RankedTensorType::get({cacheRows, config.kvFeatures()}, cacheElement);
+  }
+  /// Cached rows read for attention: [?, kv features] of the cache's type.
+  RankedTensorType cachedRows() const {
+    return RankedTensorType::get({ShapedType::kDynamic, config.kvFeatures()},
+                                 cacheElement);
   }
   /// Whether the cache is a ring of a sliding window's rows.
   bool ring() const { return cacheRows < maxSeq; }
@@ -96,28 +103,27 @@ public:
         strides);
   }
 
-  /// [a; c]: the rows of `a`, then those of `c`.
-  Value concatRows(Value a, Value c) {
-    Value aRows = tensor::DimOp::create(b, loc, a, 0);
-    Value cRows = tensor::DimOp::create(b, loc, c, 0);
-    Value total = arith::AddIOp::create(b, loc, aRows, cRows);
-    RankedTensorType type = activations(ShapedType::kDynamic, config.kvFeatures());
+  /// [cached; fresh]: rows read from a cache, then new f32 rows stored as
+  /// the cache stores them (appended, so rounded alike), so attention sees
+  /// the new keys exactly as later steps will read them back.
+  Value concatRows(Value cached, Value fresh) {
+    Value cachedCount = tensor::DimOp::create(b, loc, cached, 0);
+    Value total = arith::AddIOp::create(
+        b, loc, cachedCount, tensor::DimOp::create(b, loc, fresh, 0));
+    RankedTensorType type = cachedRows();
     Value out = tensor::EmptyOp::create(b, loc, type.getShape(),
                                         type.getElementType(), ValueRange{total});
     SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-    OpFoldResult width = b.getIndexAttr(config.kvFeatures());
     out = tensor::InsertSliceOp::create(
-        b, loc, a, out, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{aRows, width}, strides);
-    return tensor::InsertSliceOp::create(
-        b, loc, c, out, ArrayRef<OpFoldResult>{aRows, b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{cRows, width}, strides);
+        b, loc, cached, out, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{cachedCount, b.getIndexAttr(config.kvFeatures())},
+        strides);
+    return KvCacheAppendOp::create(b, loc, type, fresh, out, cachedCount,
+                                   /*ring=*/false);
   }
 
   Value readCache(Value cache, Value length, Value ringEnd = Value()) {
-    return KvCacheReadOp::create(
-        b, loc, activations(ShapedType::kDynamic, config.kvFeatures()), cache,
-        length, ringEnd);
+    return KvCacheReadOp::create(b, loc, cachedRows(), cache, length, ringEnd);
   }
 
   /// Attention of `q` over the cached keys and values and the new `k`, `v`
@@ -373,6 +379,7 @@ public:
   Location loc;
   const ModelConfig &config;
   int64_t maxSeq, cacheRows;
+  Type cacheElement;
 };
 
 /// The element type of a buffer stored in `format`.
@@ -399,8 +406,8 @@ Type entryElementType(OpBuilder &b, const ModelLayout &layout, int64_t entry) {
 func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
                                 StringRef name, const ModelConfig &config,
                                 const ModelLayout &layout, int64_t seq,
-                                int64_t maxSeq, int64_t cacheRows) {
-  ModelIRBuilder ir(b, loc, config, maxSeq, cacheRows);
+                                int64_t maxSeq, int64_t cacheRows, Type cacheElement) {
+  ModelIRBuilder ir(b, loc, config, maxSeq, cacheRows, cacheElement);
   // Every layer has the same entries (only their table indices differ).
   SmallVector<int64_t, 16> entries = layout.layers.front().list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
@@ -478,8 +485,8 @@ std::string blockFunctionName(bool prefill, int64_t cacheRows, int64_t maxSeq) {
 void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
                         StringRef name, bool prefill,
                         const ModelConfig &config, const ModelLayout &layout,
-                        int64_t seq, int64_t maxSeq) {
-  ModelIRBuilder ir(b, loc, config, maxSeq, maxSeq);
+                        int64_t seq, int64_t maxSeq, Type cacheElement) {
+  ModelIRBuilder ir(b, loc, config, maxSeq, maxSeq, cacheElement);
   Type f32 = b.getF32Type();
   SmallVector<Type> inputs = {MemRefType::get({seq}, b.getI32Type()),
                               b.getIndexType()};
@@ -493,7 +500,7 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
   int64_t numWeightArgs = static_cast<int64_t>(inputs.size()) - 2;
   for (int64_t layer = 0; layer < config.numLayers; ++layer) {
     auto cacheType = MemRefType::get(
-        {kvCacheRows(config, layer, maxSeq), config.kvFeatures()}, f32);
+        {kvCacheRows(config, layer, maxSeq), config.kvFeatures()}, cacheElement);
     inputs.append({cacheType, cacheType});
   }
   inputs.push_back(MemRefType::get({ShapedType::kDynamic, config.vocabSize}, f32));
@@ -856,11 +863,31 @@ int64_t mlir::attn::kvCacheRows(const ModelConfig &config, int64_t layer,
   return window > 0 && window < maxSeq ? window : maxSeq;
 }
 
-int64_t mlir::attn::kvCacheBytes(const ModelConfig &config, int64_t maxSeq) {
+int64_t mlir::attn::kvCacheBytes(const ModelConfig &config, int64_t maxSeq,
+                                  KvFormat format) {
   int64_t rows = 0;
   for (int64_t layer = 0; layer < config.numLayers; ++layer)
     rows += kvCacheRows(config, layer, maxSeq);
-  return 2 * rows * config.kvFeatures() * static_cast<int64_t>(sizeof(float));
+  return 2 * rows * config.kvFeatures() * kvElementBytes(format);
+}
+
+const char *mlir::attn::kvFormatName(KvFormat format) {
+  switch (format) {
+  case KvFormat::F32:
+    return "f32";
+  case KvFormat::BF16:
+    return "bf16";
+  case KvFormat::F16:
+    return "f16";
+  }
+  llvm_unreachable("unknown KV cache format");
+}
+
+std::optional<KvFormat> mlir::attn::parseKvFormat(llvm::StringRef name) {
+  for (KvFormat format : {KvFormat::F32, KvFormat::BF16, KvFormat::F16})
+    if (name == kvFormatName(format))
+      return format;
+  return std::nullopt;
 }
 
 llvm::SmallVector<float> mlir::attn::alibiSlopes(int64_t heads) {
@@ -904,16 +931,20 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
     if (!llvm::is_contained(cacheLengths, rows))
       cacheLengths.push_back(rows);
   }
+  Type cacheElement = options.kvFormat == KvFormat::BF16  ? b.getBF16Type()
+                      : options.kvFormat == KvFormat::F16 ? b.getF16Type()
+                                                          : b.getF32Type();
   for (int64_t rows : cacheLengths) {
     buildBlockFunction(b, loc, *module, blockFunctionName(true, rows, maxSeq),
-                       config, layout, ShapedType::kDynamic, maxSeq, rows);
+                       config, layout, ShapedType::kDynamic, maxSeq, rows,
+                       cacheElement);
     buildBlockFunction(b, loc, *module, blockFunctionName(false, rows, maxSeq),
-                       config, layout, 1, maxSeq, rows);
+                       config, layout, 1, maxSeq, rows, cacheElement);
   }
   buildEntryFunction(b, loc, *module, kPrefillImpl, /*prefill=*/true, config,
-                     layout, ShapedType::kDynamic, maxSeq);
+                     layout, ShapedType::kDynamic, maxSeq, cacheElement);
   buildEntryFunction(b, loc, *module, kDecodeImpl, /*prefill=*/false, config,
-                     layout, 1, maxSeq);
+                     layout, 1, maxSeq, cacheElement);
   buildPackFunctions(b, loc, *module, layout);
   return module;
 }

@@ -144,6 +144,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   build.maxSeq = *maxSeq;
   build.blockSize = 2 * options.pipeline.vectorWidth;
   build.weightFormat = options.weightFormat;
+  build.kvFormat = options.kvFormat;
   OwningOpRef<ModuleOp> module;
   {
     StageTimer timer(progress, "build attn IR");
@@ -218,7 +219,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
 
 void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
                                    llvm::raw_ostream &os, WeightFormat format,
-                                   int64_t blockSize) {
+                                   int64_t blockSize, KvFormat kvFormat) {
   int64_t byRole[5] = {0, 0, 0, 0, 0};
   int64_t tokenEmbedding = 0, positionEmbedding = 0;
   for (const WeightSpec &weight : modelWeights(config)) {
@@ -288,12 +289,14 @@ void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
                      2.0 * matmulWeights / 1e6, millions(matmulWeights),
                      (long long)attentionPerKey,
                      attentionPerKey * (double)maxSeq / 1e6, (long long)maxSeq);
-  int64_t kvPerToken = 2 * layers * config.kvFeatures() * 4;
+  int64_t elementBytes = kvElementBytes(kvFormat);
+  int64_t kvPerToken = 2 * layers * config.kvFeatures() * elementBytes;
   os << llvm::format("KV cache: %lld bytes per token (2 x %lld layers x %lld "
-                     "x 4 B); %.1f MB for %lld positions",
+                     "x %lld B, %s); %.1f MB for %lld positions",
                      (long long)kvPerToken, (long long)layers,
-                     (long long)config.kvFeatures(),
-                     kvCacheBytes(config, maxSeq) / 1e6, (long long)maxSeq);
+                     (long long)config.kvFeatures(), (long long)elementBytes,
+                     kvFormatName(kvFormat),
+                     kvCacheBytes(config, maxSeq, kvFormat) / 1e6, (long long)maxSeq);
   int64_t ringLayers = 0, window = 0;
   for (int64_t layer = 0; layer < layers; ++layer)
     if (kvCacheRows(config, layer, maxSeq) < maxSeq) {

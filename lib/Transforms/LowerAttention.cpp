@@ -81,6 +81,20 @@ struct KernelBuilder {
   Value load(Value memref, ValueRange indices) {
     return vector::LoadOp::create(b, loc, vectorType, memref, indices);
   }
+  /// A vector (or one element, `scalar`) of a key or value memref as f32:
+  /// a bf16 / f16 cache is widened on load, which is exact.
+  Value loadKeyValue(Value memref, ValueRange indices, bool scalar = false) {
+    Type element = cast<MemRefType>(memref.getType()).getElementType();
+    Value loaded =
+        scalar ? memref::LoadOp::create(b, loc, memref, indices).getResult()
+               : vector::LoadOp::create(b, loc, VectorType::get({width}, element),
+                                        memref, indices)
+                     .getResult();
+    if (element.isF32())
+      return loaded;
+    return arith::ExtFOp::create(b, loc, scalar ? Type(b.getF32Type()) : vectorType,
+                                 loaded);
+  }
   void store(Value value, Value memref, ValueRange indices) {
     vector::StoreOp::create(b, loc, value, memref, indices);
   }
@@ -280,7 +294,7 @@ void accumulatePV(KernelBuilder &k, const Attention &a, int64_t rows,
           Value keyRow = k.add(kb, j);
           SmallVector<Value> v;
           for (int64_t c = 0; c < vectors; ++c)
-            v.push_back(k.load(a.value, ValueRange{keyRow, k.add(kvCol, k.index(c * k.width))}));
+            v.push_back(k.loadKeyValue(a.value, ValueRange{keyRow, k.add(kvCol, k.index(c * k.width))}));
           for (int64_t t = 0; t < tileRows; ++t) {
             Value p = k.broadcast(prob(j, rowIndex[t]));
             for (int64_t c = 0; c < vectors; ++c)
@@ -398,8 +412,8 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
                 q.push_back(k.load(qt, ValueRange{dd, k.add(r0, k.index(c * w))}));
               Value col = k.add(kvCol, dd);
               for (int64_t t = 0; t < tileKeys; ++t) {
-                Value kv = k.broadcast(memref::LoadOp::create(
-                    k.b, k.loc, a.key, ValueRange{keyRows[t], col}));
+                Value kv = k.broadcast(
+                    k.loadKeyValue(a.key, ValueRange{keyRows[t], col}, /*scalar=*/true));
                 for (int64_t c = 0; c < tileVectors; ++c)
                   next[t * tileVectors + c] = k.fma(kv, q[c], next[t * tileVectors + c]);
               }
@@ -597,7 +611,8 @@ void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
         Value acc = k.splat(0.0f);
         for (int64_t c = 0; c < vectors; ++c)
           acc = k.fma(k.load(qs, ValueRange{rr, k.index(c * w)}),
-                      k.load(a.key, ValueRange{keyRow, k.add(kvCol, k.index(c * w))}), acc);
+                      k.loadKeyValue(a.key, ValueRange{keyRow, k.add(kvCol, k.index(c * w))}),
+                      acc);
         Value dot = vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::ADD, acc);
         memref::StoreOp::create(k.b, k.loc, dot, probs, ValueRange{rr, k.index(j)});
       }

@@ -336,6 +336,10 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
     options.push_back("--weight-format");
     options.push_back(settings.weightFormat);
   }
+  if (!settings.kvFormat.empty() && settings.kvFormat != "f32") {
+    options.push_back("--kv-format");
+    options.push_back(settings.kvFormat);
+  }
 
   if (!findCompiler(settings.compiler, compilerPath, error))
     return false;

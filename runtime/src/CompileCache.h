@@ -41,6 +41,8 @@ struct CompileSettings {
   std::string compiler;
   /// attn-compile --weight-format; "" or "f32": the compiler's default.
   std::string weightFormat;
+  /// attn-compile --kv-format; "" or "f32": the compiler's default.
+  std::string kvFormat;
   /// "" chooses MODEL_DIR/.attn or the XDG cache (attnrt.h).
   std::string cacheDir;
   attnrt_log_fn log = nullptr;

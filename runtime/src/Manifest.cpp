@@ -162,6 +162,10 @@ bool isWeightFormat(std::string_view name) {
   return name == "f32" || name == "bf16" || name == "q8_0" || name == "q4_0";
 }
 
+bool isKvFormat(std::string_view name) {
+  return name == "f32" || name == "bf16" || name == "f16";
+}
+
 bool parseManifest(std::string_view json, Manifest &manifest,
                    std::string &error) {
   Json root;
@@ -227,6 +231,15 @@ bool parseManifest(std::string_view json, Manifest &manifest,
   if (!readKv.integer("bytes", 0, true, manifest.kvCacheBytes)) {
     error = "kv_cache: " + message;
     return false;
+  }
+  if (const Json *kvFormat = jsonFind(*kvCache, "format")) {
+    std::string name = kvFormat->is_string() ? kvFormat->get<std::string>() : "";
+    if (!isKvFormat(name)) {
+      error = "kv_cache: \"format\" must be one of \"f32\", \"bf16\", \"f16\", got " +
+              kvFormat->dump();
+      return false;
+    }
+    manifest.kvFormat = name;
   }
 
   const Json *weights = jsonFind(root, "weights");

@@ -40,6 +40,9 @@ struct Manifest {
   int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0, numHeads = 0,
           numKvHeads = 0, headDim = 0, intermediateSize = 0, maxSeq = 0;
   int64_t kvCacheBytes = 0;
+  /// How the KV cache stores keys and values: "f32" (also when the manifest
+  /// predates the field), "bf16", "f16".
+  std::string kvFormat = "f32";
   std::vector<WeightSpec> weights;
   std::vector<PackedSpec> packed;
   std::vector<std::string> namePrefixes;
@@ -51,6 +54,9 @@ struct Manifest {
 /// Whether `name` is a weight format attn-compile writes ("f32", "bf16",
 /// "q8_0", "q4_0").
 bool isWeightFormat(std::string_view name);
+/// Whether `name` is a KV cache format attn-compile writes ("f32", "bf16",
+/// "f16").
+bool isKvFormat(std::string_view name);
 
 bool parseManifest(std::string_view json, Manifest &manifest,
                    std::string &error);

@@ -148,6 +148,7 @@ static bool loadLibrary(attnrt_model &model, const char *path,
   info.kv_cache_bytes = m.kvCacheBytes;
   info.num_weights = static_cast<int64_t>(m.weights.size());
   info.weight_format = m.weightFormat.c_str();
+  info.kv_format = m.kvFormat.c_str();
   return true;
 }
 
@@ -500,6 +501,13 @@ attnrt_model *attnrt_model_load_dir(const char *model_dir,
         if (!wf.empty() && !isWeightFormat(wf)) {
           copyError("attnrt_model_load_dir: weight format '" + wf +
                         "' is not one of f32, bf16, q8_0, q4_0",
+                    error, error_size);
+          return nullptr;
+        }
+        settings.kvFormat = o.kv_format ? o.kv_format : "";
+        if (!settings.kvFormat.empty() && !isKvFormat(settings.kvFormat)) {
+          copyError("attnrt_model_load_dir: KV cache format '" + settings.kvFormat +
+                        "' is not one of f32, bf16, f16",
                     error, error_size);
           return nullptr;
         }

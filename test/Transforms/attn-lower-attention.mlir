@@ -151,3 +151,31 @@ func.func @decode_window(%q: memref<1x128xf32>, %k: memref<?x64xf32>, %v: memref
   attn.flash_attention heads(4) kv_heads(2) scale(0.17677669) causal window(100) ins(%q, %k, %v : memref<1x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<1x128xf32>)
   return
 }
+
+// -----
+
+// Keys and values of a bf16 cache are widened as they are loaded: prefill
+// reads one key element at a time (broadcast against the query lanes) and
+// whole value rows; decode whole key and value rows. Nothing else changes:
+// scores, softmax and accumulators stay f32.
+// CHECK-LABEL: func.func @prefill_bf16
+// CHECK: %[[K:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}] : memref<?x64xbf16>
+// CHECK: arith.extf %[[K]] : bf16 to f32
+// CHECK: %[[V:.*]] = vector.load %arg2[%{{.*}}, %{{.*}}] : memref<?x64xbf16>, vector<16xbf16>
+// CHECK: arith.extf %[[V]] : vector<16xbf16> to vector<16xf32>
+func.func @prefill_bf16(%q: memref<?x128xf32>, %k: memref<?x64xbf16>, %v: memref<?x64xbf16>, %out: memref<?x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.176776692) causal ins(%q, %k, %v : memref<?x128xf32>, memref<?x64xbf16>, memref<?x64xbf16>) outs(%out : memref<?x128xf32>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @decode_f16
+// CHECK: %[[K:.*]] = vector.load %arg1[%{{.*}}, %{{.*}}] : memref<?x64xf16>, vector<16xf16>
+// CHECK: arith.extf %[[K]] : vector<16xf16> to vector<16xf32>
+// CHECK: %[[V:.*]] = vector.load %arg2[%{{.*}}, %{{.*}}] : memref<?x64xf16>, vector<16xf16>
+// CHECK: arith.extf %[[V]] : vector<16xf16> to vector<16xf32>
+func.func @decode_f16(%q: memref<1x128xf32>, %k: memref<?x64xf16>, %v: memref<?x64xf16>, %out: memref<1x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.176776692) causal ins(%q, %k, %v : memref<1x128xf32>, memref<?x64xf16>, memref<?x64xf16>) outs(%out : memref<1x128xf32>)
+  return
+}

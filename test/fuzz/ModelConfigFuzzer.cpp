@@ -94,7 +94,7 @@ void checkConfig(const ModelConfig &c) {
                static_cast<long long>(*maxSeq));
     kv += 2 * rows * c.kvFeatures() * 4; // at most kvAll: no overflow
   }
-  FUZZ_CHECK(kvCacheBytes(c, *maxSeq) == kv, "kvCacheBytes");
+  FUZZ_CHECK(kvCacheBytes(c, *maxSeq, KvFormat::F32) == kv, "kvCacheBytes");
   printModelSummary(c, *maxSeq, llvm::nulls());
 
   // The manifest attn-compile embeds must be one the runtime loads.

@@ -1800,16 +1800,21 @@ ModelReference::weight(const std::string &name) const {
   return it == weights.end() ? nullptr : &it->second;
 }
 
+/// The bf16 nearest to a finite `value` (ties to even), as f32.
+static float roundToBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
 bool ModelReference::roundWeightToBf16(const std::string &name) {
   auto it = weights.find(name);
   if (it == weights.end())
     return false;
-  for (float &value : it->second) {
-    uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u; // ties to even
-    std::memcpy(&value, &bits, sizeof value);
-  }
+  for (float &value : it->second)
+    value = roundToBf16(value);
   return true;
 }
 
@@ -2064,8 +2069,18 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   auto attend = [&](int64_t layer, const std::vector<float> &q,
                     const std::vector<float> &k, const std::vector<float> &v) {
     std::vector<float> &keys = cache.keys[layer], &values = cache.values[layer];
+    size_t keysBefore = keys.size(), valuesBefore = values.size();
     keys.insert(keys.end(), k.begin(), k.end());
     values.insert(values.end(), v.begin(), v.end());
+    auto round = [&](std::vector<float> &rows, size_t from) {
+      for (size_t i = from; i < rows.size(); ++i)
+        rows[i] = cacheFormat == CacheFormat::BF16 ? roundToBf16(rows[i])
+                                                   : f16Value(f16Bits(rows[i]));
+    };
+    if (cacheFormat != CacheFormat::F32) {
+      round(keys, keysBefore);
+      round(values, valuesBefore);
+    }
     AttentionParams p;
     p.heads = c.heads;
     p.kvHeads = c.kvHeads;

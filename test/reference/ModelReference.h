@@ -269,6 +269,12 @@ public:
   bool quantizeWeight(const std::string &name, int64_t in, bool outIn,
                       QuantFormat format);
 
+  /// How the cache holds keys and values: as computed (f32), or rounded to
+  /// the nearest bf16 / f16 (ties to even) as they are appended, which every
+  /// later attention over them then reads, the new rows' own included.
+  enum class CacheFormat { F32, BF16, F16 };
+  void setCacheFormat(CacheFormat format) { cacheFormat = format; }
+
   /// Logits [tokens.size(), vocab] of every position, the tokens at
   /// positions 0 .. n-1, in one forward call without a cache. Requires
   /// n >= 1, every token in [0, vocab), and n <= maxPositions for the
@@ -305,6 +311,7 @@ private:
   std::map<std::string, std::vector<float>> weights;
   /// Weights whose projections read int8-quantized inputs.
   std::set<const std::vector<float> *> quantizedInputs;
+  CacheFormat cacheFormat = CacheFormat::F32;
 };
 
 /// XGLMSinusoidalPositionalEmbedding's table, rows [0, positions) of

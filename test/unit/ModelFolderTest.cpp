@@ -411,6 +411,23 @@ TEST_F(ModelFolderTest, TheContextChangesTheLibrary) {
   EXPECT_NE(std::string(attnrt_model_library_path(bf16.get())),
             std::string(attnrt_model_library_path(explicit64.model.get())));
   EXPECT_NE(logits(bf16.get(), prompt), logits(explicit64.model.get(), prompt));
+
+  // So is the KV cache format: an f16 cache is yet another entry, its
+  // manifest says so and its buffer is half the f32 one's.
+  options.weight_format = nullptr;
+  options.kv_format = "int8";
+  EXPECT_EQ(loadError(model, options),
+            "attnrt_model_load_dir: KV cache format 'int8' is not one of f32, bf16, f16");
+  options.kv_format = "f16";
+  ModelPtr f16(attnrt_model_load_dir(model.c_str(), &options, message, sizeof message));
+  ASSERT_NE(f16, nullptr) << message;
+  EXPECT_EQ(attnrt_model_was_compiled(f16.get()), 1);
+  EXPECT_NE(std::string(attnrt_model_library_path(f16.get())),
+            std::string(attnrt_model_library_path(explicit64.model.get())));
+  EXPECT_STREQ(attnrt_model_get_info(f16.get())->kv_format, "f16");
+  EXPECT_EQ(2 * attnrt_model_get_info(f16.get())->kv_cache_bytes,
+            attnrt_model_get_info(explicit64.model.get())->kv_cache_bytes);
+  EXPECT_NE(logits(f16.get(), prompt), logits(explicit64.model.get(), prompt));
 }
 
 TEST_F(ModelFolderTest, AHugeConfigContextIsNotTheDefault) {

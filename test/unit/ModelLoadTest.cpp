@@ -71,6 +71,7 @@ TEST_F(ModelLoadTest, LoadsAndRuns) {
   const attnrt_model_info *info = attnrt_model_get_info(model.get());
   EXPECT_STREQ(info->architecture, "mock");
   EXPECT_STREQ(info->weight_format, "f32"); // the mock manifest predates the field
+  EXPECT_STREQ(info->kv_format, "f32");     // likewise
   EXPECT_EQ(info->vocab_size, 40);
   EXPECT_EQ(info->hidden_size, 6);
   EXPECT_EQ(info->num_layers, 1);
@@ -464,6 +465,14 @@ TEST_F(LibraryTest, BadManifests) {
   EXPECT_EQ(
       manifestError(mockManifestWith("{\"bytes\": 96}", "{\"bytes\": -1}")),
       where() + "manifest kv_cache: \"bytes\" is -1, must be at least 0");
+  EXPECT_EQ(manifestError(mockManifestWith("{\"bytes\": 96}",
+                                           "{\"bytes\": 96, \"format\": \"fp8\"}")),
+            where() + "manifest kv_cache: \"format\" must be one of \"f32\", \"bf16\", "
+                      "\"f16\", got \"fp8\"");
+  EXPECT_EQ(manifestError(mockManifestWith("{\"bytes\": 96}",
+                                           "{\"bytes\": 96, \"format\": 16}")),
+            where() + "manifest kv_cache: \"format\" must be one of \"f32\", \"bf16\", "
+                      "\"f16\", got 16");
   EXPECT_EQ(manifestError(mockManifestWith("\"architecture\": \"mock\",", "")),
             where() + "manifest \"architecture\" is missing or not a string");
   EXPECT_EQ(manifestError(mockManifestWith(

@@ -50,6 +50,13 @@ static cl::opt<std::string> weightFormat(
              "bits per weight; AVX-512 VNNI kernels); the runtime converts the "
              "checkpoint's weights as it packs them"),
     cl::init("f32"), cl::cat(category));
+static cl::opt<std::string> kvFormat(
+    "kv-format",
+    cl::desc("How the KV cache stores keys and values: f32 (default), or bf16 "
+             "/ f16 (half the bytes a long context's decode reads; rounded to "
+             "nearest as they are appended, widened to f32 as attention reads "
+             "them)"),
+    cl::init("f32"), cl::cat(category));
 static cl::opt<int64_t> maxSeq(
     "max-seq",
     cl::desc("Positions of the KV cache (default: the config's, at most "
@@ -125,13 +132,17 @@ int main(int argc, char **argv) {
   std::optional<attn::WeightFormat> format = attn::parseWeightFormat(weightFormat);
   if (!format)
     return fail("--weight-format must be f32, bf16, q8_0 or q4_0, got '" + weightFormat + "'");
+  std::optional<attn::KvFormat> cacheFormat = attn::parseKvFormat(kvFormat);
+  if (!cacheFormat)
+    return fail("--kv-format must be f32, bf16 or f16, got '" + kvFormat + "'");
   if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
       vectorWidth != 16)
     return fail("--vector-width must be 4, 8 or 16 (or 0 for the host's)");
   int64_t lanes =
       vectorWidth ? static_cast<int64_t>(vectorWidth) : attn::hostVectorWidth();
   if (summary)
-    attn::printModelSummary(*config, *positions, llvm::outs(), *format, 2 * lanes);
+    attn::printModelSummary(*config, *positions, llvm::outs(), *format, 2 * lanes,
+                            *cacheFormat);
   if (output.empty()) {
     if (summary)
       return 0;
@@ -151,6 +162,7 @@ int main(int argc, char **argv) {
   options.maxSeq = *positions;
   options.emit = emit;
   options.weightFormat = *format;
+  options.kvFormat = *cacheFormat;
   options.output = output;
   options.pipeline.queryBlock = queryBlock;
   options.pipeline.kvBlock = kvBlock;

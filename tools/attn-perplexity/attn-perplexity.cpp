@@ -63,13 +63,16 @@ const char *const usage =
     "  --compiler PATH        the attn-compile to run for MODEL_DIR\n"
     "  --cache-dir DIR        where MODEL_DIR's compiled library is cached\n"
     "  --weight-format F      how the projections are stored: f32 (default),\n"
-    "                         bf16, q8_0 or q4_0\n";
+    "                         bf16, q8_0 or q4_0\n"
+    "  --kv-format F          how the KV cache stores keys and values: f32\n"
+    "                         (default), bf16 or f16\n";
 
 constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'L', 'O', 'G', 'P'};
 constexpr uint32_t kVersion = 1;
 
 struct Options {
-  std::string modelDir, file, saveLogits, klBase, compiler, cacheDir, weightFormat;
+  std::string modelDir, file, saveLogits, klBase, compiler, cacheDir, weightFormat,
+      kvFormat;
   int64_t ctx = 256, chunks = -1, threads = 0;
 };
 
@@ -89,7 +92,7 @@ int parseOptions(int argc, char **argv, Options &options) {
     static const char *const known[] = {
         "-f",      "--file",        "--ctx",           "--chunks",
         "--threads", "--save-logits", "--kl-divergence", "--compiler",
-        "--cache-dir", "--weight-format"};
+        "--cache-dir", "--weight-format", "--kv-format"};
     bool isKnown = false;
     for (const char *k : known)
       isKnown |= arg == k;
@@ -123,6 +126,11 @@ int parseOptions(int argc, char **argv, Options &options) {
         return fail(tool, std::string("--weight-format must be ") + kWeightFormatChoices +
                               ", got '" + value + "'");
       options.weightFormat = value;
+    } else if (arg == "--kv-format") {
+      if (!isKvFormat(value))
+        return fail(tool, std::string("--kv-format must be ") + kKvFormatChoices +
+                              ", got '" + value + "'");
+      options.kvFormat = value;
     }
   }
   if (options.modelDir.empty())
@@ -248,7 +256,8 @@ int run(int argc, char **argv) {
     windows = std::min(windows, options.chunks);
 
   ModelPtr model(loadModelFolder(tool, options.modelDir, ctx, options.compiler,
-                                 options.cacheDir, message, options.weightFormat));
+                                 options.cacheDir, message, options.weightFormat,
+                                 options.kvFormat));
   if (!model)
     return fail(tool, message);
   if (options.threads > 0)

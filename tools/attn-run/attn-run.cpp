@@ -62,6 +62,8 @@ const char *const usage =
     "  --weight-format F   how MODEL_DIR's projections are stored: f32 (default),\n"
     "                      bf16 (half the bytes to stream per token), or\n"
     "                      llama.cpp's q8_0 / q4_0 blocks (needs AVX-512 VNNI)\n"
+    "  --kv-format F       how MODEL_DIR's KV cache stores keys and values: f32\n"
+    "                      (default), bf16 or f16 (half the bytes per position)\n"
     "  --temperature T     0 = greedy (default); > 0 samples\n"
     "  --top-k K           keep the K most likely tokens (0 = all, default)\n"
     "  --top-p P           nucleus sampling mass in (0, 1] (default 1)\n"
@@ -76,7 +78,7 @@ const char *const usage =
 
 struct Options {
   std::string modelDir, lib, weights, tokens, prompt, file, dumpLogits;
-  std::string compiler, cacheDir, weightFormat;
+  std::string compiler, cacheDir, weightFormat, kvFormat;
   bool haveTokens = false, havePrompt = false, haveFile = false;
   bool haveGenerate = false, ignoreEos = false;
   int64_t generate = 0;
@@ -124,7 +126,8 @@ int parseOptions(int argc, char **argv, Options &options) {
         "--lib",     "--weights",     "--tokens",   "--generate",
         "--prompt",  "--file",        "--ctx",      "--temperature",
         "--top-k",   "--top-p",       "--seed",     "--dump-logits",
-        "--threads", "--compiler",    "--cache-dir", "--weight-format"};
+        "--threads", "--compiler",    "--cache-dir", "--weight-format",
+        "--kv-format"};
     bool isKnown = false;
     for (const char *k : known)
       isKnown |= name == k;
@@ -170,6 +173,11 @@ int parseOptions(int argc, char **argv, Options &options) {
         return fail(tool, std::string("--weight-format must be ") + kWeightFormatChoices +
                               ", got '" + value + "'");
       options.weightFormat = value;
+    } else if (name == "--kv-format") {
+      if (!isKvFormat(value))
+        return fail(tool, std::string("--kv-format must be ") + kKvFormatChoices +
+                              ", got '" + value + "'");
+      options.kvFormat = value;
     } else if (name == "--temperature") {
       if (!parseFloat(value, options.temperature) || options.temperature < 0)
         return fail(tool,
@@ -213,6 +221,9 @@ int parseOptions(int argc, char **argv, Options &options) {
     if (!options.weightFormat.empty())
       return fail(tool, "--weight-format needs MODEL_DIR (a --lib library has "
                         "its weight format compiled in)");
+    if (!options.kvFormat.empty())
+      return fail(tool, "--kv-format needs MODEL_DIR (a --lib library has "
+                        "its KV cache format compiled in)");
   }
   if (options.haveTokens + options.havePrompt + options.haveFile != 1)
     return fail(tool, folder ? "give exactly one of -p TEXT, -f FILE or "
@@ -249,7 +260,7 @@ int run(int argc, char **argv) {
     std::string message;
     model.reset(loadModelFolder(tool, options.modelDir, options.context,
                                 options.compiler, options.cacheDir, message,
-                                options.weightFormat));
+                                options.weightFormat, options.kvFormat));
     if (!model)
       return fail(tool, message);
     // The tokenizer is optional with --tokens (the output is then ids).

@@ -171,9 +171,11 @@ static void logLine(void *tool, const char *line) {
 attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
                               int64_t context, const std::string &compiler,
                               const std::string &cacheDir, std::string &error,
-                              const std::string &weightFormat) {
+                              const std::string &weightFormat,
+                              const std::string &kvFormat) {
   attnrt_load_options load = attnrt_load_default_options();
   load.weight_format = weightFormat.empty() ? nullptr : weightFormat.c_str();
+  load.kv_format = kvFormat.empty() ? nullptr : kvFormat.c_str();
   load.context = context;
   load.compiler = compiler.empty() ? nullptr : compiler.c_str();
   load.cache_dir = cacheDir.empty() ? nullptr : cacheDir.c_str();

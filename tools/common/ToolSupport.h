@@ -68,12 +68,18 @@ inline bool isWeightFormat(const std::string &name) {
   return name == "f32" || name == "bf16" || name == "q8_0" || name == "q4_0";
 }
 constexpr const char *kWeightFormatChoices = "f32, bf16, q8_0 or q4_0";
+/// The --kv-format values attn-compile takes.
+inline bool isKvFormat(const std::string &name) {
+  return name == "f32" || name == "bf16" || name == "f16";
+}
+constexpr const char *kKvFormatChoices = "f32, bf16 or f16";
 
-/// `cacheDir` and `weightFormat` may be empty (the defaults).
+/// `cacheDir`, `weightFormat` and `kvFormat` may be empty (the defaults).
 attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
                               int64_t context, const std::string &compiler,
                               const std::string &cacheDir, std::string &error,
-                              const std::string &weightFormat = "");
+                              const std::string &weightFormat = "",
+                              const std::string &kvFormat = "");
 
 /// Fails when the tokenizer has ids the model has no logits for.
 bool checkTokenizerFits(const attnrt_tokenizer *tokenizer,

@@ -39,6 +39,18 @@ constexpr llvm::StringLiteral kDecodeImpl = "attn_decode_impl";
 /// attn_pack_impl_<kind> fills one packed buffer of that kind (packKinds).
 constexpr llvm::StringLiteral kPackImpl = "attn_pack_impl";
 
+/// How the KV cache stores keys and values: f32, or rounded to bf16 / f16
+/// (half the bytes; attention widens them to f32 as it reads them).
+enum class KvFormat { F32, BF16, F16 };
+
+/// "f32", "bf16", "f16"; and back (nullopt for another name).
+const char *kvFormatName(KvFormat format);
+std::optional<KvFormat> parseKvFormat(llvm::StringRef name);
+/// Bytes of one cached element.
+inline int64_t kvElementBytes(KvFormat format) {
+  return format == KvFormat::F32 ? 4 : 2;
+}
+
 struct ModelBuildOptions {
   /// Positions the KV cache holds; positions 0 .. maxSeq-1 are valid.
   int64_t maxSeq = 0;
@@ -46,6 +58,8 @@ struct ModelBuildOptions {
   int64_t blockSize = 32;
   /// How the packed projection matrices are stored.
   WeightFormat weightFormat = WeightFormat::F32;
+  /// How the KV cache stores keys and values.
+  KvFormat kvFormat = KvFormat::F32;
 };
 
 /// The attn-dialect module of `config` (see the file comment).
@@ -58,8 +72,8 @@ OwningOpRef<ModuleOp> buildModelModule(MLIRContext &context,
 int64_t kvCacheRows(const ModelConfig &config, int64_t layer, int64_t maxSeq);
 
 /// Bytes of the KV cache buffer the runtime allocates: per layer {k, v} x
-/// kvCacheRows x kv_heads*head_dim f32, layer-major.
-int64_t kvCacheBytes(const ModelConfig &config, int64_t maxSeq);
+/// kvCacheRows x kv_heads*head_dim elements of `format`, layer-major.
+int64_t kvCacheBytes(const ModelConfig &config, int64_t maxSeq, KvFormat format);
 
 /// HF's ALiBi slopes (BLOOM's build_alibi_tensor) for `heads` heads: with n
 /// the largest power of two <= heads, 2^(-8(h+1)/n) for h < n, then the odd

@@ -10,6 +10,7 @@
 #ifndef ATTN_COMPILER_MODELCOMPILER_H
 #define ATTN_COMPILER_MODELCOMPILER_H
 
+#include "attn/Compiler/ModelBuilder.h"
 #include "attn/Compiler/ModelConfig.h"
 #include "attn/Compiler/ModelLayout.h"
 #include "attn/Pipelines/Pipelines.h"
@@ -47,6 +48,8 @@ struct ModelCompileOptions {
   /// How the packed projection matrices are stored (the runtime converts
   /// the checkpoint's weights when it packs them).
   WeightFormat weightFormat = WeightFormat::F32;
+  /// How the KV cache stores keys and values.
+  KvFormat kvFormat = KvFormat::F32;
   /// Output path; "-" writes text forms to stdout.
   std::string output;
   AttnPipelineOptions pipeline;
@@ -73,11 +76,11 @@ llvm::Error compileModel(const ModelConfig &config,
 /// The parameter summary of `config` (--summary): embeddings / attention /
 /// MLP / norms / output with shares, the bytes the runtime keeps resident
 /// with the weights packed in blocks of `blockSize` as `format` says, FLOPs
-/// per token and KV-cache bytes per token.
+/// per token and KV-cache bytes per token in `kvFormat`.
 void printModelSummary(const ModelConfig &config, int64_t maxSeq,
                        llvm::raw_ostream &os,
                        WeightFormat format = WeightFormat::F32,
-                       int64_t blockSize = 32);
+                       int64_t blockSize = 32, KvFormat kvFormat = KvFormat::F32);
 
 } // namespace attn
 } // namespace mlir

@@ -897,6 +897,23 @@ static Value insertRows(OpBuilder &b, Location loc, Value rows, Value dest,
                                        strides);
 }
 
+/// The f32 `update` in the cache's element type: as is, or rounded to
+/// nearest even by arith.truncf for a bf16 / f16 cache.
+static Value toCacheElementType(OpBuilder &b, Location loc, Value update,
+                                Type elementType) {
+  auto type = cast<RankedTensorType>(update.getType());
+  if (type.getElementType() == elementType)
+    return update;
+  Value init = tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, update),
+                                       elementType);
+  AffineMap id = b.getMultiDimIdentityMap(2);
+  return buildGeneric(b, loc, update, {id}, init, id,
+                      iteratorTypes(2),
+                      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        return arith::TruncFOp::create(nb, l, elementType, args[0]);
+                      });
+}
+
 /// A slice insert; with `ring`, the last min(n, R) update rows in at most
 /// two slices: from row (pos + skipped) mod R to the ring's end, then from 0.
 struct KvCacheAppendLowering : OpConversionPattern<KvCacheAppendOp> {
@@ -906,7 +923,10 @@ struct KvCacheAppendLowering : OpConversionPattern<KvCacheAppendOp> {
   matchAndRewrite(KvCacheAppendOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value update = adaptor.getUpdate(), cache = adaptor.getCache();
+    Value cache = adaptor.getCache();
+    Value update = toCacheElementType(
+        rewriter, loc, adaptor.getUpdate(),
+        cast<RankedTensorType>(cache.getType()).getElementType());
     Value position = adaptor.getPosition();
     if (!op.getRing()) {
       rewriter.replaceOp(op, insertRows(rewriter, loc, update, cache, position));

@@ -89,6 +89,8 @@ typedef struct {
   int64_t num_weights;
   const char *weight_format; /* how the packed weights are stored: "f32", "bf16",
                                 "q8_0" or "q4_0" (attn-compile --weight-format) */
+  const char *kv_format;     /* how the KV cache stores keys and values: "f32",
+                                "bf16" or "f16" (attn-compile --kv-format) */
 } attnrt_model_info;
 
 ATTNRT_API const attnrt_model_info *
@@ -131,6 +133,9 @@ typedef struct {
   const char *weight_format; /* how projections are stored: NULL or "f32", "bf16",
                                 "q8_0" or "q4_0" (attn-compile --weight-format; part
                                 of the cache key) */
+  const char *kv_format;     /* how the KV cache stores keys and values: NULL or
+                                "f32", "bf16" or "f16" (attn-compile --kv-format;
+                                part of the cache key) */
 } attnrt_load_options;
 
 /* Every field 0 / NULL. */

@@ -66,7 +66,9 @@
  *   "max_seq": S,                        // positions 0 .. S-1
  *   "weight_format": "f32" | "bf16" | "q8_0" | "q4_0",  // optional, default f32:
  *                                        // how the packed buffers store weights
- *   "kv_cache": {"bytes": B},
+ *   "kv_cache": {"bytes": B,             // the buffer the runtime allocates
+ *                "format": "f32" | "bf16" | "f16"},  // optional, default f32:
+ *                                        // each cached element's type
  *   "weights": [                         // table[0 .. #weights)
  *     {"name": "h.0.ln_1.weight", "dtype": "F32", "shape": [768]},
  *     {"name": "h.0.attn.c_attn.weight", "dtype": "F32", "shape": [768, 2304],

@@ -368,6 +368,35 @@ func.func @kv_cache(%new: tensor<?x8xf32>, %cache: tensor<16x8xf32>, %pos: index
 
 // -----
 
+// A bf16 cache: the f32 rows are rounded (arith.truncf: to nearest, ties to
+// even) into a bf16 tensor, which is inserted; the read is a bf16 slice.
+// CHECK-LABEL: func.func @kv_cache_bf16
+// CHECK-SAME: (%[[NEW:.*]]: tensor<?x8xf32>, %[[CACHE:.*]]: tensor<16x8xbf16>, %[[POS:.*]]: index, %[[LEN:.*]]: index)
+// CHECK: %[[EMPTY:.*]] = tensor.empty(%{{.*}}) : tensor<?x8xbf16>
+// CHECK: %[[ROUNDED:.*]] = linalg.generic {{.*}} ins(%[[NEW]] : tensor<?x8xf32>) outs(%[[EMPTY]] : tensor<?x8xbf16>)
+// CHECK:   arith.truncf %{{.*}} : f32 to bf16
+// CHECK: %[[UPDATED:.*]] = tensor.insert_slice %[[ROUNDED]] into %[[CACHE]][%[[POS]], 0]
+// CHECK: tensor.extract_slice %[[UPDATED]][0, 0] [%{{.*}}, 8] [1, 1] : tensor<16x8xbf16> to tensor<?x8xbf16>
+func.func @kv_cache_bf16(%new: tensor<?x8xf32>, %cache: tensor<16x8xbf16>, %pos: index, %len: index) -> tensor<?x8xbf16> {
+  %0 = attn.kv_cache_append %new into %cache[%pos] : tensor<?x8xf32> into tensor<16x8xbf16>
+  %1 = attn.kv_cache_read %0[%len] : tensor<16x8xbf16> -> tensor<?x8xbf16>
+  return %1 : tensor<?x8xbf16>
+}
+
+// -----
+
+// The linalg lowering of attention reads f16 keys and values through
+// linalg.matmul, which widens its operands to the f32 accumulator.
+// CHECK-LABEL: func.func @attention_f16_keys
+// CHECK: linalg.matmul {{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<?x4xf16>) outs(%{{.*}} : tensor<?x?xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<?x?xf32>, tensor<?x4xf16>) outs(%{{.*}} : tensor<?x4xf32>)
+func.func @attention_f16_keys(%q: tensor<?x8xf32>, %k: tensor<?x8xf16>, %v: tensor<?x8xf16>) -> tensor<?x8xf32> {
+  %0 = attn.attention %q, %k, %v heads(2) causal : tensor<?x8xf32>, tensor<?x8xf16>, tensor<?x8xf16> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @gelu_tanh
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 // CHECK: linalg.generic

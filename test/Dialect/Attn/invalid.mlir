@@ -815,3 +815,43 @@ func.func @sinusoidal_halves_too_narrow(%x: tensor<?x2xf32>, %pos: index) -> ten
   %0 = attn.sinusoidal_pe %x offset(%pos) base(1.0e+04) halves : tensor<?x2xf32>
   return %0 : tensor<?x2xf32>
 }
+
+// -----
+
+func.func @kv_cache_read_element_type(%cache: tensor<16x8xbf16>, %len: index) -> tensor<?x8xf32> {
+  // expected-error @+1 {{result element type 'f32' differs from the cache's 'bf16'}}
+  %0 = attn.kv_cache_read %cache[%len] : tensor<16x8xbf16> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @kv_cache_append_bf16_update(%new: tensor<1x8xbf16>, %cache: tensor<16x8xbf16>, %pos: index) -> tensor<16x8xbf16> {
+  // expected-error @+1 {{operand #0 must be 2D tensor of 32-bit float values}}
+  %0 = attn.kv_cache_append %new into %cache[%pos] : tensor<1x8xbf16> into tensor<16x8xbf16>
+  return %0 : tensor<16x8xbf16>
+}
+
+// -----
+
+func.func @kv_cache_i8(%new: tensor<1x8xf32>, %cache: tensor<16x8xi8>, %pos: index) -> tensor<16x8xi8> {
+  // expected-error @+1 {{operand #1 must be 2D tensor of 32-bit float or bfloat16 type or 16-bit float values}}
+  %0 = attn.kv_cache_append %new into %cache[%pos] : tensor<1x8xf32> into tensor<16x8xi8>
+  return %0 : tensor<16x8xi8>
+}
+
+// -----
+
+func.func @attention_key_value_types(%q: tensor<?x8xf32>, %k: tensor<?x8xbf16>, %v: tensor<?x8xf16>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{requires key and value of one element type, got 'bf16' and 'f16'}}
+  %0 = attn.attention %q, %k, %v heads(2) : tensor<?x8xf32>, tensor<?x8xbf16>, tensor<?x8xf16> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @attention_bf16_query(%q: tensor<?x8xbf16>, %k: tensor<?x8xbf16>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{operand #0 must be 2D tensor of 32-bit float values}}
+  %0 = attn.attention %q, %k, %k heads(2) : tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<?x8xbf16> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}

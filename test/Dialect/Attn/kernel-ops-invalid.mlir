@@ -190,3 +190,11 @@ func.func @quantized_unpacked(%x: tensor<4x64xf32>, %w: tensor<64x64xi8>) -> ten
   %0 = attn.linear %x, %w layout(out_in) : tensor<4x64xf32>, tensor<64x64xi8> -> tensor<4x64xf32>
   return %0 : tensor<4x64xf32>
 }
+
+// -----
+
+func.func @flash_key_value_types(%q: tensor<?x64xf32>, %k: tensor<?x64xbf16>, %v: tensor<?x64xf32>, %init: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{requires key and value of one element type, got 'bf16' and 'f32'}}
+  %0 = attn.flash_attention heads(1) kv_heads(1) scale(0.125) ins(%q, %k, %v : tensor<?x64xf32>, tensor<?x64xbf16>, tensor<?x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}

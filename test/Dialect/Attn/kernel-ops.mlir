@@ -63,3 +63,11 @@ func.func @quantized(%x: tensor<?x64xf32>, %w: tensor<3x2x32x34xi8>, %g: tensor<
   %2 = attn.embedding %table[%ids] : tensor<4x2x32x18xi8>, tensor<?xi32> -> tensor<?x64xf32>
   return %0, %1, %2 : tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x64xf32>
 }
+
+// Keys and values from an f16 cache.
+// CHECK-LABEL: func.func @flash_f16_keys
+// CHECK: attn.flash_attention heads(4) kv_heads(2) scale(1.250000e-01) causal ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x128xf32>, tensor<?x64xf16>, tensor<?x64xf16>)
+func.func @flash_f16_keys(%q: tensor<?x128xf32>, %k: tensor<?x64xf16>, %v: tensor<?x64xf16>, %init: tensor<?x128xf32>) -> tensor<?x128xf32> {
+  %0 = attn.flash_attention heads(4) kv_heads(2) scale(0.125) causal ins(%q, %k, %v : tensor<?x128xf32>, tensor<?x64xf16>, tensor<?x64xf16>) outs(%init : tensor<?x128xf32>) -> tensor<?x128xf32>
+  return %0 : tensor<?x128xf32>
+}

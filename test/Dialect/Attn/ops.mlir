@@ -299,3 +299,28 @@ func.func @linear_packed_bf16(%x: tensor<?x64xf32>, %w: tensor<3x64x32xbf16>) ->
   %0 = attn.linear %x, %w layout(packed) : tensor<?x64xf32>, tensor<3x64x32xbf16> -> tensor<?x80xf32>
   return %0 : tensor<?x80xf32>
 }
+
+// -----
+
+// A bf16 cache: f32 rows in, bf16 rows out, attention over them.
+// CHECK-LABEL: func.func @kv_cache_bf16
+// CHECK: %[[C:.*]] = attn.kv_cache_append %{{.*}} into %{{.*}}[%{{.*}}] : tensor<?x8xf32> into tensor<16x8xbf16>
+// CHECK: %[[K:.*]] = attn.kv_cache_read %[[C]][%{{.*}}] : tensor<16x8xbf16> -> tensor<?x8xbf16>
+// CHECK: attn.attention %{{.*}}, %[[K]], %[[K]] heads(2) causal kv_len(%{{.*}}) : tensor<?x8xf32>, tensor<?x8xbf16>, tensor<?x8xbf16> -> tensor<?x8xf32>
+func.func @kv_cache_bf16(%new: tensor<?x8xf32>, %cache: tensor<16x8xbf16>, %pos: index, %len: index) -> tensor<?x8xf32> {
+  %0 = attn.kv_cache_append %new into %cache[%pos] : tensor<?x8xf32> into tensor<16x8xbf16>
+  %1 = attn.kv_cache_read %0[%len] : tensor<16x8xbf16> -> tensor<?x8xbf16>
+  %2 = attn.attention %new, %1, %1 heads(2) causal kv_len(%len) : tensor<?x8xf32>, tensor<?x8xbf16>, tensor<?x8xbf16> -> tensor<?x8xf32>
+  return %2 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @kv_cache_f16_ring
+// CHECK: attn.kv_cache_append %{{.*}} into %{{.*}}[%{{.*}}] ring : tensor<1x8xf32> into tensor<4x8xf16>
+// CHECK: attn.kv_cache_read %{{.*}}[%{{.*}}] ring(%{{.*}}) : tensor<4x8xf16> -> tensor<?x8xf16>
+func.func @kv_cache_f16_ring(%new: tensor<1x8xf32>, %cache: tensor<4x8xf16>, %pos: index, %len: index) -> tensor<?x8xf16> {
+  %0 = attn.kv_cache_append %new into %cache[%pos] ring : tensor<1x8xf32> into tensor<4x8xf16>
+  %1 = attn.kv_cache_read %0[%len] ring(%pos) : tensor<4x8xf16> -> tensor<?x8xf16>
+  return %1 : tensor<?x8xf16>
+}

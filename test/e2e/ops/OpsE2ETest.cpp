@@ -840,7 +840,11 @@ std::string alibiAttribute(int64_t heads) {
   return text + "])";
 }
 
-std::string attentionFunction(size_t index, const AttentionCase &c) {
+/// @attention<index><suffix>: queries [rows, heads * head_dim] f32 (rows
+/// "?" or a static count), keys and values of element type `kvType`.
+std::string attentionFunction(size_t index, const AttentionCase &c,
+                              llvm::StringRef kvType = "f32", llvm::StringRef rows = "?",
+                              llvm::StringRef suffix = "") {
   int64_t qf = c.heads * c.headDim, kf = c.kvHeads * c.headDim;
   std::string biasArg, biasUse;
   if (c.biasHeads) {
@@ -857,10 +861,10 @@ std::string attentionFunction(size_t index, const AttentionCase &c) {
   if (c.alibi)
     options += alibiAttribute(c.heads);
   return llvm::formatv(R"mlir(
-    func.func @attention{0}(%q: tensor<?x{1}xf32>, %k: tensor<?x{2}xf32>, %v: tensor<?x{2}xf32>{3}) -> tensor<?x{1}xf32> {
-      %0 = attn.attention %q, %k, %v {4}{5} : tensor<?x{1}xf32>, tensor<?x{2}xf32>, tensor<?x{2}xf32> -> tensor<?x{1}xf32>
-      return %0 : tensor<?x{1}xf32>
-    })mlir", index, qf, kf, biasArg, options, biasUse).str();
+    func.func @attention{0}{6}(%q: tensor<{8}x{1}xf32>, %k: tensor<?x{2}x{7}>, %v: tensor<?x{2}x{7}>{3}) -> tensor<{8}x{1}xf32> {
+      %0 = attn.attention %q, %k, %v {4}{5} : tensor<{8}x{1}xf32>, tensor<?x{2}x{7}>, tensor<?x{2}x{7}> -> tensor<{8}x{1}xf32>
+      return %0 : tensor<{8}x{1}xf32>
+    })mlir", index, qf, kf, biasArg, options, biasUse, suffix, kvType, rows).str();
 }
 
 const std::vector<AttentionCase> kAttentionCases = {
@@ -877,6 +881,26 @@ const std::vector<AttentionCase> kAttentionCases = {
     {4, 1, 64, true, 0, 0.0, 33, true},        // window and ALiBi, multi-query
     {2, 2, 32, false, 0, 0.0, 0, true},        // ALiBi without a mask
 };
+
+/// The reference's parameters for case `c` with `bias` (when it has one);
+/// `slopes` holds the ALiBi slopes the result points to.
+ref::AttentionParams referenceParams(const AttentionCase &c, const std::vector<float> &bias,
+                                     std::vector<double> &slopes) {
+  ref::AttentionParams params;
+  params.heads = c.heads;
+  params.kvHeads = c.kvHeads;
+  params.headDim = c.headDim;
+  params.scale = c.scale != 0.0 ? static_cast<double>(static_cast<float>(c.scale))
+                                : static_cast<double>(static_cast<float>(ref::defaultScale(c.headDim)));
+  params.causal = c.causal;
+  params.bias = c.biasHeads ? bias.data() : nullptr;
+  params.biasHeads = c.biasHeads ? c.biasHeads : 1;
+  params.window = c.window;
+  std::vector<float> asFloat = alibiSlopes(c.heads);
+  slopes.assign(asFloat.begin(), asFloat.end());
+  params.alibiSlopes = c.alibi ? slopes.data() : nullptr;
+  return params;
+}
 
 void checkAttention(const CompiledModule &module, size_t index,
                     const AttentionCase &c, int64_t seqQ, int64_t seqKv,
@@ -897,19 +921,8 @@ void checkAttention(const CompiledModule &module, size_t index,
   bool called = c.biasHeads ? module.call(name, qBuf.memref(), kBuf.memref(), vBuf.memref(), biasBuf.memref(), out.memref())
                             : module.call(name, qBuf.memref(), kBuf.memref(), vBuf.memref(), out.memref());
   ASSERT_TRUE(called);
-  ref::AttentionParams params;
-  params.heads = c.heads;
-  params.kvHeads = c.kvHeads;
-  params.headDim = c.headDim;
-  params.scale = c.scale != 0.0 ? static_cast<double>(static_cast<float>(c.scale))
-                                : static_cast<double>(static_cast<float>(ref::defaultScale(c.headDim)));
-  params.causal = c.causal;
-  params.bias = c.biasHeads ? bias.data() : nullptr;
-  params.biasHeads = c.biasHeads ? c.biasHeads : 1;
-  params.window = c.window;
-  std::vector<float> slopes = alibiSlopes(c.heads);
-  std::vector<double> slopesAsDouble(slopes.begin(), slopes.end());
-  params.alibiSlopes = c.alibi ? slopesAsDouble.data() : nullptr;
+  std::vector<double> slopes;
+  ref::AttentionParams params = referenceParams(c, bias, slopes);
   EXPECT_CLOSE(out.values(), ref::attention(q, seqQ, k, v, seqKv, params), kOpTolerance)
       << name << " seqQ=" << seqQ << " seqKv=" << seqKv;
 }
@@ -969,6 +982,17 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionVariant{"kernel_rows8_w8", true, 8, 64, 8}),
     [](const auto &info) { return info.param.name; });
 
+/// Query and key blocks of 16, through the kernel or the linalg lowering.
+CompileOptions smallBlocks(bool kernel) {
+  CompileOptions options;
+  options.queryBlock = 16;
+  options.kvBlock = 16;
+  options.configure = [kernel](AttnPipelineOptions &pipeline) {
+    pipeline.attentionKernel = kernel;
+  };
+  return options;
+}
+
 TEST(Attention, DecodeOverAStaticCacheWithKvLen) {
   // Queries against a [64, kv] cache of which kv_len rows are valid: a
   // dynamic number of queries (the kernel's many-row path), and one or three
@@ -985,13 +1009,7 @@ TEST(Attention, DecodeOverAStaticCacheWithKvLen) {
       return %0 : tensor<{4}x{0}xf32>
     })mlir", qf, kf, maxSeq, name, rows, mask).str();
   for (bool kernel : {false, true}) {
-    CompileOptions options;
-    options.queryBlock = 16;
-    options.kvBlock = 16;
-    options.configure = [kernel](AttnPipelineOptions &pipeline) {
-      pipeline.attentionKernel = kernel;
-    };
-    auto module = compileOrDie(source, options);
+    auto module = compileOrDie(source, smallBlocks(kernel));
     ASSERT_TRUE(module);
     std::vector<float> k = random(maxSeq * kf, 1.0f, 400), v = random(maxSeq * kf, 1.0f, 401);
     // Garbage past kv_len must not leak into the result.
@@ -1075,6 +1093,82 @@ TEST(Attention, WindowAndAlibiOnDecodeShapes) {
         EXPECT_CLOSE(out.values(), ref::attention(q, variant.rows, k, v, maxSeq, params),
                      kOpTolerance)
             << variant.name << " kernel=" << kernel << " kv_len=" << kvLen;
+      }
+    }
+  }
+}
+
+// Keys and values held in bf16 or f16 (a --kv-format cache): every lowering
+// widens them as it loads them and otherwise computes as with f32 keys, so
+// the result equals the reference on the widened values. Prefill shapes
+// (dynamic rows; the linalg lowering also with a bias) and decode shapes
+// (one static row: the kernel's few-row path, keys split across tasks).
+TEST(Attention, ReadsBf16AndF16KeysAndValues) {
+  struct Element {
+    const char *type;
+    uint16_t (*bits)(float);
+    float (*value)(uint16_t);
+  };
+  auto bf16Bits = [](float value) -> uint16_t {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+  };
+  auto bf16Value = [](uint16_t bits) {
+    uint32_t wide = static_cast<uint32_t>(bits) << 16;
+    float value;
+    std::memcpy(&value, &wide, sizeof value);
+    return value;
+  };
+  const Element elements[] = {{"bf16", +bf16Bits, +bf16Value},
+                              {"f16", ref::f16Bits, ref::f16Value}};
+  // GQA; a shared bias (linalg only); a window; window and ALiBi, MQA.
+  const size_t caseIndices[] = {1, 5, 6, 10};
+  for (const Element &element : elements) {
+    std::string source;
+    for (size_t index : caseIndices) {
+      const AttentionCase &c = kAttentionCases[index];
+      source += attentionFunction(index, c, element.type, "?", "_rows");
+      source += attentionFunction(index, c, element.type, "1", "_one");
+    }
+    for (bool kernel : {false, true}) {
+      SCOPED_TRACE(std::string(element.type) + (kernel ? " kernel" : " linalg"));
+      auto module = compileOrDie(source, smallBlocks(kernel));
+      ASSERT_TRUE(module);
+      for (size_t index : caseIndices) {
+        const AttentionCase &c = kAttentionCases[index];
+        int64_t qf = c.heads * c.headDim, kf = c.kvHeads * c.headDim;
+        for (auto [suffix, seqQ, seqKv] :
+             {std::tuple{"_rows", int64_t(17), int64_t(17)},
+              std::tuple{"_rows", int64_t(5), int64_t(40)},
+              std::tuple{"_one", int64_t(1), int64_t(300)}}) {
+          std::vector<float> q = random(seqQ * qf, 1.0f, 500 + seqKv),
+                             k = random(seqKv * kf, 1.0f, 501 + seqKv),
+                             v = random(seqKv * kf, 1.0f, 502 + seqKv);
+          std::vector<uint16_t> kBits(k.size()), vBits(v.size());
+          for (size_t i = 0; i < k.size(); ++i) {
+            kBits[i] = element.bits(k[i]);
+            vBits[i] = element.bits(v[i]);
+            // The reference reads the stored values.
+            k[i] = element.value(kBits[i]);
+            v[i] = element.value(vBits[i]);
+          }
+          std::vector<float> bias;
+          if (c.biasHeads)
+            bias = random(c.biasHeads * seqQ * seqKv, 1.0f, 503);
+          Buffer2D qBuf(q, {seqQ, qf}), out(std::vector<float>(seqQ * qf), {seqQ, qf});
+          Buffer<uint16_t, 2> kBuf(kBits, {seqKv, kf}), vBuf(vBits, {seqKv, kf});
+          Buffer3D biasBuf(bias, {c.biasHeads, seqQ, seqKv});
+          std::string name = "attention" + std::to_string(index) + suffix;
+          ASSERT_TRUE(c.biasHeads ? module->call(name, qBuf.memref(), kBuf.memref(), vBuf.memref(),
+                                                 biasBuf.memref(), out.memref())
+                                  : module->call(name, qBuf.memref(), kBuf.memref(), vBuf.memref(),
+                                                 out.memref()));
+          std::vector<double> slopes;
+          ref::AttentionParams params = referenceParams(c, bias, slopes);
+          EXPECT_CLOSE(out.values(), ref::attention(q, seqQ, k, v, seqKv, params), kOpTolerance)
+              << name << " seqQ=" << seqQ << " seqKv=" << seqKv;
+        }
       }
     }
   }

@@ -47,6 +47,16 @@ static ShapedType shapedType(Value value) {
   return cast<ShapedType>(value.getType());
 }
 
+/// Keys and values are read together, so they are held in one precision.
+static LogicalResult verifyKeyValueElementTypes(Operation *op, ShapedType key,
+                                                ShapedType value) {
+  if (key.getElementType() == value.getElementType())
+    return success();
+  return op->emitOpError() << "requires key and value of one element type, got "
+                           << key.getElementType() << " and "
+                           << value.getElementType();
+}
+
 /// Checks that dimension `dim` of `name` is static: head splits and weight
 /// shapes are verified against it.
 static LogicalResult verifyStaticDim(Operation *op, StringRef name,
@@ -511,7 +521,8 @@ LogicalResult AttentionOp::verify() {
                          << " features, expected kv_heads * head_dim = "
                          << kvHeads << " * " << headDim << " = "
                          << kvHeads * headDim;
-  if (failed(verifyDimsMatch(*this, "value", value, 0, "key", key, 0)) ||
+  if (failed(verifyKeyValueElementTypes(*this, key, value)) ||
+      failed(verifyDimsMatch(*this, "value", value, 0, "key", key, 0)) ||
       failed(verifyDimsMatch(*this, "result", result, 0, "query", query, 0)) ||
       failed(verifyDimsMatch(*this, "result", result, 1, "query", query, 1)))
     return failure();
@@ -599,6 +610,9 @@ LogicalResult KvCacheReadOp::verify() {
                          << result;
   if (failed(verifyStaticDim(*this, "cache", cache, 1)))
     return failure();
+  if (result.getElementType() != cache.getElementType())
+    return emitOpError() << "result element type " << result.getElementType()
+                         << " differs from the cache's " << cache.getElementType();
   return verifyDimsMatch(*this, "result", result, 1, "cache", cache, 1);
 }
 
@@ -742,7 +756,8 @@ LogicalResult FlashAttentionOp::verify() {
       value.getDimSize(1) != kvHeads * headDim)
     return emitOpError() << "requires key and value of kv_heads * head_dim = "
                          << kvHeads * headDim << " features";
-  if (failed(verifyDimsMatch(*this, "value", value, 0, "key", key, 0)) ||
+  if (failed(verifyKeyValueElementTypes(*this, key, value)) ||
+      failed(verifyDimsMatch(*this, "value", value, 0, "key", key, 0)) ||
       failed(verifyDimsMatch(*this, "init", init, 0, "query", query, 0)) ||
       failed(verifyDimsMatch(*this, "init", init, 1, "query", query, 1)))
     return failure();
