@@ -63,6 +63,8 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
   attention.vectorWidth = options.vectorWidth;
   attention.blockRows = options.queryBlock;
   attention.fastExp = options.fastMath;
+  // prefetch-bytes=0 turns every software prefetch off, for comparisons.
+  attention.prefetch = options.prefetchBytes > 0;
   pm.addPass(createLowerAttentionPass(attention));
   // A prefill's norms, RoPE and copies over its rows on every thread.
   if (options.threads)

@@ -208,6 +208,8 @@ struct Attention {
   int64_t window = 0;
   /// ALiBi slopes, one per query head; empty: none.
   ArrayRef<float> alibi;
+  /// Decode: prefetch the next key block's keys and values.
+  bool prefetch = true;
 };
 
 /// The ALiBi slope of query head `head`, from a constant vector of all of
@@ -544,65 +546,125 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
   storeOutput(k, a, kvHead, firstPosition, validRows, outAcc, sums);
 }
 
-/// Where a decode block's state goes when it has seen its keys: the output
-/// (normalized), or a split's slot in the partial buffers (flash-decoding).
+/// Where a decode task's state goes when it has seen its keys: its split's
+/// slot in the partial buffers (flash-decoding), which combineSplits reads.
 struct PartialSink {
   /// [kv_heads, splits, rows, head_dim] unnormalized outputs, and
-  /// [kv_heads, splits, rows] running maxima and sums; null for no split.
+  /// [kv_heads, splits, rows] running maxima and sums.
   Value outputs, maxima, sums;
   Value split;
 };
 
+/// One KV head's running state in a decode task: views of the task's
+/// scratch at that head's rows.
+struct HeadState {
+  Value kvHead, kvCol, qs, outAcc, maxima, sums, alpha;
+};
+
 /// Few rows (decode): dot products along head_dim, softmax across lanes,
-/// over keys [keyBegin, keyEnd).
-void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
-                     int64_t seqQ, Value kvLen, Value keyBegin, Value keyEnd,
-                     const PartialSink &sink) {
+/// over keys [keyBegin, keyEnd), for the KV heads [headBegin, headBegin +
+/// headCount) (at most maxHeads). Each key block visits all of them before
+/// the next block: a KV row holds every head's key side by side, so a long
+/// cache is then read along its rows, not as one head's strided slice
+/// after another's (a few cache lines per kv_heads * head_dim elements,
+/// too short a run for the hardware prefetchers).
+void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value headBegin,
+                     Value headCount, int64_t maxHeads, int64_t seqQ, Value kvLen,
+                     Value keyBegin, Value keyEnd, const PartialSink &sink) {
   const int64_t w = k.width, d = a.headDim, vectors = d / w;
   const int64_t rows = seqQ * a.group;
   const int64_t keyBlock = 2 * w;
   Value diagonal = arith::SubIOp::create(k.b, k.loc, kvLen, k.index(seqQ));
-  Value kvCol = k.mul(kvHead, k.index(d));
-  Value qs = k.scratch({rows, d}), outAcc = k.scratch({rows, d});
-  Value maxima = k.scratch({rows}), sums = k.scratch({rows}), alpha = k.scratch({rows});
+  Value allQs = k.scratch({maxHeads * rows, d}), allOut = k.scratch({maxHeads * rows, d});
+  Value allMaxima = k.scratch({maxHeads * rows}), allSums = k.scratch({maxHeads * rows}),
+        allAlpha = k.scratch({maxHeads * rows});
   Value probs = k.scratch({rows, keyBlock});
   Value scale = k.splat(a.scale);
-  // Per row: the last visible key, the first one in its window, and its
-  // position and ALiBi slope.
-  SmallVector<Value> lastKeyOfRow, firstKeyOfRow, positionOfRow, slopeOfRow;
-  for (int64_t r = 0; r < rows; ++r) {
-    RowCoordinates row = rowCoordinates(k, a, kvHead, k.index(0), k.index(r));
-    for (int64_t c = 0; c < vectors; ++c) {
-      Value q = k.load(a.query, ValueRange{row.position, k.add(row.column, k.index(c * w))});
-      k.store(arith::MulFOp::create(k.b, k.loc, q, scale), qs, ValueRange{k.index(r), k.index(c * w)});
-      k.store(k.splat(0.0f), outAcc, ValueRange{k.index(r), k.index(c * w)});
-    }
-    memref::StoreOp::create(k.b, k.loc, k.f32(-INFINITY), maxima, ValueRange{k.index(r)});
-    memref::StoreOp::create(k.b, k.loc, k.f32(0.0f), sums, ValueRange{k.index(r)});
-    auto asI32 = [&](Value index) -> Value {
-      return arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), index);
+  auto headState = [&](Value h) {
+    OpFoldResult first = k.mul(h, k.index(rows));
+    auto one = k.b.getIndexAttr(1);
+    auto view2D = [&](Value all) -> Value {
+      return memref::SubViewOp::create(
+          k.b, k.loc, all, ArrayRef<OpFoldResult>{first, k.b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{k.b.getIndexAttr(rows), k.b.getIndexAttr(d)},
+          ArrayRef<OpFoldResult>{one, one});
     };
-    Value position = k.add(row.position, diagonal);
+    auto view1D = [&](Value all) -> Value {
+      return memref::SubViewOp::create(k.b, k.loc, all, ArrayRef<OpFoldResult>{first},
+                                       ArrayRef<OpFoldResult>{k.b.getIndexAttr(rows)},
+                                       ArrayRef<OpFoldResult>{one});
+    };
+    HeadState st;
+    st.kvHead = k.add(headBegin, h);
+    st.kvCol = k.mul(st.kvHead, k.index(d));
+    st.qs = view2D(allQs);
+    st.outAcc = view2D(allOut);
+    st.maxima = view1D(allMaxima);
+    st.sums = view1D(allSums);
+    st.alpha = view1D(allAlpha);
+    return st;
+  };
+  auto asI32 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), index);
+  };
+  // Per row: the last visible key, the first one in its window, and its
+  // position (the same for every head).
+  SmallVector<Value> lastKeyOfRow, firstKeyOfRow, positionOfRow;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value position =
+        k.add(rowCoordinates(k, a, k.index(0), k.index(0), k.index(r)).position, diagonal);
     Value last = a.causal ? position
                           : arith::SubIOp::create(k.b, k.loc, kvLen, k.index(1));
     lastKeyOfRow.push_back(asI32(last));
     if (a.window)
       firstKeyOfRow.push_back(
           asI32(arith::SubIOp::create(k.b, k.loc, position, k.index(a.window - 1))));
-    if (!a.alibi.empty()) {
+    if (!a.alibi.empty())
       positionOfRow.push_back(asI32(position));
-      Value head = k.add(k.mul(kvHead, k.index(a.group)), k.index(r % a.group));
-      slopeOfRow.push_back(k.broadcast(alibiSlope(k, a, head)));
-    }
   }
+  k.forLoop(k.index(0), headCount, k.index(1), [&](Value h) {
+    HeadState st = headState(h);
+    for (int64_t r = 0; r < rows; ++r) {
+      RowCoordinates row = rowCoordinates(k, a, st.kvHead, k.index(0), k.index(r));
+      for (int64_t c = 0; c < vectors; ++c) {
+        Value q = k.load(a.query, ValueRange{row.position, k.add(row.column, k.index(c * w))});
+        k.store(arith::MulFOp::create(k.b, k.loc, q, scale), st.qs,
+                ValueRange{k.index(r), k.index(c * w)});
+        k.store(k.splat(0.0f), st.outAcc, ValueRange{k.index(r), k.index(c * w)});
+      }
+      memref::StoreOp::create(k.b, k.loc, k.f32(-INFINITY), st.maxima, ValueRange{k.index(r)});
+      memref::StoreOp::create(k.b, k.loc, k.f32(0.0f), st.sums, ValueRange{k.index(r)});
+    }
+  });
   Value lastKey = arith::SubIOp::create(k.b, k.loc, kvLen, k.index(1));
   auto lane = VectorType::get({w}, k.b.getI32Type());
+  // Even along rows, the misses in flight bound how fast a cache larger
+  // than the caches streams: each head asks for its lines of the next block.
+  int64_t elementBytes =
+      cast<MemRefType>(a.key.getType()).getElementTypeBitWidth() / 8;
+  int64_t lineElements = 64 / elementBytes;
+  auto prefetchNextBlock = [&](Value kb, Value kvCol) {
+    Value next = k.add(kb, k.index(keyBlock));
+    k.forLoop(k.index(0), k.index(keyBlock), k.index(1), [&](Value j) {
+      Value row = k.minIndex(k.add(next, j), lastKey);
+      for (Value rowsOf : {a.key, a.value})
+        for (int64_t e = 0; e < d; e += lineElements)
+          memref::PrefetchOp::create(k.b, k.loc, rowsOf,
+                                     ValueRange{row, k.add(kvCol, k.index(e))},
+                                     /*isWrite=*/false, /*localityHint=*/3,
+                                     /*isDataCache=*/true);
+    });
+  };
   k.forLoop(keyBegin, keyEnd, k.index(keyBlock), [&](Value kb) {
     Value keys = k.minIndex(k.index(keyBlock), arith::SubIOp::create(k.b, k.loc, keyEnd, kb));
     Value kbI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), kb);
     Value keysI32 = arith::IndexCastOp::create(k.b, k.loc, k.b.getI32Type(), keys);
     Value step = vector::StepOp::create(k.b, k.loc, VectorType::get({w}, k.b.getIndexType()));
     Value laneIndex = arith::IndexCastOp::create(k.b, k.loc, lane, step);
+    k.forLoop(k.index(0), headCount, k.index(1), [&](Value h) {
+    HeadState st = headState(h);
+    if (a.prefetch)
+      prefetchNextBlock(kb, st.kvCol);
     for (int64_t r = 0; r < rows; ++r) {
       Value rr = k.index(r);
       // s[j] = q . K[kb + j] for the block's keys (clamped rows are masked).
@@ -610,13 +672,18 @@ void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
         Value keyRow = k.minIndex(k.add(kb, k.index(j)), lastKey);
         Value acc = k.splat(0.0f);
         for (int64_t c = 0; c < vectors; ++c)
-          acc = k.fma(k.load(qs, ValueRange{rr, k.index(c * w)}),
-                      k.loadKeyValue(a.key, ValueRange{keyRow, k.add(kvCol, k.index(c * w))}),
+          acc = k.fma(k.load(st.qs, ValueRange{rr, k.index(c * w)}),
+                      k.loadKeyValue(a.key, ValueRange{keyRow, k.add(st.kvCol, k.index(c * w))}),
                       acc);
         Value dot = vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::ADD, acc);
         memref::StoreOp::create(k.b, k.loc, dot, probs, ValueRange{rr, k.index(j)});
       }
-      Value mOld = memref::LoadOp::create(k.b, k.loc, maxima, ValueRange{rr});
+      Value slope;
+      if (!a.alibi.empty()) {
+        Value head = k.add(k.mul(st.kvHead, k.index(a.group)), k.index(r % a.group));
+        slope = k.broadcast(alibiSlope(k, a, head));
+      }
+      Value mOld = memref::LoadOp::create(k.b, k.loc, st.maxima, ValueRange{rr});
       SmallVector<Value> s, visible;
       Value blockMax = k.f32(-INFINITY);
       for (int64_t v = 0; v < keyBlock / w; ++v) {
@@ -645,7 +712,7 @@ void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
         if (!a.alibi.empty())
           score = arith::AddFOp::create(
               k.b, k.loc, score,
-              alibiBias(k, slopeOfRow[r], key,
+              alibiBias(k, slope, key,
                         vector::BroadcastOp::create(k.b, k.loc, lane, positionOfRow[r])));
         s.push_back(score);
         Value masked = arith::SelectOp::create(k.b, k.loc, visible.back(), s.back(), k.negInf());
@@ -663,32 +730,32 @@ void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
             k.b, k.loc, sum, vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::ADD, p));
       }
       Value rescale = k.rescale(mOld, mNew);
-      Value lOld = memref::LoadOp::create(k.b, k.loc, sums, ValueRange{rr});
+      Value lOld = memref::LoadOp::create(k.b, k.loc, st.sums, ValueRange{rr});
       memref::StoreOp::create(k.b, k.loc,
                               arith::AddFOp::create(k.b, k.loc,
                                                     arith::MulFOp::create(k.b, k.loc, lOld, rescale), sum),
-                              sums, ValueRange{rr});
-      memref::StoreOp::create(k.b, k.loc, mNew, maxima, ValueRange{rr});
-      memref::StoreOp::create(k.b, k.loc, rescale, alpha, ValueRange{rr});
+                              st.sums, ValueRange{rr});
+      memref::StoreOp::create(k.b, k.loc, mNew, st.maxima, ValueRange{rr});
+      memref::StoreOp::create(k.b, k.loc, rescale, st.alpha, ValueRange{rr});
     }
-    accumulatePV(k, a, rows, outAcc, alpha, kb, keys, kvCol, [&](Value j, Value r) {
+    accumulatePV(k, a, rows, st.outAcc, st.alpha, kb, keys, st.kvCol, [&](Value j, Value r) {
       return memref::LoadOp::create(k.b, k.loc, probs, ValueRange{r, j});
     });
+    });
   });
-  if (!sink.outputs) {
-    storeOutput(k, a, kvHead, k.index(0), k.index(rows), outAcc, sums);
-    return;
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    Value rr = k.index(r);
-    for (int64_t c = 0; c < vectors; ++c)
-      k.store(k.load(outAcc, ValueRange{rr, k.index(c * w)}), sink.outputs,
-              ValueRange{kvHead, sink.split, rr, k.index(c * w)});
-    for (auto [from, to] : {std::pair{maxima, sink.maxima}, {sums, sink.sums}})
-      memref::StoreOp::create(k.b, k.loc,
-                              memref::LoadOp::create(k.b, k.loc, from, ValueRange{rr}),
-                              to, ValueRange{kvHead, sink.split, rr});
-  }
+  k.forLoop(k.index(0), headCount, k.index(1), [&](Value h) {
+    HeadState st = headState(h);
+    for (int64_t r = 0; r < rows; ++r) {
+      Value rr = k.index(r);
+      for (int64_t c = 0; c < vectors; ++c)
+        k.store(k.load(st.outAcc, ValueRange{rr, k.index(c * w)}), sink.outputs,
+                ValueRange{st.kvHead, sink.split, rr, k.index(c * w)});
+      for (auto [from, to] : {std::pair{st.maxima, sink.maxima}, {st.sums, sink.sums}})
+        memref::StoreOp::create(k.b, k.loc,
+                                memref::LoadOp::create(k.b, k.loc, from, ValueRange{rr}),
+                                to, ValueRange{st.kvHead, sink.split, rr});
+    }
+  });
 }
 
 /// Combines the splits of one KV head: with M the largest running max,
@@ -741,7 +808,7 @@ void combineSplits(KernelBuilder &k, const Attention &a, Value kvHead,
 /// Tiling of the kernels.
 struct AttentionTiling {
   int64_t width, blockRows, splitKeys, decodeTasks;
-  bool fastExp;
+  bool fastExp, prefetch;
 };
 
 LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
@@ -763,6 +830,7 @@ LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
   a.window = static_cast<int64_t>(op.getWindow().value_or(0));
   if (std::optional<ArrayRef<float>> alibi = op.getAlibi())
     a.alibi = *alibi;
+  a.prefetch = tiling.prefetch;
   // Rows are whole vectors of head_dim: narrow the vectors for an odd
   // head_dim (every real model's is a multiple of 16).
   while (a.headDim % width != 0)
@@ -776,36 +844,34 @@ LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
   int64_t staticSeqQ = cast<MemRefType>(a.query.getType()).getDimSize(0);
   Value zero = k.index(0), one = k.index(1);
 
-  // Few rows (decode): a block per KV head, and per split of the keys when
-  // there are too few KV heads to keep the threads busy (flash-decoding).
+  // Few rows (decode): tasks of (group of KV heads, split of the keys)
+  // (flash-decoding), about decode-tasks of them: a short cache is split
+  // by head, a long one by keys, whose tasks then take every head, so that
+  // each reads whole KV rows.
   if (!ShapedType::isDynamic(staticSeqQ) && staticSeqQ * a.group < width) {
     int64_t rows = staticSeqQ * a.group;
-    int64_t maxSplits = std::max<int64_t>(
-        1, (tiling.decodeTasks + a.kvHeads - 1) / a.kvHeads);
+    int64_t maxSplits = tiling.decodeTasks;
     // Keys before the first row's window are never visited.
     Value keysBegin = zero;
     if (a.window)
       keysBegin = k.maxIndex(
           zero, arith::SubIOp::create(rewriter, loc, kvLen,
                                       k.index(staticSeqQ + a.window - 1)));
-    if (maxSplits == 1) {
-      scf::ParallelOp::create(
-          rewriter, loc, ValueRange{zero}, ValueRange{k.index(a.kvHeads)}, ValueRange{one},
-          [&](OpBuilder &b, Location l, ValueRange ivs) {
-            KernelBuilder inner(b, l, width, tiling.fastExp);
-            emitFewRowBlock(inner, a, ivs[0], staticSeqQ, kvLen, keysBegin, kvLen,
-                            PartialSink{});
-          });
-      rewriter.eraseOp(op);
-      return success();
-    }
-    // splits = clamp(ceil(keys / split-keys), 1, maxSplits), each a whole
-    // number of key blocks.
+    // splits = clamp(ceil(keys / split-keys), 1, decode-tasks), each a whole
+    // number of key blocks; groups = clamp(ceil(decode-tasks / splits), 1,
+    // kv_heads) of ceil(kv_heads / groups) heads (the last may have fewer).
     int64_t keyBlock = 2 * width;
     Value keys = arith::SubIOp::create(rewriter, loc, kvLen, keysBegin);
     Value wanted = arith::CeilDivUIOp::create(rewriter, loc, keys,
                                               k.index(tiling.splitKeys));
     Value splits = k.maxIndex(k.minIndex(wanted, k.index(maxSplits)), one);
+    Value groups = k.maxIndex(
+        k.minIndex(arith::CeilDivUIOp::create(rewriter, loc, k.index(tiling.decodeTasks),
+                                              splits),
+                   k.index(a.kvHeads)),
+        one);
+    Value headsPerGroup = arith::CeilDivUIOp::create(rewriter, loc, k.index(a.kvHeads), groups);
+    groups = arith::CeilDivUIOp::create(rewriter, loc, k.index(a.kvHeads), headsPerGroup);
     Value perSplit = arith::CeilDivUIOp::create(rewriter, loc, keys, splits);
     Value chunk = k.mul(arith::CeilDivUIOp::create(rewriter, loc, perSplit,
                                                    k.index(keyBlock)),
@@ -819,15 +885,19 @@ LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
     sink.sums = memref::AllocOp::create(
         rewriter, loc, MemRefType::get({a.kvHeads, maxSplits, rows}, f32));
     scf::ParallelOp::create(
-        rewriter, loc, ValueRange{zero, zero}, ValueRange{k.index(a.kvHeads), splits},
+        rewriter, loc, ValueRange{zero, zero}, ValueRange{groups, splits},
         ValueRange{one, one}, [&](OpBuilder &b, Location l, ValueRange ivs) {
           KernelBuilder inner(b, l, width, tiling.fastExp);
+          Value headBegin = inner.mul(ivs[0], headsPerGroup);
+          Value headCount = inner.minIndex(
+              headsPerGroup, arith::SubIOp::create(b, l, inner.index(a.kvHeads), headBegin));
           Value begin =
               inner.minIndex(inner.add(keysBegin, inner.mul(ivs[1], chunk)), kvLen);
           Value end = inner.minIndex(inner.add(begin, chunk), kvLen);
           PartialSink split = sink;
           split.split = ivs[1];
-          emitFewRowBlock(inner, a, ivs[0], staticSeqQ, kvLen, begin, end, split);
+          emitFewRowBlock(inner, a, headBegin, headCount, a.kvHeads, staticSeqQ, kvLen,
+                          begin, end, split);
         });
     scf::ParallelOp::create(
         rewriter, loc, ValueRange{zero}, ValueRange{k.index(a.kvHeads)}, ValueRange{one},
@@ -871,7 +941,7 @@ struct LowerAttentionPass
       return signalPassFailure();
     }
     AttentionTiling tiling{vectorWidth, blockRows, splitKeys, decodeTasks,
-                           fastExp};
+                           fastExp, prefetch};
     SmallVector<FlashAttentionOp> ops;
     getOperation()->walk([&](FlashAttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());

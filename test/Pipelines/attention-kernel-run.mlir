@@ -13,6 +13,10 @@
 // Decode split into chunks of 32 keys (flash-decoding): 45 keys make two
 // splits that see keys and one past kv_len that sees none.
 // RUN: attn-opt %s --attn-pipeline-linalg --attn-pipeline-bufferize --attn-lower-attention="split-keys=16" --attn-pipeline-loops --attn-pipeline-llvm="threads=0" | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils | FileCheck %s
+// Fewer tasks than KV heads: with decode-tasks=2 the two splits take both
+// heads each, with decode-tasks=1 one task takes both heads and every key.
+// RUN: attn-opt %s --attn-pipeline-linalg --attn-pipeline-bufferize --attn-lower-attention="split-keys=16 decode-tasks=2" --attn-pipeline-loops --attn-pipeline-llvm="threads=0" | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils | FileCheck %s
+// RUN: attn-opt %s --attn-pipeline-linalg --attn-pipeline-bufferize --attn-lower-attention="decode-tasks=1" --attn-pipeline-loops --attn-pipeline-llvm="threads=0" | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils | FileCheck %s
 
 // CHECK: causal 37x37
 // CHECK-NEXT: 1

@@ -65,16 +65,29 @@ func.func @prefill(%q: memref<?x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64x
 // -----
 
 // Decode: one position's 2 rows per KV head are fewer than a vector; dot
-// products run along head_dim and the softmax across lanes. 2 KV heads are
-// fewer than 16 tasks: each head's keys are split (up to 8 ways, at least
-// 256 keys each, whole key blocks) and a second loop combines the splits'
-// partial maxima, sums and outputs.
+// products run along head_dim and the softmax across lanes. About 16 tasks
+// of (group of KV heads, split of the keys): splits = clamp(ceil(keys /
+// 256), 1, 16), groups = clamp(ceil(16 / splits), 1, 2) of ceil(2 / groups)
+// heads; a second loop combines the splits' partial maxima, sums and
+// outputs. A task keeps each of its heads' state in views of one scratch
+// and, per key block, visits every head (reading whole KV rows), each first
+// prefetching its lines of the next block.
 // CHECK-LABEL: func.func @decode
 // CHECK: %[[WANTED:.*]] = arith.ceildivui %[[KV:.*]], %c256
-// CHECK: %[[CAP:.*]] = arith.minsi %[[WANTED]], %c8
+// CHECK: %[[CAP:.*]] = arith.minsi %[[WANTED]], %c16
 // CHECK: %[[SPLITS:.*]] = arith.maxsi %[[CAP]], %c1
-// CHECK: %[[OUTS:.*]] = memref.alloc() : memref<2x8x2x32xf32>
-// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c2, %[[SPLITS]]) step (%c1, %c1)
+// CHECK: %[[WANTGROUPS:.*]] = arith.ceildivui %c16, %[[SPLITS]]
+// CHECK: %[[CAPGROUPS:.*]] = arith.minsi %[[WANTGROUPS]], %c2
+// CHECK: %[[SOMEGROUPS:.*]] = arith.maxsi %[[CAPGROUPS]], %c1
+// CHECK: %[[PERGROUP:.*]] = arith.ceildivui %c2, %[[SOMEGROUPS]]
+// CHECK: %[[GROUPS:.*]] = arith.ceildivui %c2, %[[PERGROUP]]
+// CHECK: %[[OUTS:.*]] = memref.alloc() : memref<2x16x2x32xf32>
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%[[GROUPS]], %[[SPLITS]]) step (%c1, %c1)
+// CHECK: memref.subview %{{.*}}[%{{.*}}, 0] [2, 32] [1, 1] : memref<4x32xf32> to memref<2x32xf32, strided<[32, 1], offset: ?>>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK: memref.prefetch %arg1[%{{.*}}, %{{.*}}], read, locality<3>, data : memref<?x64xf32>
+// CHECK: memref.prefetch %arg2[%{{.*}}, %{{.*}}], read, locality<3>, data : memref<?x64xf32>
 // CHECK: vector.reduction <add>
 // CHECK: vector.reduction <maximumf>
 // CHECK: arith.shli %{{.*}} : vector<16xi32>
@@ -103,11 +116,15 @@ func.func @odd_head_dim(%q: memref<?x40xf32>, %k: memref<?x40xf32>, %v: memref<?
 
 // -----
 
-// Enough KV heads for the threads: no split, one block per head.
+// With 16 KV heads, a cache of fewer than 256 keys is one split and 16
+// groups of one head; a longer one is split by keys and its groups take
+// more heads each (all 16 from 16 splits on).
 // CHECK-LABEL: func.func @decode_many_heads
-// CHECK-NOT: memref.alloc()
-// CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c16) step (%c1)
-// CHECK-NOT: scf.parallel
+// CHECK: %[[SPLITS:.*]] = arith.maxsi %{{.*}}, %c1 : index
+// CHECK: %[[WANTGROUPS:.*]] = arith.ceildivui %c16, %[[SPLITS]]
+// CHECK: arith.minsi %[[WANTGROUPS]], %c16
+// CHECK: memref.alloc() : memref<16x16x1x64xf32>
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%{{.*}}, %[[SPLITS]]) step (%c1, %c1)
 func.func @decode_many_heads(%q: memref<1x1024xf32>, %k: memref<?x1024xf32>, %v: memref<?x1024xf32>, %out: memref<1x1024xf32>) {
   attn.flash_attention heads(16) kv_heads(16) scale(0.125) causal ins(%q, %k, %v : memref<1x1024xf32>, memref<?x1024xf32>, memref<?x1024xf32>) outs(%out : memref<1x1024xf32>)
   return

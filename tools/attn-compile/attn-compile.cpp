@@ -82,7 +82,7 @@ static cl::opt<int64_t> tileRows("tile-rows",
 static cl::opt<int64_t> prefetchBytes(
     "prefetch-bytes",
     cl::desc("How far ahead decode's projections prefetch their weights (0: "
-             "not at all)"),
+             "no software prefetch, decode attention's of the next keys neither)"),
     cl::init(4096), cl::cat(category));
 static cl::opt<bool> noFusion(
     "no-fusion", cl::desc("Do not fuse elementwise ops into projections"),

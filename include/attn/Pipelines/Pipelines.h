@@ -37,7 +37,7 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
   PassOptions::Option<int64_t> prefetchBytes{
       *this, "prefetch-bytes",
       llvm::cl::desc("How far ahead one-row gemm tiles prefetch the weight "
-                     "(0: not at all)"),
+                     "(0: not at all, nor decode attention its next keys)"),
       llvm::cl::init(4096)};
   PassOptions::Option<bool> fusion{
       *this, "fusion",

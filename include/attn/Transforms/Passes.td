@@ -110,10 +110,12 @@ def LowerAttentionPass : Pass<"attn-lower-attention"> {
     the causal diagonal), and the probability-weighted values accumulated
     into a block of output rows that stays in L1. Keys past the causal
     diagonal of a block are never read. A block of fewer rows than a vector
-    (decode) takes dot products along `head_dim` instead; when there are
-    fewer KV heads than `decode-tasks`, each head's keys are split into
-    chunks of at least `split-keys` (flash-decoding), whose partial maxima,
-    sums and outputs a second parallel loop combines. A `head_dim` that
+    (decode) takes dot products along `head_dim` instead, in about
+    `decode-tasks` tasks of (group of KV heads, split of the keys into
+    chunks of at least `split-keys`; flash-decoding), whose partial maxima,
+    sums and outputs a second parallel loop combines: a short cache is
+    split by heads, a long one by keys, and a task visits all its heads per
+    key block (prefetching the next), so that it reads whole KV rows. A `head_dim` that
     is not a multiple of `vector-width` uses the widest power of two lanes
     that divides it.
   }];
@@ -137,6 +139,8 @@ def LowerAttentionPass : Pass<"attn-lower-attention"> {
     Option<"fastExp", "fast-exp", "bool", /*default=*/"true",
            "Softmax exponentials by an inline polynomial for x <= 0 "
            "(otherwise math.exp)">,
+    Option<"prefetch", "prefetch", "bool", /*default=*/"true",
+           "Decode: prefetch the next key block's key and value rows">,
   ];
 }
 
