@@ -17,6 +17,8 @@
 #include "MachineLimits.h"
 #include "Suites.h"
 
+#include "attn/Support/Version.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +81,9 @@ int main(int argc, char **argv) {
       options.testData = value();
     else if (arg == "--help") {
       std::printf("%s", kUsage);
+      return 0;
+    } else if (arg == "--version") {
+      std::printf("%s", attnVersionText("attn-bench").c_str());
       return 0;
     } else
       usage(("unknown argument '" + arg + "'").c_str());

@@ -57,6 +57,11 @@ config.environment["XDG_CACHE_HOME"] = os.path.join(config.test_exec_root, "xdg-
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%attn_src_root", config.attn_src_root))
+# The version the tools report, and the commit when built from a checkout.
+config.substitutions.append(("%attn_version", config.attn_version))
+config.substitutions.append(("%attn_git_commit", config.attn_git_commit))
+if config.attn_git_commit:
+    config.available_features.add("git-checkout")
 # Kernel tests run lowered IR in mlir-runner; vector.print calls into this.
 config.substitutions.append(
     ("%mlir_c_runner_utils", os.path.join(config.llvm_lib_dir, "libmlir_c_runner_utils.so")))
@@ -68,6 +73,6 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 tools = ["attn-opt", "attn-compile", "attn-run", "attn-make-model", "attn-ref-model",
-         "attn-npy-compare", "attn-tokenize", "attn-perplexity", "mlir-translate",
+         "attn-npy-compare", "attn-tokenize", "attn-perplexity", "attn-bench", "mlir-translate",
          "mlir-runner", "split-file", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

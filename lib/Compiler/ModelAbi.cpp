@@ -10,6 +10,7 @@
 #include "attn/Compiler/ModelBuilder.h"
 
 #include "attn/Compiler/ModelLayout.h"
+#include "attn/Support/Version.h"
 #include "attnrt/model_abi.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -51,6 +52,7 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
     ignored.push_back(suffix);
   llvm::json::Object manifest{
       {"abi_version", ATTN_MODEL_ABI_VERSION},
+      {"attn_version", attnVersion()},
       {"architecture", config.familyName()},
       {"vocab_size", config.vocabSize},
       {"hidden_size", config.hiddenSize},
@@ -70,6 +72,8 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
       {"name_prefixes", std::move(prefixes)},
       {"ignored_suffixes", std::move(ignored)},
   };
+  if (*attnGitCommit())
+    manifest["attn_git_commit"] = attnGitCommit();
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(manifest));

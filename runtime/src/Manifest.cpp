@@ -5,6 +5,7 @@
 #include "Json.h"
 #include "Support.h"
 #include "attnrt/model_abi.h"
+#include "attnrt/version.h"
 
 #include <unordered_set>
 
@@ -181,11 +182,22 @@ bool parseManifest(std::string_view json, Manifest &manifest,
   FieldReader read(root, error);
   if (!read.integer("abi_version", 0, true, manifest.abiVersion))
     return false;
+  // Read first: an incompatible library is refused naming both versions.
+  if (const Json *version = jsonFind(root, "attn_version")) {
+    if (!version->is_string() || version->get<std::string>().empty()) {
+      error = "\"attn_version\" must be a non-empty string, got " + version->dump();
+      return false;
+    }
+    manifest.attnVersion = version->get<std::string>();
+  }
   if (manifest.abiVersion != ATTN_MODEL_ABI_VERSION) {
-    error = format("abi_version is %lld, this runtime supports %d (rebuild "
-                   "the model with a matching attn-compile)",
-                   static_cast<long long>(manifest.abiVersion),
-                   ATTN_MODEL_ABI_VERSION);
+    std::string madeBy = manifest.attnVersion.empty()
+                             ? "an attn-compile older than 0.2.0"
+                             : "attn-compile " + manifest.attnVersion;
+    error = format("abi_version is %lld (made by %s), this runtime (Attn %s) "
+                   "supports %d: rebuild the model with a matching attn-compile",
+                   static_cast<long long>(manifest.abiVersion), madeBy.c_str(),
+                   ATTNRT_VERSION, ATTN_MODEL_ABI_VERSION);
     return false;
   }
   const Json *architecture = jsonFind(root, "architecture");

@@ -34,6 +34,8 @@ struct PackedSpec {
 
 struct Manifest {
   int64_t abiVersion = 0;
+  /// The attn-compile version that made the library ("" before 0.2.0).
+  std::string attnVersion;
   std::string architecture;
   /// "f32" (also when the manifest predates the field), "bf16", "q8_0", "q4_0".
   std::string weightFormat = "f32";

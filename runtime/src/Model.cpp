@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnrt/attnrt.h"
+#include "attnrt/version.h"
 
 #include "CompileCache.h"
 #include "Half.h"
@@ -149,6 +150,7 @@ static bool loadLibrary(attnrt_model &model, const char *path,
   info.num_weights = static_cast<int64_t>(m.weights.size());
   info.weight_format = m.weightFormat.c_str();
   info.kv_format = m.kvFormat.c_str();
+  info.attn_version = m.attnVersion.c_str();
   return true;
 }
 
@@ -578,6 +580,8 @@ int64_t attnrt_model_vocab_size(const attnrt_model *model) {
 int64_t attnrt_model_max_seq(const attnrt_model *model) {
   return model ? model->info.max_seq : 0;
 }
+
+const char *attnrt_version(void) { return ATTNRT_VERSION; }
 
 const char *attnrt_model_weight_format(const attnrt_model *model) {
   return model ? model->info.weight_format : "";

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnrt/version.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -340,9 +341,10 @@ TEST_F(ModelFolderTest, ALibraryOfAnotherAbiIsRebuiltOnce) {
   EXPECT_EQ(attnrt_model_was_compiled(second.model.get()), 1);
   ASSERT_FALSE(second.log.empty());
   EXPECT_EQ(second.log[0], "cached library '" + library +
-                               "': manifest abi_version is 1, this runtime "
-                               "supports 2 (rebuild the model with a matching "
-                               "attn-compile); rebuilding");
+                               "': manifest abi_version is 1 (made by an "
+                               "attn-compile older than 0.2.0), this runtime "
+                               "(Attn " ATTNRT_VERSION ") supports 2: rebuild "
+                               "the model with a matching attn-compile; rebuilding");
   EXPECT_FALSE(exists(library));
   EXPECT_EQ(cacheFiles(cache).size(), 2u);
   EXPECT_FALSE(logits(second.model.get(), prompt).empty());

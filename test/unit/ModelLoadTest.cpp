@@ -1,5 +1,6 @@
 //===- ModelLoadTest.cpp - library, manifest and weight matching ----------===//
 
+#include "attnrt/version.h"
 #include "Half.h"
 #include "TestUtil.h"
 
@@ -72,6 +73,8 @@ TEST_F(ModelLoadTest, LoadsAndRuns) {
   EXPECT_STREQ(info->architecture, "mock");
   EXPECT_STREQ(info->weight_format, "f32"); // the mock manifest predates the field
   EXPECT_STREQ(info->kv_format, "f32");     // likewise
+  EXPECT_STREQ(info->attn_version, "");     // likewise
+  EXPECT_STREQ(attnrt_version(), ATTNRT_VERSION);
   EXPECT_EQ(info->vocab_size, 40);
   EXPECT_EQ(info->hidden_size, 6);
   EXPECT_EQ(info->num_layers, 1);
@@ -443,10 +446,20 @@ TEST_F(LibraryTest, BadManifests) {
                       "end of input; expected string literal");
   EXPECT_EQ(manifestError("[]"), where() + "manifest is an array, not a JSON "
                                            "object");
+  // A library of another ABI is refused naming both versions.
   EXPECT_EQ(manifestError(
                 mockManifestWith("\"abi_version\": 2", "\"abi_version\": 3")),
-            where() + "manifest abi_version is 3, this runtime supports 2 "
-                      "(rebuild the model with a matching attn-compile)");
+            where() + "manifest abi_version is 3 (made by an attn-compile older "
+                      "than 0.2.0), this runtime (Attn " ATTNRT_VERSION ") supports "
+                      "2: rebuild the model with a matching attn-compile");
+  EXPECT_EQ(manifestError(mockManifestWith(
+                "\"abi_version\": 2", "\"abi_version\": 3, \"attn_version\": \"0.9.1\"")),
+            where() + "manifest abi_version is 3 (made by attn-compile 0.9.1), "
+                      "this runtime (Attn " ATTNRT_VERSION ") supports 2: rebuild "
+                      "the model with a matching attn-compile");
+  EXPECT_EQ(manifestError(mockManifestWith(
+                "\"abi_version\": 2", "\"abi_version\": 2, \"attn_version\": 7")),
+            where() + "manifest \"attn_version\" must be a non-empty string, got 7");
   EXPECT_EQ(manifestError(mockManifestWith("\"abi_version\": 2,", "")),
             where() + "manifest \"abi_version\" is missing");
   EXPECT_EQ(manifestError(mockManifestWith("\"max_seq\": 24", "\"max\": 24")),

@@ -8,6 +8,7 @@
 
 #include "attn/Compiler/ModelCompiler.h"
 #include "attn/InitAll.h"
+#include "attn/Support/Version.h"
 #include "attn/Target/NativeCodegen.h"
 
 #include "mlir/IR/AsmState.h"
@@ -117,6 +118,8 @@ int main(int argc, char **argv) {
   for (auto &entry : cl::getRegisteredOptions())
     if (entry.first.starts_with("mlir-"))
       entry.second->setHiddenFlag(cl::NotHidden);
+  cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { os << attnVersionText("attn-compile"); });
   cl::ParseCommandLineOptions(
       argc, argv,
       "attn-compile: compile a Hugging Face model (config.json) or a model "

@@ -11,6 +11,8 @@
 #include "DescriptionWeights.h"
 #include "ModelWriter.h"
 
+#include "attn/Support/Version.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
@@ -217,6 +219,10 @@ int main(int argc, char **argv) {
 
     if (flag == "--help" || flag == "-h") {
       std::cout << kUsage;
+      return 0;
+    } else if (flag == "--version") {
+      noValue();
+      std::cout << attnVersionText("attn-make-model");
       return 0;
     } else if (flag == "--list-presets") {
       noValue();

@@ -29,6 +29,8 @@
 
 #include "ToolSupport.h"
 
+#include "attn/Support/Version.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -81,6 +83,10 @@ int parseOptions(int argc, char **argv, Options &options) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       std::fputs(usage, stdout);
+      return 0;
+    }
+    if (arg == "--version") {
+      std::fputs(attnVersionText(tool).c_str(), stdout);
       return 0;
     }
     if (arg.empty() || arg[0] != '-') {

@@ -28,6 +28,8 @@
 
 #include "ToolSupport.h"
 
+#include "attn/Support/Version.h"
+
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -96,6 +98,10 @@ int parseOptions(int argc, char **argv, Options &options) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(usage, stdout);
+      return 0;
+    }
+    if (arg == "--version") {
+      std::fputs(attnVersionText(tool).c_str(), stdout);
       return 0;
     }
     if (arg.empty() || arg[0] != '-') {

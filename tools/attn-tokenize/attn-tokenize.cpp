@@ -13,6 +13,8 @@
 
 #include "ToolSupport.h"
 
+#include "attn/Support/Version.h"
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -52,6 +54,9 @@ int run(int argc, char **argv) {
     };
     if (arg == "-h" || arg == "--help") {
       std::fputs(usage, stdout);
+      return 0;
+    } else if (arg == "--version") {
+      std::fputs(attnVersionText(tool).c_str(), stdout);
       return 0;
     } else if (arg == "-p" || arg == "--prompt") {
       if (!value(prompt))

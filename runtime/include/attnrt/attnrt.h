@@ -57,6 +57,12 @@ enum {
 
 typedef struct attnrt_model attnrt_model;
 
+/* The version of the loaded libattnrt, e.g. "0.2.0" (<attnrt/version.h> has
+ * the version of the headers as ATTNRT_VERSION and its parts). A library that
+ * attn-compile made for another model ABI is refused at load with a message
+ * naming the attn-compile version that made it and this one. */
+ATTNRT_API const char *attnrt_version(void);
+
 /* Loads a compiled model and its weights. dlopens library_path, reads and
  * checks its manifest (abi_version, fields), maps the weights read-only and
  * validates every manifest weight against them (presence, shape, dtype,
@@ -91,6 +97,8 @@ typedef struct {
                                 "q8_0" or "q4_0" (attn-compile --weight-format) */
   const char *kv_format;     /* how the KV cache stores keys and values: "f32",
                                 "bf16" or "f16" (attn-compile --kv-format) */
+  const char *attn_version;  /* the attn-compile version that made the library,
+                                e.g. "0.2.0"; "" when it predates the field */
 } attnrt_model_info;
 
 ATTNRT_API const attnrt_model_info *

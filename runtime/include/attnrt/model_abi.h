@@ -60,6 +60,8 @@
  * Manifest schema (abi_version 2):
  * {
  *   "abi_version": 2,
+ *   "attn_version": "0.2.0",             // optional: the attn-compile that made it
+ *   "attn_git_commit": "0b552c3abcd1",   // optional: its commit, from a checkout
  *   "architecture": "gpt2" | "llama",
  *   "vocab_size": V, "hidden_size": D, "num_layers": L, "num_heads": H,
  *   "num_kv_heads": G, "head_dim": HD, "intermediate_size": F,
