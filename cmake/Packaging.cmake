@@ -39,9 +39,14 @@ install(FILES ${PROJECT_BINARY_DIR}/attnrt.pc
 # The tools. They find libattnrt next to them ($ORIGIN/../lib), and the
 # compiler side finds libMLIR/libLLVM (and attn-bench libomp) where Debian
 # keeps them. attn-run finds attn-compile next to itself.
-set(ATTN_TOOLS attn-compile attn-opt attn-run attn-tokenize attn-perplexity
-    attn-make-model attn-bench)
-foreach(tool ${ATTN_TOOLS})
+set(ATTN_RUNTIME_TOOLS attn-run attn-tokenize attn-perplexity)
+set(ATTN_LLVM_TOOLS attn-compile attn-opt attn-make-model attn-bench)
+set(ATTN_TOOLS ${ATTN_LLVM_TOOLS} ${ATTN_RUNTIME_TOOLS})
+foreach(tool ${ATTN_RUNTIME_TOOLS})
+  set_target_properties(${tool} PROPERTIES
+    INSTALL_RPATH "\$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endforeach()
+foreach(tool ${ATTN_LLVM_TOOLS})
   set_target_properties(${tool} PROPERTIES
     INSTALL_RPATH "\$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${LLVM_LIBRARY_DIR}")
 endforeach()
@@ -56,6 +61,32 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
 install(DIRECTORY ${PROJECT_BINARY_DIR}/docs/Dialects ${PROJECT_BINARY_DIR}/docs/Passes
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/generated COMPONENT tools
   FILES_MATCHING PATTERN "*.md")
+
+# What Debian asks of every package (lintian): a copyright file and a
+# changelog, compressed as dpkg expects, in each package's doc folder; the
+# runtime activates the ldconfig trigger; and the one RUNPATH the tools
+# cannot avoid (libMLIR lives only in LLVM's folder) is declared.
+set(ATTN_GIT_COMMIT_OR_NONE "${ATTN_GIT_COMMIT}")
+if(NOT ATTN_GIT_COMMIT_OR_NONE)
+  set(ATTN_GIT_COMMIT_OR_NONE "(not built from a checkout)")
+endif()
+string(TIMESTAMP ATTN_CHANGELOG_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/debian/copyright.in
+  ${PROJECT_BINARY_DIR}/debian/copyright @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/debian/changelog.in
+  ${PROJECT_BINARY_DIR}/debian/changelog @ONLY)
+execute_process(COMMAND gzip -9nf ${PROJECT_BINARY_DIR}/debian/changelog)
+foreach(package_component attn-runtime:runtime attn:tools)
+  string(REPLACE ":" ";" pair ${package_component})
+  list(GET pair 0 package)
+  list(GET pair 1 component)
+  install(FILES ${PROJECT_BINARY_DIR}/debian/copyright
+                ${PROJECT_BINARY_DIR}/debian/changelog.gz
+    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${package} COMPONENT ${component})
+endforeach()
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/debian/attn.lintian-overrides
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME attn
+  COMPONENT tools)
 
 # Debian packages. Depends are computed by dpkg-shlibdeps from the ELF
 # files (libc, the C++ runtime, PCRE2; libMLIR/libLLVM for the tools), plus
@@ -73,13 +104,15 @@ set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime tools)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_STRIP_FILES ON)
 # libattnrt is found in the runtime package being built, not on the system.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/lib)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME attn-runtime)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION
   "Attn runtime: loads models compiled by attn-compile and generates text\n libattnrt, its C headers, a CMake package (find_package(Attn)) and attnrt.pc.")
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/cmake/debian/triggers)
 # A compiled model loads libomp.so.5 (through LLVM 22's lib folder): the
 # runtime recommends the package that owns the file it resolves to here.
 get_filename_component(ATTN_LIBOMP "${LLVM_LIBRARY_DIR}/libomp.so.5" REALPATH)

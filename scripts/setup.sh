@@ -8,7 +8,7 @@ packages=(
   libomp-22-dev libclang-rt-22-dev libzstd-dev
   cmake ninja-build libgtest-dev python3 time
   libopenblas-dev nlohmann-json3-dev libpcre2-dev pkg-config
-  dpkg-dev file binutils
+  dpkg-dev file binutils lintian
 )
 
 missing=()
