@@ -50,9 +50,11 @@
  * kv_cache or logits when the arguments are out of range (the runtime checks
  * them first and reports them by name; this is a second line of defence).
  *
- * The KV cache is one f32 buffer of manifest.kv_cache.bytes bytes that the
- * caller allocates and keeps between calls; its layout is private to the
- * library. Rows at positions >= pos + n are never read by a call.
+ * The KV cache is one buffer of manifest.kv_cache.bytes bytes that the
+ * caller allocates (float-aligned) and keeps between calls; its elements are
+ * of manifest.kv_cache.format (f32, or 2-byte bf16 / f16 although the
+ * parameter says float *) and its layout is private to the library. Rows at
+ * positions >= pos + n are never read by a call.
  *
  * Compiled code is reentrant: calls on different KV caches may run
  * concurrently with the same weights.
