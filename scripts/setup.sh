@@ -9,6 +9,7 @@ packages=(
   cmake ninja-build libgtest-dev python3 time
   libopenblas-dev nlohmann-json3-dev libpcre2-dev pkg-config
   dpkg-dev file binutils lintian
+  python3-numpy python3-pytest python3-setuptools python3-pip
 )
 
 missing=()

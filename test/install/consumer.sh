@@ -36,7 +36,8 @@ for file in bin/attn-compile bin/attn-run bin/attn-opt bin/attn-tokenize \
     "$libdir/cmake/Attn/AttnConfig.cmake" "$libdir/cmake/Attn/AttnConfigVersion.cmake" \
     "$libdir/cmake/Attn/AttnTargets.cmake" "$libdir/pkgconfig/attnrt.pc" \
     share/doc/attn/runtime.md share/doc/attn/install.md \
-    share/doc/attn/generated/Dialects/AttnOps.md; do
+    share/doc/attn/generated/Dialects/AttnOps.md \
+    "$libdir/python3/dist-packages/attn/__init__.py"; do
   [[ -e $prefix/$file ]] || fail "the install lacks $file"
 done
 readelf -d "$prefix/$libdir/libattnrt.so.$version" | grep -q "SONAME.*\[libattnrt.so.${version%%.*}\]" ||
@@ -108,4 +109,13 @@ done
 recorded=$(find "$work/model/.attn" -name "*.so" -exec strings {} + |
   grep -cF '"attn_version":"'"$version"'"' || true)
 [[ $recorded -ge 1 ]] || fail "the compiled model's manifest does not record attn-compile $version"
+# The Python package from the prefix finds the prefix's libattnrt.
+if /usr/bin/python3 -c "import numpy" 2> /dev/null; then
+  out=$(PYTHONPATH="$prefix/$libdir/python3/dist-packages" /usr/bin/python3 -c \
+    'import attn, sys; m = attn.Model(sys.argv[1]); print(attn.__file__); print(attn.version()); print(m.generate("It is", max_tokens=4))' \
+    "$work/model")
+  [[ $(sed -n 1p <<<"$out") == "$prefix/$libdir/python3/dist-packages/attn/__init__.py" ]] ||
+    fail "python imported another attn: $out"
+  [[ $(sed -n 2p <<<"$out") == "$version" ]] || fail "attn.version() from the prefix: $out"
+fi
 echo "ok: installed into a prefix, built the C example with find_package and pkg-config, ran both"

@@ -151,7 +151,7 @@ ATTNRT_API attnrt_load_options attnrt_load_default_options(void);
 
 /* Loads model_dir: finds its library in the cache, or compiles it there
  * (spawning `attn-compile MODEL_DIR -o TMP --quiet --max-seq N
- * [--weight-format F]`, no shell),
+ * [--weight-format F] [--kv-format F]`, no shell),
  * then loads it and the folder's weights as attnrt_model_load does
  * (model.safetensors, else model.safetensors.index.json and its shards).
  * The cache key is the bytes of config.json, the context, the host CPU

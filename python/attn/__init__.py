@@ -1,0 +1,18 @@
+"""Attn from Python: models compiled by attn-compile, run by libattnrt.
+
+    import attn
+    m = attn.Model("../shared/models/austen-llama")   # compiled on first use, cached
+    print(m.generate("It is", max_tokens=8))
+    for piece in m.generate("It is", max_tokens=8, stream=True):
+        print(piece, end="", flush=True)
+    m.logits(m.tokenize("It is"))                      # numpy [n, vocab] float32
+    m.perplexity(open("book.txt").read())             # attn-perplexity's method
+
+Every method is a thin layer over the runtime's C API (ctypes); an error
+of the runtime raises attn.Error with the runtime's message.
+"""
+
+from ._model import Error, Model, version
+
+__all__ = ["Error", "Model", "version", "__version__"]
+__version__ = version()
