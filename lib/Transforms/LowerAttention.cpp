@@ -296,7 +296,8 @@ void accumulatePV(KernelBuilder &k, const Attention &a, int64_t rows,
           Value keyRow = k.add(kb, j);
           SmallVector<Value> v;
           for (int64_t c = 0; c < vectors; ++c)
-            v.push_back(k.loadKeyValue(a.value, ValueRange{keyRow, k.add(kvCol, k.index(c * k.width))}));
+            v.push_back(k.loadKeyValue(
+                a.value, ValueRange{keyRow, k.add(kvCol, k.index(c * k.width))}));
           for (int64_t t = 0; t < tileRows; ++t) {
             Value p = k.broadcast(prob(j, rowIndex[t]));
             for (int64_t c = 0; c < vectors; ++c)
@@ -662,85 +663,85 @@ void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value headBegin,
     Value step = vector::StepOp::create(k.b, k.loc, VectorType::get({w}, k.b.getIndexType()));
     Value laneIndex = arith::IndexCastOp::create(k.b, k.loc, lane, step);
     k.forLoop(k.index(0), headCount, k.index(1), [&](Value h) {
-    HeadState st = headState(h);
-    if (a.prefetch)
-      prefetchNextBlock(kb, st.kvCol);
-    for (int64_t r = 0; r < rows; ++r) {
-      Value rr = k.index(r);
-      // s[j] = q . K[kb + j] for the block's keys (clamped rows are masked).
-      for (int64_t j = 0; j < keyBlock; ++j) {
-        Value keyRow = k.minIndex(k.add(kb, k.index(j)), lastKey);
-        Value acc = k.splat(0.0f);
-        for (int64_t c = 0; c < vectors; ++c)
-          acc = k.fma(k.load(st.qs, ValueRange{rr, k.index(c * w)}),
-                      k.loadKeyValue(a.key, ValueRange{keyRow, k.add(st.kvCol, k.index(c * w))}),
-                      acc);
-        Value dot = vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::ADD, acc);
-        memref::StoreOp::create(k.b, k.loc, dot, probs, ValueRange{rr, k.index(j)});
+      HeadState st = headState(h);
+      if (a.prefetch)
+        prefetchNextBlock(kb, st.kvCol);
+      for (int64_t r = 0; r < rows; ++r) {
+        Value rr = k.index(r);
+        // s[j] = q . K[kb + j] for the block's keys (clamped rows are masked).
+        for (int64_t j = 0; j < keyBlock; ++j) {
+          Value keyRow = k.minIndex(k.add(kb, k.index(j)), lastKey);
+          Value acc = k.splat(0.0f);
+          for (int64_t c = 0; c < vectors; ++c)
+            acc = k.fma(k.load(st.qs, ValueRange{rr, k.index(c * w)}),
+                        k.loadKeyValue(a.key, ValueRange{keyRow, k.add(st.kvCol, k.index(c * w))}),
+                        acc);
+          Value dot = vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::ADD, acc);
+          memref::StoreOp::create(k.b, k.loc, dot, probs, ValueRange{rr, k.index(j)});
+        }
+        Value slope;
+        if (!a.alibi.empty()) {
+          Value head = k.add(k.mul(st.kvHead, k.index(a.group)), k.index(r % a.group));
+          slope = k.broadcast(alibiSlope(k, a, head));
+        }
+        Value mOld = memref::LoadOp::create(k.b, k.loc, st.maxima, ValueRange{rr});
+        SmallVector<Value> s, visible;
+        Value blockMax = k.f32(-INFINITY);
+        for (int64_t v = 0; v < keyBlock / w; ++v) {
+          Value offset = vector::BroadcastOp::create(
+              k.b, k.loc, lane,
+              arith::AddIOp::create(k.b, k.loc, kbI32,
+                                    arith::ConstantIntOp::create(k.b, k.loc, v * w, 32)));
+          Value key = arith::AddIOp::create(k.b, k.loc, laneIndex, offset);
+          Value inBlock = arith::CmpIOp::create(
+              k.b, k.loc, arith::CmpIPredicate::slt,
+              arith::SubIOp::create(k.b, k.loc, key,
+                                    vector::BroadcastOp::create(k.b, k.loc, lane, kbI32)),
+              vector::BroadcastOp::create(k.b, k.loc, lane, keysI32));
+          Value beforeRow = arith::CmpIOp::create(
+              k.b, k.loc, arith::CmpIPredicate::sle, key,
+              vector::BroadcastOp::create(k.b, k.loc, lane, lastKeyOfRow[r]));
+          Value seen = arith::AndIOp::create(k.b, k.loc, inBlock, beforeRow);
+          if (a.window)
+            seen = arith::AndIOp::create(
+                k.b, k.loc, seen,
+                arith::CmpIOp::create(
+                    k.b, k.loc, arith::CmpIPredicate::sge, key,
+                    vector::BroadcastOp::create(k.b, k.loc, lane, firstKeyOfRow[r])));
+          visible.push_back(seen);
+          Value score = k.load(probs, ValueRange{rr, k.index(v * w)});
+          if (!a.alibi.empty())
+            score = arith::AddFOp::create(
+                k.b, k.loc, score,
+                alibiBias(k, slope, key,
+                          vector::BroadcastOp::create(k.b, k.loc, lane, positionOfRow[r])));
+          s.push_back(score);
+          Value masked = arith::SelectOp::create(k.b, k.loc, visible.back(), s.back(), k.negInf());
+          blockMax = arith::MaximumFOp::create(
+              k.b, k.loc, blockMax,
+              vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::MAXIMUMF, masked));
+        }
+        Value mNew = arith::MaximumFOp::create(k.b, k.loc, mOld, blockMax);
+        Value safe = k.broadcast(k.safeMax(mNew));
+        Value sum = k.f32(0.0f);
+        for (int64_t v = 0; v < keyBlock / w; ++v) {
+          Value p = k.maskedExp(s[v], safe, visible[v]);
+          k.store(p, probs, ValueRange{rr, k.index(v * w)});
+          sum = arith::AddFOp::create(
+              k.b, k.loc, sum,
+              vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::ADD, p));
+        }
+        Value rescale = k.rescale(mOld, mNew);
+        Value lOld = memref::LoadOp::create(k.b, k.loc, st.sums, ValueRange{rr});
+        Value lNew = arith::AddFOp::create(
+            k.b, k.loc, arith::MulFOp::create(k.b, k.loc, lOld, rescale), sum);
+        memref::StoreOp::create(k.b, k.loc, lNew, st.sums, ValueRange{rr});
+        memref::StoreOp::create(k.b, k.loc, mNew, st.maxima, ValueRange{rr});
+        memref::StoreOp::create(k.b, k.loc, rescale, st.alpha, ValueRange{rr});
       }
-      Value slope;
-      if (!a.alibi.empty()) {
-        Value head = k.add(k.mul(st.kvHead, k.index(a.group)), k.index(r % a.group));
-        slope = k.broadcast(alibiSlope(k, a, head));
-      }
-      Value mOld = memref::LoadOp::create(k.b, k.loc, st.maxima, ValueRange{rr});
-      SmallVector<Value> s, visible;
-      Value blockMax = k.f32(-INFINITY);
-      for (int64_t v = 0; v < keyBlock / w; ++v) {
-        Value offset = vector::BroadcastOp::create(
-            k.b, k.loc, lane,
-            arith::AddIOp::create(k.b, k.loc, kbI32,
-                                  arith::ConstantIntOp::create(k.b, k.loc, v * w, 32)));
-        Value key = arith::AddIOp::create(k.b, k.loc, laneIndex, offset);
-        Value inBlock = arith::CmpIOp::create(
-            k.b, k.loc, arith::CmpIPredicate::slt,
-            arith::SubIOp::create(k.b, k.loc, key,
-                                  vector::BroadcastOp::create(k.b, k.loc, lane, kbI32)),
-            vector::BroadcastOp::create(k.b, k.loc, lane, keysI32));
-        Value beforeRow = arith::CmpIOp::create(
-            k.b, k.loc, arith::CmpIPredicate::sle, key,
-            vector::BroadcastOp::create(k.b, k.loc, lane, lastKeyOfRow[r]));
-        Value seen = arith::AndIOp::create(k.b, k.loc, inBlock, beforeRow);
-        if (a.window)
-          seen = arith::AndIOp::create(
-              k.b, k.loc, seen,
-              arith::CmpIOp::create(
-                  k.b, k.loc, arith::CmpIPredicate::sge, key,
-                  vector::BroadcastOp::create(k.b, k.loc, lane, firstKeyOfRow[r])));
-        visible.push_back(seen);
-        Value score = k.load(probs, ValueRange{rr, k.index(v * w)});
-        if (!a.alibi.empty())
-          score = arith::AddFOp::create(
-              k.b, k.loc, score,
-              alibiBias(k, slope, key,
-                        vector::BroadcastOp::create(k.b, k.loc, lane, positionOfRow[r])));
-        s.push_back(score);
-        Value masked = arith::SelectOp::create(k.b, k.loc, visible.back(), s.back(), k.negInf());
-        blockMax = arith::MaximumFOp::create(
-            k.b, k.loc, blockMax,
-            vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::MAXIMUMF, masked));
-      }
-      Value mNew = arith::MaximumFOp::create(k.b, k.loc, mOld, blockMax);
-      Value safe = k.broadcast(k.safeMax(mNew));
-      Value sum = k.f32(0.0f);
-      for (int64_t v = 0; v < keyBlock / w; ++v) {
-        Value p = k.maskedExp(s[v], safe, visible[v]);
-        k.store(p, probs, ValueRange{rr, k.index(v * w)});
-        sum = arith::AddFOp::create(
-            k.b, k.loc, sum, vector::ReductionOp::create(k.b, k.loc, vector::CombiningKind::ADD, p));
-      }
-      Value rescale = k.rescale(mOld, mNew);
-      Value lOld = memref::LoadOp::create(k.b, k.loc, st.sums, ValueRange{rr});
-      memref::StoreOp::create(k.b, k.loc,
-                              arith::AddFOp::create(k.b, k.loc,
-                                                    arith::MulFOp::create(k.b, k.loc, lOld, rescale), sum),
-                              st.sums, ValueRange{rr});
-      memref::StoreOp::create(k.b, k.loc, mNew, st.maxima, ValueRange{rr});
-      memref::StoreOp::create(k.b, k.loc, rescale, st.alpha, ValueRange{rr});
-    }
-    accumulatePV(k, a, rows, st.outAcc, st.alpha, kb, keys, st.kvCol, [&](Value j, Value r) {
-      return memref::LoadOp::create(k.b, k.loc, probs, ValueRange{r, j});
-    });
+      accumulatePV(k, a, rows, st.outAcc, st.alpha, kb, keys, st.kvCol, [&](Value j, Value r) {
+        return memref::LoadOp::create(k.b, k.loc, probs, ValueRange{r, j});
+      });
     });
   });
   k.forLoop(k.index(0), headCount, k.index(1), [&](Value h) {
