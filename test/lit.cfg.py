@@ -62,6 +62,9 @@ config.substitutions.append(("%attn_version", config.attn_version))
 config.substitutions.append(("%attn_git_commit", config.attn_git_commit))
 if config.attn_git_commit:
     config.available_features.add("git-checkout")
+# Sanitizer builds make only some tools (scripts/sanitize.sh).
+if os.path.exists(os.path.join(config.attn_tools_dir, "attn-bench")):
+    config.available_features.add("attn-bench")
 # Kernel tests run lowered IR in mlir-runner; vector.print calls into this.
 config.substitutions.append(
     ("%mlir_c_runner_utils", os.path.join(config.llvm_lib_dir, "libmlir_c_runner_utils.so")))
