@@ -137,9 +137,9 @@ public:
     for (int64_t layer = 0; layer < config.numLayers; ++layer) {
       int64_t rows = kvCacheRows(config, layer, maxSeq);
       for (int kv = 0; kv < 2; ++kv) {
-        // Offsets count elements of the cache's type (all 2 bytes but f32).
-        Type element = kvFormat == KvFormat::F32 ? Type(b.getF32Type()) : b.getI16Type();
-        Value data = LLVM::GEPOp::create(b, loc, ptr, element, kvCache,
+        // Offsets count elements of the cache's type.
+        Value data = LLVM::GEPOp::create(b, loc, ptr,
+                                         kvElementType(b.getContext(), kvFormat), kvCache,
                                          ValueRange{i64(offset)});
         descriptor(data, {i64(rows), i64(features)}, {rows, features}, args);
         offset += rows * features;

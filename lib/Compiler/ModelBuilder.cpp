@@ -871,6 +871,18 @@ int64_t mlir::attn::kvCacheBytes(const ModelConfig &config, int64_t maxSeq,
   return 2 * rows * config.kvFeatures() * kvElementBytes(format);
 }
 
+Type mlir::attn::kvElementType(MLIRContext *context, KvFormat format) {
+  switch (format) {
+  case KvFormat::F32:
+    return Float32Type::get(context);
+  case KvFormat::BF16:
+    return BFloat16Type::get(context);
+  case KvFormat::F16:
+    return Float16Type::get(context);
+  }
+  llvm_unreachable("unknown KV cache format");
+}
+
 const char *mlir::attn::kvFormatName(KvFormat format) {
   switch (format) {
   case KvFormat::F32:
@@ -931,9 +943,7 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
     if (!llvm::is_contained(cacheLengths, rows))
       cacheLengths.push_back(rows);
   }
-  Type cacheElement = options.kvFormat == KvFormat::BF16  ? b.getBF16Type()
-                      : options.kvFormat == KvFormat::F16 ? b.getF16Type()
-                                                          : b.getF32Type();
+  Type cacheElement = kvElementType(&context, options.kvFormat);
   for (int64_t rows : cacheLengths) {
     buildBlockFunction(b, loc, *module, blockFunctionName(true, rows, maxSeq),
                        config, layout, ShapedType::kDynamic, maxSeq, rows,

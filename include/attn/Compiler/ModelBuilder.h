@@ -50,6 +50,8 @@ std::optional<KvFormat> parseKvFormat(llvm::StringRef name);
 inline int64_t kvElementBytes(KvFormat format) {
   return format == KvFormat::F32 ? 4 : 2;
 }
+/// The element type compiled code stores cached keys and values in.
+Type kvElementType(MLIRContext *context, KvFormat format);
 
 struct ModelBuildOptions {
   /// Positions the KV cache holds; positions 0 .. maxSeq-1 are valid.
