@@ -436,6 +436,58 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let hasCanonicalizer = 1;
 }
 
+def Attn_AttentionProbabilitiesOp : Attn_Op<"attention_probabilities",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "the softmax weights of attention, per head: [heads, seq_q, seq_kv]";
+  let description = [{
+    The probabilities `attn.attention` with the same operands and attributes
+    multiplies the values by: for each head `h`,
+
+    `result[h] = softmax(scale * Q_h K_g^T + bias_h + mask)`
+
+    with query positions, `kv_len`, `causal`, `window` and `alibi` exactly as
+    `attn.attention` defines them. Masked keys (after the causal diagonal,
+    outside the window, at `j >= kv_len`) get 0, so each row of a query that
+    sees some key sums to 1; a row that sees none is all zeros. The scores
+    accumulate in f32 and the softmax subtracts the row maximum, as the fused
+    kernel does.
+
+    The whole `[seq_q, seq_kv]` matrix of every head is materialized: this is
+    for inspecting a model (attn-inspect), not for its fast path.
+
+    Example (the weights of a prompt's grouped-query attention):
+    ```mlir
+    %p = attn.attention_probabilities %q, %k heads(6) kv_heads(2) causal
+        : tensor<?x192xf32>, tensor<?x64xf32> -> tensor<6x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$query, Attn_CacheTensor2D:$key,
+                       Optional<Attn_Tensor3D>:$bias, Optional<Index>:$kv_len,
+                       I64Attr:$heads,
+                       OptionalAttr<I64Attr>:$kv_heads,
+                       OptionalAttr<F32Attr>:$scale,
+                       UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<DenseF32ArrayAttr>:$alibi);
+  let results = (outs Attn_Tensor3D:$result);
+  let assemblyFormat = [{
+    $query `,` $key `heads` `(` $heads `)` (`kv_heads` `(` $kv_heads^ `)`)?
+    (`scale` `(` $scale^ `)`)? (`causal` $causal^)? (`window` `(` $window^ `)`)?
+    (`alibi` `(` $alibi^ `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? (`kv_len` `(` $kv_len^ `)`)?
+    attr-dict `:` type($query) `,` type($key) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// kv_heads, or heads when the attribute is absent.
+    int64_t getNumKvHeads();
+    /// The feature size of one head.
+    int64_t getHeadDim();
+    /// The scale applied to Q K^T: the attribute, or 1/sqrt(head_dim).
+    double getEffectiveScale();
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // KV cache
 //===----------------------------------------------------------------------===//

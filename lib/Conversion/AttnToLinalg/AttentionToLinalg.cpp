@@ -7,6 +7,10 @@
 // attention the key loop stops at the diagonal of the query block, so blocks
 // that are entirely masked are never visited.
 //
+// attn.attention_probabilities shares the scoring (maskedScores) and
+// softmaxes one [seq_q, valid keys] tile per head: it is for inspection, where
+// the whole matrix is the result.
+//
 //===----------------------------------------------------------------------===//
 
 #include "AttentionToLinalg.h"
@@ -40,8 +44,8 @@ struct AttentionShape {
   ArrayRef<float> alibi;
   Value slopes;
   Value query, key, value, bias;
-  /// Valid keys: min(kv_len, seq_kv).
-  Value kvLength;
+  /// Query rows; valid keys: min(kv_len, seq_kv).
+  Value seqQ, kvLength;
   /// kv_len - seq_q: query row i sits at position i + diagonalOffset.
   Value diagonalOffset;
   AttentionLoweringOptions options;
@@ -96,27 +100,54 @@ static Value safeMax(OpBuilder &b, Location loc, Value m) {
   return arith::SelectOp::create(b, loc, isEmpty, floatConstant(b, loc, 0.0), m);
 }
 
-/// One online-softmax step over keys [kb, kb + bk) for the query rows
-/// [qb, qb + bq). Returns the new (acc, m, l).
-static SmallVector<Value> onlineSoftmaxStep(OpBuilder &b, Location loc,
-                                            const AttentionShape &shape,
-                                            Value head, Value qb, Value qBlock,
-                                            Value kCol, Value kb, Value bk,
-                                            Value acc, Value m, Value l) {
+/// softmax along the rows of masked scores: exp(s - max) / sum, and 0 for
+/// a row whose every score is -inf (no visible key).
+static Value softmaxRows(OpBuilder &b, Location loc, Value scores) {
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  AffineMap perRow = dropInnermostMap(b.getContext(), 2);
+  SmallVector<OpFoldResult> rows = outerSizes(b, loc, scores);
+  Value m = buildInnerReduction(
+      b, loc, scores, filledTensor(b, loc, rows, negativeInfinity(b, loc)),
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        return arith::MaximumFOp::create(nb, l, args[1], args[0]).getResult();
+      });
+  Value e = buildGeneric(b, loc, {scores, m}, {id2, perRow}, scores, id2, iteratorTypes(2),
+                         [](OpBuilder &nb, Location l, ValueRange args) {
+                           Value shifted = arith::SubFOp::create(nb, l, args[0],
+                                                                 safeMax(nb, l, args[1]));
+                           return math::ExpOp::create(nb, l, shifted).getResult();
+                         });
+  Value sum = buildInnerReduction(
+      b, loc, e, filledTensor(b, loc, rows, floatConstant(b, loc, 0.0)),
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        return arith::AddFOp::create(nb, l, args[1], args[0]).getResult();
+      });
+  return buildGeneric(b, loc, {e, sum}, {id2, perRow}, e, id2, iteratorTypes(2),
+                      [](OpBuilder &nb, Location l, ValueRange args) {
+                        Value zero = floatConstant(nb, l, 0.0);
+                        Value empty = arith::CmpFOp::create(
+                            nb, l, arith::CmpFPredicate::OEQ, args[1], zero);
+                        Value p = arith::DivFOp::create(nb, l, args[0], args[1]);
+                        return arith::SelectOp::create(nb, l, empty, zero, p).getResult();
+                      });
+}
+
+/// The scores of query rows [qb, qb + bq) of one head (`qBlock`) against
+/// keys [kb, kb + bk) from column `kCol`: scale * Q K^T + bias + slope
+/// (j - p_i), -inf where the key is not visible (causal, window).
+static Value maskedScores(OpBuilder &b, Location loc, const AttentionShape &shape,
+                          Value head, Value qb, Value qBlock, Value kCol, Value kb,
+                          Value bk) {
   MLIRContext *ctx = b.getContext();
   AffineMap id2 = b.getMultiDimIdentityMap(2);
-  AffineMap perRow = dropInnermostMap(ctx, 2);
   OpFoldResult headDim = b.getIndexAttr(shape.headDim);
   Value bq = tensor::DimOp::create(b, loc, qBlock, 0);
 
   // S = Q_blk K_blk^T
   Value kBlock = slice2D(b, loc, shape.key, kb, kCol, bk, headDim);
-  Value vBlock = slice2D(b, loc, shape.value, kb, kCol, bk, headDim);
   Value zeros = filledTensor(b, loc, {bq, bk}, floatConstant(b, loc, 0.0));
   Value scores = matmul(b, loc, qBlock, kBlock, zeros, /*transposeB=*/true);
 
-  // S = scale * S + bias + slope (j - p_i), -inf where the key is not
-  // visible (causal, window).
   Value slope;
   if (!shape.alibi.empty())
     slope = tensor::ExtractOp::create(b, loc, shape.slopes, ValueRange{head});
@@ -137,7 +168,7 @@ static SmallVector<Value> onlineSoftmaxStep(OpBuilder &b, Location loc,
     maps.push_back(AffineMap::get(2, 0, {getAffineConstantExpr(0, ctx), i, j}, ctx));
   }
   Value scale = floatConstant(b, loc, shape.scale);
-  scores = buildGeneric(
+  return buildGeneric(
       b, loc, inputs, maps, scores, id2, iteratorTypes(2),
       [&](OpBuilder &nb, Location l, ValueRange args) {
         Value s = arith::MulFOp::create(nb, l, args[0], scale);
@@ -172,6 +203,21 @@ static SmallVector<Value> onlineSoftmaxStep(OpBuilder &b, Location loc,
         return arith::SelectOp::create(nb, l, visible, s, negativeInfinity(nb, l))
             .getResult();
       });
+}
+
+/// One online-softmax step over keys [kb, kb + bk) for the query rows
+/// [qb, qb + bq). Returns the new (acc, m, l).
+static SmallVector<Value> onlineSoftmaxStep(OpBuilder &b, Location loc,
+                                            const AttentionShape &shape,
+                                            Value head, Value qb, Value qBlock,
+                                            Value kCol, Value kb, Value bk,
+                                            Value acc, Value m, Value l) {
+  MLIRContext *ctx = b.getContext();
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  AffineMap perRow = dropInnermostMap(ctx, 2);
+  Value bq = tensor::DimOp::create(b, loc, qBlock, 0);
+  Value scores = maskedScores(b, loc, shape, head, qb, qBlock, kCol, kb, bk);
+  Value vBlock = slice2D(b, loc, shape.value, kb, kCol, bk, b.getIndexAttr(shape.headDim));
 
   // m' = max(m, rowmax(S))
   Value mNew = buildInnerReduction(
@@ -266,6 +312,38 @@ static Value attendQueryBlock(OpBuilder &b, Location loc,
       });
 }
 
+/// The shape of attention or attention_probabilities `op` over the
+/// converted operands.
+template <typename OpTy>
+static AttentionShape scoringShape(OpTy op, Value query, Value key, Value bias,
+                                   Value kvLen, OpBuilder &b,
+                                   const AttentionLoweringOptions &options) {
+  Location loc = op.getLoc();
+  AttentionShape shape{};
+  shape.heads = static_cast<int64_t>(op.getHeads());
+  shape.groupSize = shape.heads / op.getNumKvHeads();
+  shape.headDim = op.getHeadDim();
+  shape.scale = op.getEffectiveScale();
+  shape.causal = op.getCausal();
+  shape.window = static_cast<int64_t>(op.getWindow().value_or(0));
+  if (std::optional<ArrayRef<float>> alibi = op.getAlibi()) {
+    shape.alibi = *alibi;
+    auto type = RankedTensorType::get({static_cast<int64_t>(alibi->size())},
+                                      b.getF32Type());
+    shape.slopes = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, *alibi));
+  }
+  shape.query = query;
+  shape.key = key;
+  shape.bias = bias;
+  shape.options = options;
+  shape.seqQ = tensor::DimOp::create(b, loc, query, 0);
+  shape.kvLength = tensor::DimOp::create(b, loc, key, 0);
+  if (kvLen)
+    shape.kvLength = arith::MinUIOp::create(b, loc, kvLen, shape.kvLength);
+  shape.diagonalOffset = arith::SubIOp::create(b, loc, shape.kvLength, shape.seqQ);
+  return shape;
+}
+
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
   AttentionLowering(MLIRContext *ctx, const AttentionLoweringOptions &options)
       : OpConversionPattern<AttentionOp>(ctx), options(options) {}
@@ -274,33 +352,11 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    AttentionShape shape{};
-    shape.heads = static_cast<int64_t>(op.getHeads());
-    shape.groupSize = shape.heads / op.getNumKvHeads();
-    shape.headDim = op.getHeadDim();
-    shape.scale = op.getEffectiveScale();
-    shape.causal = op.getCausal();
-    shape.window = static_cast<int64_t>(op.getWindow().value_or(0));
-    if (std::optional<ArrayRef<float>> alibi = op.getAlibi()) {
-      shape.alibi = *alibi;
-      auto type = RankedTensorType::get({static_cast<int64_t>(alibi->size())},
-                                        rewriter.getF32Type());
-      shape.slopes = arith::ConstantOp::create(
-          rewriter, loc, DenseElementsAttr::get(type, *alibi));
-    }
-    shape.query = adaptor.getQuery();
-    shape.key = adaptor.getKey();
+    AttentionShape shape =
+        scoringShape(op, adaptor.getQuery(), adaptor.getKey(), adaptor.getBias(),
+                     adaptor.getKvLen(), rewriter, options);
     shape.value = adaptor.getValue();
-    shape.bias = adaptor.getBias();
-    shape.options = options;
-
-    Value seqQ = tensor::DimOp::create(rewriter, loc, shape.query, 0);
-    Value seqKv = tensor::DimOp::create(rewriter, loc, shape.key, 0);
-    shape.kvLength = seqKv;
-    if (Value kvLen = adaptor.getKvLen())
-      shape.kvLength = arith::MinUIOp::create(rewriter, loc, kvLen, seqKv);
-    shape.diagonalOffset =
-        arith::SubIOp::create(rewriter, loc, shape.kvLength, seqQ);
+    Value seqQ = shape.seqQ;
 
     RankedTensorType resultType = op.getResult().getType();
     Value init = emptyTensor(rewriter, loc,
@@ -336,6 +392,55 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
         });
     rewriter.replaceOp(op, castIfNeeded(rewriter, loc, headLoop.getResult(0),
                                         resultType));
+    return success();
+  }
+
+  AttentionLoweringOptions options;
+};
+
+/// attention_probabilities: per head, the masked scores of every query
+/// against the valid keys in one tile, their softmax, into a zero-filled
+/// [heads, seq_q, seq_kv] result.
+struct AttentionProbabilitiesLowering : OpConversionPattern<AttentionProbabilitiesOp> {
+  AttentionProbabilitiesLowering(MLIRContext *ctx, const AttentionLoweringOptions &options)
+      : OpConversionPattern<AttentionProbabilitiesOp>(ctx), options(options) {}
+
+  LogicalResult
+  matchAndRewrite(AttentionProbabilitiesOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    AttentionShape shape =
+        scoringShape(op, adaptor.getQuery(), adaptor.getKey(), adaptor.getBias(),
+                     adaptor.getKvLen(), rewriter, options);
+    Value seqQ = shape.seqQ;
+    Value seqKv = tensor::DimOp::create(rewriter, loc, shape.key, 0);
+    Value init = filledTensor(rewriter, loc,
+                              {rewriter.getIndexAttr(shape.heads), seqQ, seqKv},
+                              floatConstant(rewriter, loc, 0.0));
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto headLoop = scf::ForOp::create(
+        rewriter, loc, c0, arith::ConstantIndexOp::create(rewriter, loc, shape.heads), c1,
+        ValueRange{init}, [&](OpBuilder &b, Location l, Value head, ValueRange carried) {
+          Value headDim = arith::ConstantIndexOp::create(b, l, shape.headDim);
+          Value kvHead = arith::DivUIOp::create(
+              b, l, head, arith::ConstantIndexOp::create(b, l, shape.groupSize));
+          Value qCol = arith::MulIOp::create(b, l, head, headDim);
+          Value kCol = arith::MulIOp::create(b, l, kvHead, headDim);
+          Value qBlock = slice2D(b, l, shape.query, c0, qCol, seqQ,
+                                 b.getIndexAttr(shape.headDim));
+          Value scores =
+              maskedScores(b, l, shape, head, c0, qBlock, kCol, c0, shape.kvLength);
+          Value probabilities = softmaxRows(b, l, scores);
+          SmallVector<OpFoldResult> offsets = {head, b.getIndexAttr(0), b.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), seqQ, shape.kvLength};
+          SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+          Value updated = tensor::InsertSliceOp::create(b, l, probabilities, carried[0],
+                                                        offsets, sizes, strides);
+          scf::YieldOp::create(b, l, updated);
+        });
+    rewriter.replaceOp(op, castIfNeeded(rewriter, loc, headLoop.getResult(0),
+                                        op.getResult().getType()));
     return success();
   }
 
@@ -385,7 +490,8 @@ struct AttentionToKernel : OpConversionPattern<AttentionOp> {
 
 void mlir::attn::populateAttentionToLinalgPatterns(
     RewritePatternSet &patterns, const AttentionLoweringOptions &options) {
-  patterns.add<AttentionLowering>(patterns.getContext(), options);
+  patterns.add<AttentionLowering, AttentionProbabilitiesLowering>(patterns.getContext(),
+                                                                 options);
   if (options.useKernel)
     patterns.add<AttentionToKernel>(patterns.getContext());
 }

@@ -41,7 +41,6 @@
 // CHECK:     %[[LOOP:.*]]:3 = scf.for %[[KB:.*]] = %{{.*}} to %[[END]] step %{{.*}} iter_args(%[[ACC:.*]] = %[[ACC0]], %[[M:.*]] = %[[M0]], %[[L:.*]] = %[[L0]])
 // CHECK:       %[[BK:.*]] = affine.min #[[$KVBLOCK]]()[%[[END]], %[[KB]]]
 // CHECK:       %[[KBLK:.*]] = tensor.extract_slice %[[KEY]][%[[KB]], %[[KCOL]]] [%[[BK]], 16]
-// CHECK:       %[[VBLK:.*]] = tensor.extract_slice %[[VALUE]][%[[KB]], %[[KCOL]]] [%[[BK]], 16]
 // S = Q_blk K_blk^T: a [bq, bk] tile, never [seq, seq]
 // CHECK:       %[[QK:.*]] = linalg.matmul indexing_maps = [#[[$Q]], #[[$KT]], #[[$S]]] ins(%[[QBLK]], %[[KBLK]] : {{.*}}) outs(%{{.*}} : tensor<?x?xf32>)
 // S = scale * S, -inf where key kb + j is past query qb + i's diagonal
@@ -49,6 +48,7 @@
 // CHECK:         arith.mulf
 // CHECK:         arith.cmpi sle
 // CHECK:         arith.select
+// CHECK:       %[[VBLK:.*]] = tensor.extract_slice %[[VALUE]][%[[KB]], %[[KCOL]]] [%[[BK]], 16]
 // m' = max(m, rowmax(S))
 // CHECK:       %[[MNEW:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[S]] : tensor<?x?xf32>) outs(%[[M]] : tensor<?xf32>)
 // CHECK:         arith.maximumf
@@ -141,4 +141,26 @@ func.func @attention_bias(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?
 func.func @window_alibi(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %v: tensor<?x16xf32>) -> tensor<?x16xf32> {
   %0 = attn.attention %q, %k, %v heads(2) causal window(16) alibi([0.5, 0.25]) : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
   return %0 : tensor<?x16xf32>
+}
+
+// -----
+
+// attention_probabilities: per head, one [seq_q, valid keys] tile of masked
+// scores (the same scoring as attention's), its row softmax, inserted into a
+// zero-filled [heads, seq_q, seq_kv] result.
+// CHECK-LABEL: func.func @attention_probabilities
+// CHECK-SAME: (%[[QUERY:.*]]: tensor<?x64xf32>, %[[KEY:.*]]: tensor<?x32xf32>, %[[LEN:.*]]: index)
+// CHECK: %[[KEYS:.*]] = tensor.dim %[[KEY]]
+// CHECK: %[[VALID:.*]] = arith.minui %[[LEN]], %[[KEYS]]
+// CHECK: %[[INIT:.*]] = linalg.fill {{.*}} -> tensor<2x?x?xf32>
+// CHECK: scf.for %[[HEAD:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %[[INIT]])
+// CHECK:   linalg.matmul
+// CHECK:   arith.select {{.*}} : f32
+// CHECK:   arith.maximumf
+// CHECK:   math.exp
+// CHECK:   arith.divf
+// CHECK:   tensor.insert_slice {{.*}} into %[[ACC]][%[[HEAD]], 0, 0] [1, %{{.*}}, %[[VALID]]] [1, 1, 1] : tensor<?x?xf32> into tensor<2x?x?xf32>
+func.func @attention_probabilities(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %n: index) -> tensor<2x?x?xf32> {
+  %0 = attn.attention_probabilities %q, %k heads(2) kv_heads(1) causal kv_len(%n) : tensor<?x64xf32>, tensor<?x32xf32> -> tensor<2x?x?xf32>
+  return %0 : tensor<2x?x?xf32>
 }

@@ -855,3 +855,43 @@ func.func @attention_bf16_query(%q: tensor<?x8xbf16>, %k: tensor<?x8xbf16>) -> t
   %0 = attn.attention %q, %k, %k heads(2) : tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<?x8xbf16> -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
+
+// -----
+
+func.func @attention_probabilities_wrong_heads(%q: tensor<3x8xf32>, %k: tensor<5x8xf32>) -> tensor<4x3x5xf32> {
+  // expected-error @+1 {{result dimension 0 is 4, expected the heads (2)}}
+  %0 = attn.attention_probabilities %q, %k heads(2) : tensor<3x8xf32>, tensor<5x8xf32> -> tensor<4x3x5xf32>
+  return %0 : tensor<4x3x5xf32>
+}
+
+// -----
+
+func.func @attention_probabilities_wrong_keys(%q: tensor<3x8xf32>, %k: tensor<5x8xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+1 {{dimension 2 of result (4) does not match dimension 0 of key (5)}}
+  %0 = attn.attention_probabilities %q, %k heads(2) : tensor<3x8xf32>, tensor<5x8xf32> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+func.func @attention_probabilities_key_features(%q: tensor<3x8xf32>, %k: tensor<5x6xf32>) -> tensor<2x3x5xf32> {
+  // expected-error @+1 {{key has 6 features, expected kv_heads * head_dim = 2 * 4 = 8}}
+  %0 = attn.attention_probabilities %q, %k heads(2) : tensor<3x8xf32>, tensor<5x6xf32> -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @attention_probabilities_window_without_causal(%q: tensor<3x8xf32>, %k: tensor<5x8xf32>) -> tensor<2x3x5xf32> {
+  // expected-error @+1 {{window requires causal attention}}
+  %0 = attn.attention_probabilities %q, %k heads(2) window(2) : tensor<3x8xf32>, tensor<5x8xf32> -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @attention_probabilities_integer_keys(%q: tensor<3x8xf32>, %k: tensor<5x8xi8>) -> tensor<2x3x5xf32> {
+  // expected-error @+1 {{operand #1 must be}}
+  %0 = attn.attention_probabilities %q, %k heads(2) : tensor<3x8xf32>, tensor<5x8xi8> -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}

@@ -324,3 +324,14 @@ func.func @kv_cache_f16_ring(%new: tensor<1x8xf32>, %cache: tensor<4x8xf16>, %po
   %1 = attn.kv_cache_read %0[%len] ring(%pos) : tensor<4x8xf16> -> tensor<?x8xf16>
   return %1 : tensor<?x8xf16>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @attention_probabilities
+// CHECK: attn.attention_probabilities %{{.*}}, %{{.*}} heads(6) kv_heads(2) causal window(4) : tensor<?x192xf32>, tensor<?x64xf32> -> tensor<6x?x?xf32>
+// CHECK: attn.attention_probabilities %{{.*}}, %{{.*}} heads(2) scale(5.000000e-01) causal alibi([5.000000e-01, 2.500000e-01]) kv_len(%{{.*}}) : tensor<3x8xf32>, tensor<?x8xbf16> -> tensor<2x3x?xf32>
+func.func @attention_probabilities(%q: tensor<?x192xf32>, %k: tensor<?x64xf32>, %q2: tensor<3x8xf32>, %k2: tensor<?x8xbf16>, %n: index) -> (tensor<6x?x?xf32>, tensor<2x3x?xf32>) {
+  %0 = attn.attention_probabilities %q, %k heads(6) kv_heads(2) causal window(4) : tensor<?x192xf32>, tensor<?x64xf32> -> tensor<6x?x?xf32>
+  %1 = attn.attention_probabilities %q2, %k2 heads(2) scale(0.5) causal alibi([0.5, 0.25]) kv_len(%n) : tensor<3x8xf32>, tensor<?x8xbf16> -> tensor<2x3x?xf32>
+  return %0, %1 : tensor<6x?x?xf32>, tensor<2x3x?xf32>
+}

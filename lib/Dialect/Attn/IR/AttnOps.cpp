@@ -432,19 +432,31 @@ LogicalResult RelativePositionBiasOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// AttentionOp
+// AttentionOp, AttentionProbabilitiesOp
 //===----------------------------------------------------------------------===//
 
-int64_t AttentionOp::getNumKvHeads() {
-  std::optional<uint64_t> kvHeads = getKvHeads();
-  return kvHeads ? static_cast<int64_t>(*kvHeads)
-                 : static_cast<int64_t>(getHeads());
+/// The two ops score keys alike, so their attributes read and verify alike.
+template <typename OpTy> static int64_t numKvHeads(OpTy op) {
+  std::optional<uint64_t> kvHeads = op.getKvHeads();
+  return static_cast<int64_t>(kvHeads ? *kvHeads : op.getHeads());
 }
 
-int64_t AttentionOp::getHeadDim() {
-  return getQuery().getType().getDimSize(1) /
-         static_cast<int64_t>(getHeads());
+template <typename OpTy> static int64_t headDim(OpTy op) {
+  return op.getQuery().getType().getDimSize(1) / static_cast<int64_t>(op.getHeads());
 }
+
+template <typename OpTy> static double effectiveScale(OpTy op) {
+  if (std::optional<APFloat> scale = op.getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(headDim(op)));
+}
+
+int64_t AttentionOp::getNumKvHeads() { return numKvHeads(*this); }
+int64_t AttentionOp::getHeadDim() { return headDim(*this); }
+double AttentionOp::getEffectiveScale() { return effectiveScale(*this); }
+int64_t AttentionProbabilitiesOp::getNumKvHeads() { return numKvHeads(*this); }
+int64_t AttentionProbabilitiesOp::getHeadDim() { return headDim(*this); }
+double AttentionProbabilitiesOp::getEffectiveScale() { return effectiveScale(*this); }
 
 /// The window and ALiBi slopes of attention and flash_attention: a window
 /// of at least one key on causal attention, one finite slope per head.
@@ -473,80 +485,102 @@ static LogicalResult verifyPositionTerms(Operation *op, int64_t heads,
   return success();
 }
 
-double AttentionOp::getEffectiveScale() {
-  if (std::optional<APFloat> scale = getScale())
-    return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getHeadDim()));
-}
-
-LogicalResult AttentionOp::verify() {
-  auto heads = static_cast<int64_t>(getHeads());
+/// What the scores of attention and attention_probabilities need: heads
+/// that kv_heads divides, a usable scale, the position terms, query and key
+/// features that fit the heads, a bias of [1 or heads, seq_q, seq_kv], and
+/// a causal query block no larger than its keys.
+template <typename OpTy> static LogicalResult verifyScoring(OpTy op) {
+  auto heads = static_cast<int64_t>(op.getHeads());
   if (heads <= 0)
-    return emitOpError() << "heads must be positive, got " << heads;
-  int64_t kvHeads = getNumKvHeads();
+    return op.emitOpError() << "heads must be positive, got " << heads;
+  int64_t kvHeads = op.getNumKvHeads();
   if (kvHeads <= 0)
-    return emitOpError() << "kv_heads must be positive, got " << kvHeads;
+    return op.emitOpError() << "kv_heads must be positive, got " << kvHeads;
   if (heads % kvHeads != 0)
-    return emitOpError() << "kv_heads " << kvHeads
-                         << " does not divide heads " << heads;
-  if (std::optional<APFloat> scale = getScale()) {
+    return op.emitOpError() << "kv_heads " << kvHeads
+                            << " does not divide heads " << heads;
+  if (std::optional<APFloat> scale = op.getScale()) {
     if (!scale->isFinite() || scale->isZero())
-      return emitOpError() << "scale must be finite and non-zero, got "
-                           << floatToString(*scale);
+      return op.emitOpError() << "scale must be finite and non-zero, got "
+                              << floatToString(*scale);
   }
-  if (failed(verifyPositionTerms(*this, heads, getCausal(), getWindow(),
-                                 getAlibi())))
+  if (failed(verifyPositionTerms(op, heads, op.getCausal(), op.getWindow(),
+                                 op.getAlibi())))
     return failure();
 
-  RankedTensorType query = getQuery().getType(), key = getKey().getType(),
-                   value = getValue().getType(),
-                   result = getResult().getType();
-  if (failed(verifyStaticDim(*this, "query", query, 1)) ||
-      failed(verifyStaticDim(*this, "key", key, 1)) ||
-      failed(verifyStaticDim(*this, "value", value, 1)))
+  RankedTensorType query = op.getQuery().getType(), key = op.getKey().getType();
+  if (failed(verifyStaticDim(op, "query", query, 1)) ||
+      failed(verifyStaticDim(op, "key", key, 1)))
     return failure();
   int64_t qFeatures = query.getDimSize(1);
   if (qFeatures % heads != 0)
-    return emitOpError() << "heads " << heads
-                         << " does not divide the query feature dimension "
-                         << qFeatures;
+    return op.emitOpError() << "heads " << heads
+                            << " does not divide the query feature dimension "
+                            << qFeatures;
   int64_t headDim = qFeatures / heads;
   if (key.getDimSize(1) != kvHeads * headDim)
-    return emitOpError() << "key has " << key.getDimSize(1)
-                         << " features, expected kv_heads * head_dim = "
-                         << kvHeads << " * " << headDim << " = "
-                         << kvHeads * headDim;
-  if (value.getDimSize(1) != kvHeads * headDim)
-    return emitOpError() << "value has " << value.getDimSize(1)
-                         << " features, expected kv_heads * head_dim = "
-                         << kvHeads << " * " << headDim << " = "
-                         << kvHeads * headDim;
-  if (failed(verifyKeyValueElementTypes(*this, key, value)) ||
-      failed(verifyDimsMatch(*this, "value", value, 0, "key", key, 0)) ||
-      failed(verifyDimsMatch(*this, "result", result, 0, "query", query, 0)) ||
-      failed(verifyDimsMatch(*this, "result", result, 1, "query", query, 1)))
-    return failure();
+    return op.emitOpError() << "key has " << key.getDimSize(1)
+                            << " features, expected kv_heads * head_dim = "
+                            << kvHeads << " * " << headDim << " = "
+                            << kvHeads * headDim;
 
-  if (Value bias = getBias()) {
+  if (Value bias = op.getBias()) {
     RankedTensorType biasType = tensorType(bias);
     int64_t biasHeads = biasType.getDimSize(0);
     if (biasHeads != 1 && biasHeads != heads)
-      return emitOpError() << "bias must have 1 or heads (" << heads
-                           << ") rows in dimension 0, got "
-                           << dimToString(biasHeads);
-    if (failed(verifyDimsMatch(*this, "bias", biasType, 1, "query", query, 0)) ||
-        failed(verifyDimsMatch(*this, "bias", biasType, 2, "key", key, 0)))
+      return op.emitOpError() << "bias must have 1 or heads (" << heads
+                              << ") rows in dimension 0, got "
+                              << dimToString(biasHeads);
+    if (failed(verifyDimsMatch(op, "bias", biasType, 1, "query", query, 0)) ||
+        failed(verifyDimsMatch(op, "bias", biasType, 2, "key", key, 0)))
       return failure();
   }
 
   // Without kv_len every key is valid, so a causal query block larger than
   // the key block leaves its first rows with nothing to attend to.
-  if (getCausal() && !getKvLen() && !query.isDynamicDim(0) &&
+  if (op.getCausal() && !op.getKvLen() && !query.isDynamicDim(0) &&
       !key.isDynamicDim(0) && query.getDimSize(0) > key.getDimSize(0))
-    return emitOpError() << "causal attention with more queries ("
-                         << query.getDimSize(0) << ") than keys ("
-                         << key.getDimSize(0)
-                         << ") leaves rows with nothing to attend to";
+    return op.emitOpError() << "causal attention with more queries ("
+                            << query.getDimSize(0) << ") than keys ("
+                            << key.getDimSize(0)
+                            << ") leaves rows with nothing to attend to";
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyScoring(*this)))
+    return failure();
+  RankedTensorType query = getQuery().getType(), key = getKey().getType(),
+                   value = getValue().getType(), result = getResult().getType();
+  if (failed(verifyStaticDim(*this, "value", value, 1)))
+    return failure();
+  int64_t kvFeatures = key.getDimSize(1);
+  if (value.getDimSize(1) != kvFeatures)
+    return emitOpError() << "value has " << value.getDimSize(1)
+                         << " features, expected kv_heads * head_dim = "
+                         << getNumKvHeads() << " * " << getHeadDim() << " = "
+                         << kvFeatures;
+  if (failed(verifyKeyValueElementTypes(*this, key, value)) ||
+      failed(verifyDimsMatch(*this, "value", value, 0, "key", key, 0)) ||
+      failed(verifyDimsMatch(*this, "result", result, 0, "query", query, 0)) ||
+      failed(verifyDimsMatch(*this, "result", result, 1, "query", query, 1)))
+    return failure();
+  return success();
+}
+
+LogicalResult AttentionProbabilitiesOp::verify() {
+  if (failed(verifyScoring(*this)))
+    return failure();
+  RankedTensorType query = getQuery().getType(), key = getKey().getType(),
+                   result = getResult().getType();
+  int64_t heads = static_cast<int64_t>(getHeads());
+  if (!dimsCompatible(result.getDimSize(0), heads))
+    return emitOpError() << "result dimension 0 is "
+                         << dimToString(result.getDimSize(0))
+                         << ", expected the heads (" << heads << ")";
+  if (failed(verifyDimsMatch(*this, "result", result, 1, "query", query, 0)) ||
+      failed(verifyDimsMatch(*this, "result", result, 2, "key", key, 0)))
+    return failure();
   return success();
 }
 
