@@ -74,6 +74,8 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
   };
   if (*attnGitCommit())
     manifest["attn_git_commit"] = attnGitCommit();
+  if (options.inspect)
+    manifest["inspect"] = true;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(manifest));
@@ -93,17 +95,26 @@ public:
   }
 
   /// Appends the expanded descriptor of a row-major buffer at `data`:
-  /// `sizes` as values, `staticSizes` for the strides (only the leading
-  /// size may be dynamic).
+  /// `sizes` as values, `staticSizes` the same where known (kDynamic
+  /// elsewhere), so that the strides are constants where they can be.
   void descriptor(Value data, ArrayRef<Value> sizes,
                   ArrayRef<int64_t> staticSizes, SmallVectorImpl<Value> &args) {
     args.append({data, data, i64(0)});
     args.append(sizes.begin(), sizes.end());
     SmallVector<Value> strides(sizes.size());
     int64_t stride = 1;
+    Value dynamicStride; // The product of the dynamic sizes so far.
     for (int64_t dim = static_cast<int64_t>(sizes.size()) - 1; dim >= 0; --dim) {
-      strides[dim] = i64(stride);
-      if (dim > 0) // The leading size may be dynamic (kDynamic).
+      strides[dim] = dynamicStride
+                         ? LLVM::MulOp::create(b, loc, dynamicStride, i64(stride)).getResult()
+                         : i64(stride);
+      if (dim == 0)
+        break;
+      if (ShapedType::isDynamic(staticSizes[dim]))
+        dynamicStride = dynamicStride ? LLVM::MulOp::create(b, loc, dynamicStride, sizes[dim])
+                                            .getResult()
+                                      : sizes[dim];
+      else
         stride *= staticSizes[dim];
     }
     args.append(strides.begin(), strides.end());
@@ -280,6 +291,51 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
                    {1, config.vocabSize}, operands);
     auto call = LLVM::CallOp::create(b, loc, decodeImpl, operands);
     LLVM::ReturnOp::create(b, loc, call.getResult());
+  }
+
+  // int32_t attn_model_inspect(const int32_t *tokens, int64_t n,
+  //     const float *const *table, float *kv_cache, float *attention,
+  //     float *residual, float *final_norm, float *logits)
+  //     (from position 0; logits of every token)
+  // int32_t attn_model_unembed(const float *hidden, int64_t n,
+  //     const float *const *table, float *logits)
+  if (options.inspect) {
+    auto inspectImpl = module.lookupSymbol<LLVM::LLVMFuncOp>(kInspectImpl);
+    auto unembedImpl = module.lookupSymbol<LLVM::LLVMFuncOp>(kUnembedImpl);
+    if (!inspectImpl || !unembedImpl)
+      return module.emitError("the lowered module lacks the inspection entry points");
+    OpBuilder::InsertionGuard guard(b);
+    auto inspect = exported("attn_model_inspect", i32, {ptr, i64, ptr, ptr, ptr, ptr, ptr, ptr});
+    exports.push_back(inspect);
+    auto args = inspect.getArguments();
+    Value n = args[1];
+    int64_t layers = config.numLayers, heads = config.numHeads, d = config.hiddenSize;
+    const int64_t dynamic = ShapedType::kDynamic;
+    SmallVector<Value> operands;
+    abi.descriptor(args[0], {n}, {dynamic}, operands);
+    operands.push_back(abi.i64(0));
+    abi.weightsAndCaches(config, layout, maxSeq, options.kvFormat, args[2], args[3], operands);
+    abi.descriptor(args[4], {abi.i64(layers), abi.i64(heads), n, n}, {layers, heads, dynamic, dynamic},
+                   operands);
+    abi.descriptor(args[5], {abi.i64(layers + 1), n, abi.i64(d)}, {layers + 1, dynamic, d}, operands);
+    abi.descriptor(args[6], {n, abi.i64(d)}, {dynamic, d}, operands);
+    abi.descriptor(args[7], {n, abi.i64(config.vocabSize)}, {dynamic, config.vocabSize},
+                   operands);
+    LLVM::ReturnOp::create(b, loc, LLVM::CallOp::create(b, loc, inspectImpl, operands).getResult());
+
+    b.setInsertionPointToEnd(module.getBody());
+    auto unembed = exported("attn_model_unembed", i32, {ptr, i64, ptr, ptr});
+    exports.push_back(unembed);
+    auto uargs = unembed.getArguments();
+    SmallVector<Value> unembedOperands;
+    abi.descriptor(uargs[0], {uargs[1], abi.i64(d)}, {dynamic, d}, unembedOperands);
+    for (int64_t entry = 0; entry < layout.tableSize(); ++entry)
+      if (layout.readAtRunTime(entry))
+        abi.tableEntry(uargs[2], entry, layout.shape(entry), unembedOperands);
+    abi.descriptor(uargs[3], {uargs[1], abi.i64(config.vocabSize)},
+                   {dynamic, config.vocabSize}, unembedOperands);
+    LLVM::ReturnOp::create(
+        b, loc, LLVM::CallOp::create(b, loc, unembedImpl, unembedOperands).getResult());
   }
 
   // void attn_model_set_num_threads(int32_t n): OpenMP's team size.

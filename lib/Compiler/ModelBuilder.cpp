@@ -61,9 +61,10 @@ struct GlobalValues {
 class ModelIRBuilder {
 public:
   ModelIRBuilder(OpBuilder &b, Location loc, const ModelConfig &config,
-                 int64_t maxSeq, int64_t cacheRows, Type cacheElement)
+                 int64_t maxSeq, int64_t cacheRows, Type cacheElement,
+                 bool inspect = false)
       : b(b), loc(loc), config(config), maxSeq(maxSeq), cacheRows(cacheRows),
-        cacheElement(cacheElement) {}
+        cacheElement(cacheElement), inspect(inspect) {}
 
   RankedTensorType activations(int64_t seq, int64_t features) const {
     return RankedTensorType::get({seq, features}, b.getF32Type());
@@ -166,10 +167,12 @@ public:
     return {a, append(k, kc), append(v, vc)};
   }
 
+  /// Attention of `q` over `keys` and `values`; when inspecting, also its
+  /// weights over the same keys (in `probabilities`).
   Value attention(Value q, Value keys, Value values, bool causal,
                   int64_t window) {
     auto qType = cast<RankedTensorType>(q.getType());
-    IntegerAttr kvHeads;
+    IntegerAttr heads = b.getI64IntegerAttr(config.numHeads), kvHeads;
     if (config.numKvHeads != config.numHeads)
       kvHeads = b.getI64IntegerAttr(config.numKvHeads);
     FloatAttr scale;
@@ -178,11 +181,18 @@ public:
     DenseF32ArrayAttr alibi;
     if (config.positions.kind == PositionKind::Alibi)
       alibi = b.getDenseF32ArrayAttr(alibiSlopes(config.numHeads));
-    return AttentionOp::create(
-        b, loc, qType, q, keys, values, /*bias=*/Value(), /*kv_len=*/Value(),
-        b.getI64IntegerAttr(config.numHeads), kvHeads, scale,
-        causal ? b.getUnitAttr() : UnitAttr(),
-        window ? b.getI64IntegerAttr(window) : IntegerAttr(), alibi);
+    UnitAttr causalAttr = causal ? b.getUnitAttr() : UnitAttr();
+    IntegerAttr windowAttr = window ? b.getI64IntegerAttr(window) : IntegerAttr();
+    if (inspect) {
+      auto type = RankedTensorType::get(
+          {config.numHeads, qType.getDimSize(0), ShapedType::kDynamic}, b.getF32Type());
+      probabilities = AttentionProbabilitiesOp::create(
+          b, loc, type, q, keys, /*bias=*/Value(), /*kv_len=*/Value(), heads, kvHeads,
+          scale, causalAttr, windowAttr, alibi);
+    }
+    return AttentionOp::create(b, loc, qType, q, keys, values, /*bias=*/Value(),
+                               /*kv_len=*/Value(), heads, kvHeads, scale, causalAttr,
+                               windowAttr, alibi);
   }
 
   /// The model's norm of `x`.
@@ -357,11 +367,18 @@ public:
     return ResidualAddOp::create(b, loc, x, learned);
   }
 
+  /// The final norm of `x` (x itself for a model without one).
+  Value finalNorm(Value x, const GlobalValues &globals) {
+    return config.block.finalNorm ? norm(x, globals.finalNorm, globals.finalNormBias) : x;
+  }
+
   /// Final norm and output projection of the last `rows` positions.
   Value logits(Value x, const GlobalValues &globals, Value rows) {
-    Value h = config.block.finalNorm
-                  ? norm(x, globals.finalNorm, globals.finalNormBias)
-                  : x;
+    return project(finalNorm(x, globals), globals, rows);
+  }
+
+  /// The output projection of the last `rows` positions of normed `h`.
+  Value project(Value h, const GlobalValues &globals, Value rows) {
     auto hType = cast<RankedTensorType>(h.getType());
     Value n = tensor::DimOp::create(b, loc, h, 0);
     Value start = arith::SubIOp::create(b, loc, n, rows);
@@ -380,6 +397,10 @@ public:
   const ModelConfig &config;
   int64_t maxSeq, cacheRows;
   Type cacheElement;
+  /// Whether attention also yields its weights: [heads, seq, keys], of the
+  /// last attention built.
+  bool inspect;
+  Value probabilities;
 };
 
 /// The element type of a buffer stored in `format`.
@@ -401,13 +422,20 @@ Type entryElementType(OpBuilder &b, const ModelLayout &layout, int64_t entry) {
   return formatElementType(b, layout.format(entry));
 }
 
+/// What an entry function computes: a prompt chunk, one decode step, or a
+/// prompt from position 0 with the inspected values (attention weights,
+/// residual stream, final norm) as outputs too.
+enum class Entry { Prefill, Decode, Inspect };
+
 /// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
-/// for the layers whose caches have `cacheRows` rows.
+/// for the layers whose caches have `cacheRows` rows; for Entry::Inspect
+/// with the layer's attention weights [heads, seq, keys] as a fourth result.
 func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
                                 StringRef name, const ModelConfig &config,
                                 const ModelLayout &layout, int64_t seq,
-                                int64_t maxSeq, int64_t cacheRows, Type cacheElement) {
-  ModelIRBuilder ir(b, loc, config, maxSeq, cacheRows, cacheElement);
+                                int64_t maxSeq, int64_t cacheRows, Type cacheElement,
+                                bool inspect) {
+  ModelIRBuilder ir(b, loc, config, maxSeq, cacheRows, cacheElement, inspect);
   // Every layer has the same entries (only their table indices differ).
   SmallVector<int64_t, 16> entries = layout.layers.front().list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
@@ -416,6 +444,9 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
   inputs.append({ir.cacheType(), ir.cacheType(), b.getIndexType()});
   SmallVector<Type> results = {ir.activations(seq, config.hiddenSize),
                                ir.cacheType(), ir.cacheType()};
+  if (inspect)
+    results.push_back(RankedTensorType::get(
+        {config.numHeads, seq, ShapedType::kDynamic}, b.getF32Type()));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
@@ -429,6 +460,8 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
   Value pos = args.back();
   SmallVector<Value> out = ir.layer(
       x, LayerValues::bind(layout.layers.front(), weights), kc, vc, pos);
+  if (inspect)
+    out.push_back(ir.probabilities);
   func::ReturnOp::create(b, loc, out);
   return func;
 }
@@ -472,38 +505,107 @@ Value tokensInRange(OpBuilder &b, Location loc, Value tokens, Value count,
 }
 
 /// The block function of the layers whose caches have `cacheRows` rows.
-std::string blockFunctionName(bool prefill, int64_t cacheRows, int64_t maxSeq) {
-  std::string name = prefill ? "attn_block_prefill" : "attn_block_decode";
+std::string blockFunctionName(Entry kind, int64_t cacheRows, int64_t maxSeq) {
+  std::string name = kind == Entry::Prefill  ? "attn_block_prefill"
+                     : kind == Entry::Decode ? "attn_block_decode"
+                                             : "attn_block_inspect";
   if (cacheRows < maxSeq)
     name += "_window" + std::to_string(cacheRows);
   return name;
 }
 
+/// The table entries read at run time as arguments of an entry function.
+struct WeightArguments {
+  /// Appends their memref types to `inputs`.
+  WeightArguments(OpBuilder &b, const ModelLayout &layout, SmallVectorImpl<Type> &inputs)
+      : layout(layout), argOfEntry(layout.tableSize(), -1) {
+    for (int64_t entry = 0; entry < layout.tableSize(); ++entry) {
+      if (!layout.readAtRunTime(entry))
+        continue;
+      argOfEntry[entry] = count++;
+      inputs.push_back(MemRefType::get(layout.shape(entry), entryElementType(b, layout, entry)));
+    }
+  }
+
+  /// Reads the arguments (`count` of them) as tensors.
+  void bind(OpBuilder &b, Location loc, ValueRange args) {
+    for (Value weight : args)
+      weightTensors.push_back(asTensor(b, loc, weight, /*writable=*/false));
+  }
+
+  SmallVector<Value> tensors(ArrayRef<int64_t> entries) const {
+    SmallVector<Value> values;
+    for (int64_t entry : entries)
+      values.push_back(weightTensors[argOfEntry[entry]]);
+    return values;
+  }
+
+  Value tensorOf(int64_t entry) const {
+    return entry < 0 ? Value() : weightTensors[argOfEntry[entry]];
+  }
+
+  GlobalValues globals() const {
+    const GlobalEntries &g = layout.globals;
+    return GlobalValues{tensorOf(g.tokenEmbedding), tensorOf(g.positionEmbedding),
+                        tensorOf(g.embeddingNorm),  tensorOf(g.embeddingNormBias),
+                        tensorOf(g.finalNorm),      tensorOf(g.finalNormBias),
+                        tensorOf(g.head),           tensorOf(g.headBias)};
+  }
+
+  const ModelLayout &layout;
+  SmallVector<int64_t> argOfEntry;
+  int64_t count = 0;
+  SmallVector<Value> weightTensors;
+};
+
+/// Writes tensor `value` into memref `dest` in place.
+void storeInto(OpBuilder &b, Location loc, Value value, Value dest) {
+  bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, value, dest,
+                                                    /*restrict=*/true, /*writable=*/true);
+}
+
+/// `part` inserted into `whole` at [index, 0, ...] (as one slice of the
+/// leading dimension).
+Value insertAt(OpBuilder &b, Location loc, Value part, Value whole, int64_t index) {
+  auto partType = cast<RankedTensorType>(part.getType());
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(index)}, sizes = {b.getIndexAttr(1)};
+  for (int64_t dim = 0; dim < partType.getRank(); ++dim) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(tensor::getMixedSize(b, loc, part, dim));
+  }
+  SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, part, whole, offsets, sizes, strides);
+}
+
 /// func.func @name(tokens: memref<SEQxi32>, pos: index, <table entries read
-///     at run time>..., caches (k, v per layer)..., logits: memref<?xVxf32>)
-///     -> i32
+///     at run time>..., caches (k, v per layer)..., [inspected outputs,]
+///     logits: memref<?xVxf32>) -> i32
+/// Entry::Inspect's outputs are attention memref<L x H x ? x ?> (each
+/// layer's weights over the n keys), residual memref<(L + 1) x ? x D> (the
+/// first layer's input, then every layer's output) and the final norm
+/// memref<? x D>; it is meant for pos = 0 (the attention memref has n keys).
 void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
-                        StringRef name, bool prefill,
+                        StringRef name, Entry kind,
                         const ModelConfig &config, const ModelLayout &layout,
                         int64_t seq, int64_t maxSeq, Type cacheElement) {
   ModelIRBuilder ir(b, loc, config, maxSeq, maxSeq, cacheElement);
+  const bool inspect = kind == Entry::Inspect;
+  const int64_t dynamic = ShapedType::kDynamic, layers = config.numLayers;
   Type f32 = b.getF32Type();
   SmallVector<Type> inputs = {MemRefType::get({seq}, b.getI32Type()),
                               b.getIndexType()};
-  SmallVector<int64_t> argOfEntry(layout.tableSize(), -1);
-  for (int64_t entry = 0; entry < layout.tableSize(); ++entry) {
-    if (!layout.readAtRunTime(entry))
-      continue;
-    argOfEntry[entry] = static_cast<int64_t>(inputs.size()) - 2;
-    inputs.push_back(MemRefType::get(layout.shape(entry), entryElementType(b, layout, entry)));
-  }
-  int64_t numWeightArgs = static_cast<int64_t>(inputs.size()) - 2;
-  for (int64_t layer = 0; layer < config.numLayers; ++layer) {
+  WeightArguments weights(b, layout, inputs);
+  for (int64_t layer = 0; layer < layers; ++layer) {
     auto cacheType = MemRefType::get(
         {kvCacheRows(config, layer, maxSeq), config.kvFeatures()}, cacheElement);
     inputs.append({cacheType, cacheType});
   }
-  inputs.push_back(MemRefType::get({ShapedType::kDynamic, config.vocabSize}, f32));
+  if (inspect)
+    inputs.append(
+        {MemRefType::get({layers, config.numHeads, dynamic, dynamic}, f32),
+         MemRefType::get({layers + 1, dynamic, config.hiddenSize}, f32),
+         MemRefType::get({dynamic, config.hiddenSize}, f32)});
+  inputs.push_back(MemRefType::get({dynamic, config.vocabSize}, f32));
 
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
@@ -513,10 +615,15 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
   b.setInsertionPointToStart(entry);
   ValueRange args = entry->getArguments();
   Value tokens = args[0], pos = args[1];
-  ValueRange weightArgs = args.slice(2, numWeightArgs);
-  ValueRange cacheArgs = args.slice(2 + numWeightArgs, 2 * config.numLayers);
+  ValueRange weightArgs = args.slice(2, weights.count);
+  ValueRange cacheArgs = args.slice(2 + weights.count, 2 * layers);
   Value logitsArg = args.back();
-
+  Value attentionArg, residualArg, finalNormArg;
+  if (inspect) {
+    attentionArg = args[args.size() - 4];
+    residualArg = args[args.size() - 3];
+    finalNormArg = args[args.size() - 2];
+  }
   // Validate before touching anything: 1 <= n, 0 <= pos, pos + n <= maxSeq,
   // every token id in [0, vocab).
   Value n = memref::DimOp::create(b, loc, tokens, 0);
@@ -547,59 +654,78 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
                                  b, loc, ATTN_MODEL_ERROR_TOKEN, 32)});
 
     b.setInsertionPointToStart(&compute.getThenRegion().front());
-    SmallVector<Value> weightTensors;
-    for (Value weight : weightArgs)
-      weightTensors.push_back(asTensor(b, loc, weight, /*writable=*/false));
-    auto tensors = [&](ArrayRef<int64_t> entries) {
-      SmallVector<Value> values;
-      for (int64_t entry : entries)
-        values.push_back(weightTensors[argOfEntry[entry]]);
-      return values;
-    };
-    auto tensorOf = [&](int64_t entry) {
-      return entry < 0 ? Value() : weightTensors[argOfEntry[entry]];
-    };
-    const GlobalEntries &g = layout.globals;
-    GlobalValues globals{tensorOf(g.tokenEmbedding),
-                         tensorOf(g.positionEmbedding),
-                         tensorOf(g.embeddingNorm),
-                         tensorOf(g.embeddingNormBias),
-                         tensorOf(g.finalNorm),
-                         tensorOf(g.finalNormBias),
-                         tensorOf(g.head),
-                         tensorOf(g.headBias)};
+    weights.bind(b, loc, weightArgs);
+    GlobalValues globals = weights.globals();
     Value x = ir.embed(asTensor(b, loc, tokens, false), globals, pos, seq);
-    for (int64_t layer = 0; layer < config.numLayers; ++layer) {
+    Value attention, residual;
+    if (inspect) {
+      attention = asTensor(b, loc, attentionArg, /*writable=*/true);
+      residual = insertAt(b, loc, x, asTensor(b, loc, residualArg, /*writable=*/true), 0);
+    }
+    for (int64_t layer = 0; layer < layers; ++layer) {
       SmallVector<Value> operands = {x};
-      llvm::append_range(operands, tensors(layout.layers[layer].list()));
+      llvm::append_range(operands, weights.tensors(layout.layers[layer].list()));
       Value kc = asTensor(b, loc, cacheArgs[2 * layer], /*writable=*/true);
       Value vc = asTensor(b, loc, cacheArgs[2 * layer + 1], /*writable=*/true);
       operands.append({kc, vc, pos});
       int64_t cacheRows = kvCacheRows(config, layer, maxSeq);
       Type cacheType = kc.getType();
-      auto call = func::CallOp::create(
-          b, loc, blockFunctionName(prefill, cacheRows, maxSeq),
-          TypeRange{ir.activations(seq, config.hiddenSize), cacheType, cacheType},
-          operands);
+      SmallVector<Type> results = {ir.activations(seq, config.hiddenSize), cacheType,
+                                   cacheType};
+      if (inspect)
+        results.push_back(RankedTensorType::get({config.numHeads, seq, dynamic}, f32));
+      auto call = func::CallOp::create(b, loc, blockFunctionName(kind, cacheRows, maxSeq),
+                                       results, operands);
       x = call.getResult(0);
-      bufferization::MaterializeInDestinationOp::create(
-          b, loc, TypeRange{}, call.getResult(1), cacheArgs[2 * layer],
-          /*restrict=*/true, /*writable=*/true);
-      bufferization::MaterializeInDestinationOp::create(
-          b, loc, TypeRange{}, call.getResult(2), cacheArgs[2 * layer + 1],
-          /*restrict=*/true, /*writable=*/true);
+      storeInto(b, loc, call.getResult(1), cacheArgs[2 * layer]);
+      storeInto(b, loc, call.getResult(2), cacheArgs[2 * layer + 1]);
+      if (inspect) {
+        attention = insertAt(b, loc, call.getResult(3), attention, layer);
+        residual = insertAt(b, loc, x, residual, layer + 1);
+      }
     }
     Value rows = memref::DimOp::create(b, loc, logitsArg, 0);
-    Value logits = ir.logits(x, globals, rows);
-    bufferization::MaterializeInDestinationOp::create(
-        b, loc, TypeRange{}, logits, logitsArg, /*restrict=*/true,
-        /*writable=*/true);
+    Value h = ir.finalNorm(x, globals);
+    storeInto(b, loc, ir.project(h, globals, rows), logitsArg);
+    if (inspect) {
+      storeInto(b, loc, attention, attentionArg);
+      storeInto(b, loc, residual, residualArg);
+      storeInto(b, loc, h, finalNormArg);
+    }
     scf::YieldOp::create(
         b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, ATTN_MODEL_OK, 32)});
   }
   func::ReturnOp::create(b, loc, status.getResults());
 }
 
+/// func.func @attn_unembed_impl(hidden: memref<?xDxf32>, <table entries read
+///     at run time>..., logits: memref<?xVxf32>) -> i32: the final norm and
+///     output projection of any hidden states (the logit lens of a layer's
+///     residual stream).
+void buildUnembedFunction(OpBuilder &b, Location loc, ModuleOp module,
+                          const ModelConfig &config, const ModelLayout &layout,
+                          int64_t maxSeq, Type cacheElement) {
+  ModelIRBuilder ir(b, loc, config, maxSeq, maxSeq, cacheElement);
+  Type f32 = b.getF32Type();
+  SmallVector<Type> inputs = {
+      MemRefType::get({ShapedType::kDynamic, config.hiddenSize}, f32)};
+  WeightArguments weights(b, layout, inputs);
+  inputs.push_back(MemRefType::get({ShapedType::kDynamic, config.vocabSize}, f32));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(b, loc, kUnembedImpl,
+                                   b.getFunctionType(inputs, {b.getI32Type()}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  ValueRange args = entry->getArguments();
+  weights.bind(b, loc, args.slice(1, weights.count));
+  Value logitsArg = args.back();
+  Value rows = memref::DimOp::create(b, loc, logitsArg, 0);
+  Value hidden = asTensor(b, loc, args.front(), /*writable=*/false);
+  storeInto(b, loc, ir.logits(hidden, weights.globals(), rows), logitsArg);
+  func::ReturnOp::create(
+      b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, ATTN_MODEL_OK, 32)});
+}
 
 /// Stores `value` at element `n` (output feature) and `k` of a packed
 /// [blocks, K, NR] buffer.
@@ -945,16 +1071,25 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
   }
   Type cacheElement = kvElementType(&context, options.kvFormat);
   for (int64_t rows : cacheLengths) {
-    buildBlockFunction(b, loc, *module, blockFunctionName(true, rows, maxSeq),
+    buildBlockFunction(b, loc, *module, blockFunctionName(Entry::Prefill, rows, maxSeq),
                        config, layout, ShapedType::kDynamic, maxSeq, rows,
-                       cacheElement);
-    buildBlockFunction(b, loc, *module, blockFunctionName(false, rows, maxSeq),
-                       config, layout, 1, maxSeq, rows, cacheElement);
+                       cacheElement, /*inspect=*/false);
+    buildBlockFunction(b, loc, *module, blockFunctionName(Entry::Decode, rows, maxSeq),
+                       config, layout, 1, maxSeq, rows, cacheElement, /*inspect=*/false);
+    if (options.inspect)
+      buildBlockFunction(b, loc, *module, blockFunctionName(Entry::Inspect, rows, maxSeq),
+                         config, layout, ShapedType::kDynamic, maxSeq, rows,
+                         cacheElement, /*inspect=*/true);
   }
-  buildEntryFunction(b, loc, *module, kPrefillImpl, /*prefill=*/true, config,
+  buildEntryFunction(b, loc, *module, kPrefillImpl, Entry::Prefill, config,
                      layout, ShapedType::kDynamic, maxSeq, cacheElement);
-  buildEntryFunction(b, loc, *module, kDecodeImpl, /*prefill=*/false, config,
+  buildEntryFunction(b, loc, *module, kDecodeImpl, Entry::Decode, config,
                      layout, 1, maxSeq, cacheElement);
+  if (options.inspect) {
+    buildEntryFunction(b, loc, *module, kInspectImpl, Entry::Inspect, config,
+                       layout, ShapedType::kDynamic, maxSeq, cacheElement);
+    buildUnembedFunction(b, loc, *module, config, layout, maxSeq, cacheElement);
+  }
   buildPackFunctions(b, loc, *module, layout);
   return module;
 }

@@ -145,6 +145,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   build.blockSize = 2 * options.pipeline.vectorWidth;
   build.weightFormat = options.weightFormat;
   build.kvFormat = options.kvFormat;
+  build.inspect = options.inspect;
   OwningOpRef<ModuleOp> module;
   {
     StageTimer timer(progress, "build attn IR");

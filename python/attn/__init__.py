@@ -7,12 +7,13 @@
         print(piece, end="", flush=True)
     m.logits(m.tokenize("It is"))                      # numpy [n, vocab] float32
     m.perplexity(open("book.txt").read())             # attn-perplexity's method
+    m.attention(m.tokenize("It is"))                   # [layers, heads, n, n] softmax weights
 
 Every method is a thin layer over the runtime's C API (ctypes); an error
 of the runtime raises attn.Error with the runtime's message.
 """
 
-from ._model import Error, Model, version
+from ._model import Error, Inspection, Model, version
 
-__all__ = ["Error", "Model", "version", "__version__"]
+__all__ = ["Error", "Inspection", "Model", "version", "__version__"]
 __version__ = version()

@@ -1,5 +1,6 @@
 """attn.Model: one compiled model, its tokenizer and a session."""
 
+import collections
 import ctypes
 import math
 import os
@@ -22,6 +23,13 @@ def _runtime_lib():
 
 class Error(RuntimeError):
     """An error the Attn runtime reported; the message is the runtime's."""
+
+
+Inspection = collections.namedtuple("Inspection", "attention residual final_norm logits")
+Inspection.__doc__ = """What one run over a prompt computes on the way (Model.inspect):
+attention [layers, heads, T, T], residual [layers + 1, T, hidden] (the first
+layer's input, then each layer's output), final_norm [T, hidden] and logits
+[T, vocab_size], all float32."""
 
 
 def version():
@@ -51,9 +59,9 @@ class Model:
     """
 
     def __init__(self, path, weights=None, *, context=0, weight_format=None,
-                 kv_format=None, threads=None, cache_dir=None):
+                 kv_format=None, threads=None, cache_dir=None, inspect=False):
         lib = _runtime_lib()
-        self._model = self._session = self._tokenizer = None
+        self._model = self._session = self._tokenizer = self._inspector = None
         error, size = _runtime.error_buffer()
         path = os.fspath(path)
         if weights is None:
@@ -64,13 +72,19 @@ class Model:
             options.weight_format = _optional(weight_format)
             options.kv_format = _optional(kv_format)
             options.cache_dir = _optional(cache_dir)
+            options.inspect = int(bool(inspect))
+            # What a second library with the inspection entry points needs.
+            self._folder_options = dict(context=context, weight_format=weight_format,
+                                        kv_format=kv_format, threads=threads,
+                                        cache_dir=cache_dir, inspect=True)
             self._model = lib.attnrt_model_load_dir(path.encode(), ctypes.byref(options),
                                                     error, size)
             self._tokenizer_dir = path
         else:
-            if context or weight_format or kv_format:
-                raise ValueError("context, weight_format and kv_format are compiled into "
-                                 "a library: give a model folder to choose them")
+            if context or weight_format or kv_format or inspect:
+                raise ValueError("context, weight_format, kv_format and inspect are compiled "
+                                 "into a library: give a model folder to choose them")
+            self._folder_options = None
             weights = os.fspath(weights)
             self._model = lib.attnrt_model_load(path.encode(), weights.encode(), error, size)
             self._tokenizer_dir = os.path.dirname(os.path.abspath(weights))
@@ -81,6 +95,10 @@ class Model:
         self.architecture = info.architecture.decode()
         self.weight_format = info.weight_format.decode()
         self.kv_format = info.kv_format.decode()
+        self.num_layers, self.num_heads = info.num_layers, info.num_heads
+        self.hidden_size = info.hidden_size
+        self.can_inspect = bool(info.can_inspect)
+        self._path = path
         self.library_path = lib.attnrt_model_library_path(self._model).decode()
         if threads is not None:
             lib.attnrt_model_set_num_threads(self._model, int(threads))
@@ -94,6 +112,9 @@ class Model:
         lib = _lib
         if lib is None:
             return
+        if self._inspector:
+            self._inspector.close()
+            self._inspector = None
         if self._session:
             lib.attnrt_session_free(self._session)
         if self._tokenizer:
@@ -202,6 +223,68 @@ class Model:
         prefill): a float32 array [len(ids), vocab_size]."""
         self._live()
         return self._prefill(self._ids(ids), all_logits=True)
+
+    # -- inspection ----------------------------------------------------------------
+
+    def _inspecting(self):
+        """The model that runs inspections: this one when its library has the
+        entry points, else (for a model folder) the same folder compiled
+        with them, once, on first use."""
+        self._live()
+        if self.can_inspect:
+            return self
+        if self._inspector is None:
+            if self._folder_options is None:
+                raise Error(f"the library {self.library_path} has no inspection entry "
+                            "points: compile it with attn-compile --inspect")
+            self._inspector = Model(self._path, **self._folder_options)
+        return self._inspector
+
+    def inspect(self, ids):
+        """One run over `ids` from position 0 that keeps what the model
+        computes on the way: an Inspection of numpy arrays. attention[l, h, i]
+        are the softmax weights query i gives keys 0..T-1 (0 after i and
+        outside a sliding window), from the q and k the model uses."""
+        model = self._inspecting()
+        ids = self._ids(ids)
+        n = len(ids)
+        out = Inspection(
+            np.empty((model.num_layers, model.num_heads, n, n), dtype=np.float32),
+            np.empty((model.num_layers + 1, n, model.hidden_size), dtype=np.float32),
+            np.empty((n, model.hidden_size), dtype=np.float32),
+            np.empty((n, model.vocab_size), dtype=np.float32))
+        floats = [a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) for a in out]
+        error, size = _runtime.error_buffer()
+        rc = _lib.attnrt_inspect(model._session,
+                                 ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), n,
+                                 *floats, error, size)
+        _raise_if(rc != 0, error)
+        return out
+
+    def attention(self, ids):
+        """Every layer's and head's attention weights over `ids`: float32
+        [layers, heads, T, T] (Model.inspect's attention)."""
+        return self.inspect(ids).attention
+
+    def unembed(self, hidden):
+        """The logit lens: hidden states [T, hidden_size] (e.g. a row of
+        inspect(ids).residual) through the final norm and the output head:
+        float32 logits [T, vocab_size]."""
+        model = self._inspecting()
+        array = np.asarray(hidden)
+        if array.ndim != 2 or array.shape[1] != model.hidden_size or array.shape[0] < 1:
+            raise ValueError(f"hidden must be [T, {model.hidden_size}] with T >= 1, got "
+                             f"shape {array.shape}")
+        array = np.ascontiguousarray(array, dtype=np.float32)
+        logits = np.empty((array.shape[0], model.vocab_size), dtype=np.float32)
+        error, size = _runtime.error_buffer()
+        rc = _lib.attnrt_unembed(model._session,
+                                 array.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                 array.shape[0],
+                                 logits.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                 error, size)
+        _raise_if(rc != 0, error)
+        return logits
 
     # -- generation ---------------------------------------------------------------
 

@@ -16,6 +16,7 @@ class _LoadOptions(ctypes.Structure):
         ("log_user", ctypes.c_void_p),
         ("weight_format", ctypes.c_char_p),
         ("kv_format", ctypes.c_char_p),
+        ("inspect", ctypes.c_int),
     ]
 
 
@@ -35,6 +36,7 @@ class _ModelInfo(ctypes.Structure):
         ("weight_format", ctypes.c_char_p),
         ("kv_format", ctypes.c_char_p),
         ("attn_version", ctypes.c_char_p),
+        ("can_inspect", ctypes.c_int32),
     ]
 
 
@@ -101,6 +103,8 @@ def _declare(lib):
         "attnrt_session_reset": (None, [p]),
         "attnrt_prefill": (c.c_int, [p, i32p, i64, f32p, c.c_int, cp, sz]),
         "attnrt_decode": (c.c_int, [p, i32, f32p, cp, sz]),
+        "attnrt_inspect": (c.c_int, [p, i32p, i64, f32p, f32p, f32p, f32p, cp, sz]),
+        "attnrt_unembed": (c.c_int, [p, f32p, i64, f32p, cp, sz]),
         "attnrt_sampler_create": (p, [c.POINTER(_SamplerParams), i64, cp, sz]),
         "attnrt_sampler_free": (None, [p]),
         "attnrt_sample": (i32, [p, f32p, i64]),

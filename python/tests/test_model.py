@@ -130,6 +130,39 @@ def test_perplexity_equals_attn_perplexity(llama, cache, tmp_path):
     assert llama.perplexity(text, ctx=128, chunks=4) == pytest.approx(expected, rel=1e-4)
 
 
+def test_inspect_equals_attn_inspect(llama, cache, tmp_path):
+    """attention/inspect/unembed against attn-inspect's arrays: a model
+    loaded for generation compiles its inspection twin on first use."""
+    ids = llama.tokenize("Anne Elliot had been a great favourite with her godmother, "
+                         "and Anne was her favourite too.")
+    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    subprocess.run([tool("attn-inspect"), LLAMA, "--tokens", ",".join(map(str, ids)),
+                    "--out", str(tmp_path / "report"), "--cache-dir", cache], check=True,
+                   capture_output=True, env=env)
+    assert not llama.can_inspect
+    n = len(ids)
+    attention = llama.attention(ids)
+    assert attention.shape == (4, 6, n, n) and attention.dtype == np.float32
+    np.testing.assert_allclose(attention, np.load(tmp_path / "report" / "attention.npy"),
+                               atol=1e-6)
+    np.testing.assert_allclose(attention.sum(axis=-1), 1, atol=1e-5)
+    assert not attention[..., np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]].any()
+    seen = llama.inspect(np.array(ids))
+    assert seen.residual.shape == (5, n, 192) and seen.final_norm.shape == (n, 192)
+    np.testing.assert_allclose(seen.residual, np.load(tmp_path / "report" / "residual.npy"),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(seen.logits, llama.logits(ids), rtol=1e-5, atol=1e-4)
+    # The logit lens of the last layer's output is the model's output.
+    np.testing.assert_allclose(llama.unembed(seen.residual[-1]), seen.logits, rtol=1e-5,
+                               atol=1e-4)
+    with pytest.raises(ValueError, match=r"\[T, 192\]"):
+        llama.unembed(np.zeros((3, 100), dtype=np.float32))
+    with pytest.raises(attn.Error, match="32000"):
+        llama.attention([1, 32000])
+    with pytest.raises(attn.Error, match="context"):
+        llama.attention([1] * (llama.max_seq + 1))
+
+
 def test_errors_raise_with_the_runtimes_message(llama, tiny, tmp_path):
     with pytest.raises(attn.Error, match="config.json"):
         attn.Model(tmp_path / "nothing")
@@ -154,6 +187,8 @@ def test_errors_raise_with_the_runtimes_message(llama, tiny, tmp_path):
         attn.Model(*tiny).tokenize("hi")
     with pytest.raises(ValueError, match="compiled into"):
         attn.Model(*tiny, context=64)
+    with pytest.raises(attn.Error, match="attn-compile --inspect"):
+        attn.Model(*tiny).attention([1, 2])
     closed = attn.Model(*tiny)
     closed.close()
     with pytest.raises(attn.Error, match="closed"):

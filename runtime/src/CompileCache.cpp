@@ -340,6 +340,8 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
     options.push_back("--kv-format");
     options.push_back(settings.kvFormat);
   }
+  if (settings.inspect)
+    options.push_back("--inspect");
 
   if (!findCompiler(settings.compiler, compilerPath, error))
     return false;

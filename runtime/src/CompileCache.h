@@ -43,6 +43,8 @@ struct CompileSettings {
   std::string weightFormat;
   /// attn-compile --kv-format; "" or "f32": the compiler's default.
   std::string kvFormat;
+  /// attn-compile --inspect.
+  bool inspect = false;
   /// "" chooses MODEL_DIR/.attn or the XDG cache (attnrt.h).
   std::string cacheDir;
   attnrt_log_fn log = nullptr;

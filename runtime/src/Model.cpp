@@ -47,6 +47,8 @@ struct attnrt_model {
   attn_model_set_num_threads_fn setNumThreads = nullptr;
   attn_model_pack_fn pack = nullptr;
   attn_model_set_allocator_fn setAllocator = nullptr;
+  attn_model_inspect_fn inspect = nullptr;
+  attn_model_unembed_fn unembed = nullptr;
 
   std::string manifestJson;
   Manifest manifest;
@@ -107,6 +109,10 @@ static bool loadLibrary(attnrt_model &model, const char *path,
       lookup(ATTN_MODEL_PACK_SYMBOL));
   model.setAllocator = reinterpret_cast<attn_model_set_allocator_fn>(
       lookup(ATTN_MODEL_SET_ALLOCATOR_SYMBOL));
+  model.inspect = reinterpret_cast<attn_model_inspect_fn>(
+      lookup(ATTN_MODEL_INSPECT_SYMBOL));
+  model.unembed = reinterpret_cast<attn_model_unembed_fn>(
+      lookup(ATTN_MODEL_UNEMBED_SYMBOL));
   const char *missing = !manifestFn      ? ATTN_MODEL_MANIFEST_SYMBOL
                         : !model.prefill ? ATTN_MODEL_PREFILL_SYMBOL
                         : !model.decode  ? ATTN_MODEL_DECODE_SYMBOL
@@ -151,6 +157,9 @@ static bool loadLibrary(attnrt_model &model, const char *path,
   info.weight_format = m.weightFormat.c_str();
   info.kv_format = m.kvFormat.c_str();
   info.attn_version = m.attnVersion.c_str();
+  // The inspected arrays are shaped by the dimensions the manifest may omit.
+  info.can_inspect = model.inspect && model.unembed && m.numLayers > 0 &&
+                     m.numHeads > 0 && m.hiddenSize > 0;
   return true;
 }
 
@@ -513,6 +522,7 @@ attnrt_model *attnrt_model_load_dir(const char *model_dir,
                     error, error_size);
           return nullptr;
         }
+        settings.inspect = o.inspect != 0;
         settings.cacheDir = o.cache_dir ? o.cache_dir : "";
         settings.log = o.log;
         settings.logUser = o.log_user;
@@ -683,6 +693,20 @@ static const char *modelErrorName(int32_t code) {
   }
 }
 
+/// Fails with the first token id outside [0, vocab).
+static int checkTokens(const int32_t *tokens, int64_t n, int64_t vocab, char *error,
+                       size_t errorSize) {
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      return fail(ATTNRT_ERROR_TOKEN,
+                  format("token %d at index %lld is outside the vocabulary "
+                         "[0, %lld)",
+                         tokens[i], static_cast<long long>(i),
+                         static_cast<long long>(vocab)),
+                  error, errorSize);
+  return ATTNRT_OK;
+}
+
 int attnrt_prefill(attnrt_session *session, const int32_t *tokens, int64_t n,
                    float *logits, int all_logits, char *error,
                    size_t error_size) {
@@ -707,15 +731,8 @@ int attnrt_prefill(attnrt_session *session, const int32_t *tokens, int64_t n,
                          static_cast<long long>(position),
                          static_cast<long long>(maxSeq)),
                   error, error_size);
-    int64_t vocab = model.info.vocab_size;
-    for (int64_t i = 0; i < n; ++i)
-      if (tokens[i] < 0 || tokens[i] >= vocab)
-        return fail(ATTNRT_ERROR_TOKEN,
-                    format("token %d at index %lld is outside the vocabulary "
-                           "[0, %lld)",
-                           tokens[i], static_cast<long long>(i),
-                           static_cast<long long>(vocab)),
-                    error, error_size);
+    if (int code = checkTokens(tokens, n, model.info.vocab_size, error, error_size))
+      return code;
     ScratchScope scratch(session->scratch);
     int32_t code = model.prefill(tokens, n, position, model.weights.data(),
                                  static_cast<float *>(session->kvCache.data()),
@@ -762,6 +779,88 @@ int attnrt_decode(attnrt_session *session, int32_t token, float *logits,
                          modelErrorName(code)),
                   error, error_size);
     session->position += 1;
+    return ATTNRT_OK;
+  });
+}
+
+/// Fails unless the session's library can inspect.
+static int checkCanInspect(const attnrt_session *session, const char *function,
+                           char *error, size_t errorSize) {
+  if (session->model->info.can_inspect)
+    return ATTNRT_OK;
+  return fail(ATTNRT_ERROR_ARGUMENT,
+              std::string(function) +
+                  ": the model's library has no inspection entry points; load it "
+                  "with attnrt_load_options.inspect (attn-compile --inspect)",
+              error, errorSize);
+}
+
+int attnrt_inspect(attnrt_session *session, const int32_t *tokens, int64_t n,
+                   float *attention, float *residual, float *final_norm,
+                   float *logits, char *error, size_t error_size) {
+  return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
+    if (!session || !tokens)
+      return fail(ATTNRT_ERROR_ARGUMENT, "attnrt_inspect: null session or tokens",
+                  error, error_size);
+    if (int code = checkCanInspect(session, "attnrt_inspect", error, error_size))
+      return code;
+    const attnrt_model &model = *session->model;
+    const attnrt_model_info &info = model.info;
+    if (n < 1 || n > info.max_seq)
+      return fail(ATTNRT_ERROR_POSITION,
+                  format("attnrt_inspect: a prompt of %lld tokens does not fit the "
+                         "context of %lld positions (at least 1 token)",
+                         static_cast<long long>(n), static_cast<long long>(info.max_seq)),
+                  error, error_size);
+    if (int code = checkTokens(tokens, n, info.vocab_size, error, error_size))
+      return code;
+    // Buffers of their own for the outputs the caller does not want: the
+    // compiled code takes its outputs as non-aliasing.
+    const int64_t sizes[] = {info.num_layers * info.num_heads * n * n,
+                             (info.num_layers + 1) * n * info.hidden_size,
+                             n * info.hidden_size, n * info.vocab_size};
+    float *outputs[] = {attention, residual, final_norm, logits};
+    std::vector<float> spare[4];
+    for (int i = 0; i < 4; ++i)
+      if (!outputs[i]) {
+        spare[i].resize(static_cast<size_t>(sizes[i]));
+        outputs[i] = spare[i].data();
+      }
+    ScratchScope scratch(session->scratch);
+    int32_t code = model.inspect(tokens, n, model.weights.data(),
+                                 static_cast<float *>(session->kvCache.data()),
+                                 outputs[0], outputs[1], outputs[2], outputs[3]);
+    if (code != ATTN_MODEL_OK)
+      return fail(ATTNRT_ERROR_MODEL,
+                  format("compiled inspect failed with code %d (%s)", code,
+                         modelErrorName(code)),
+                  error, error_size);
+    session->position = n;
+    return ATTNRT_OK;
+  });
+}
+
+int attnrt_unembed(attnrt_session *session, const float *hidden, int64_t n,
+                   float *logits, char *error, size_t error_size) {
+  return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
+    if (!session || !hidden || !logits)
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  "attnrt_unembed: null session, hidden or logits", error, error_size);
+    if (int code = checkCanInspect(session, "attnrt_unembed", error, error_size))
+      return code;
+    if (n < 1)
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  format("attnrt_unembed: needs at least one row, got %lld",
+                         static_cast<long long>(n)),
+                  error, error_size);
+    const attnrt_model &model = *session->model;
+    ScratchScope scratch(session->scratch);
+    int32_t code = model.unembed(hidden, n, model.weights.data(), logits);
+    if (code != ATTN_MODEL_OK)
+      return fail(ATTNRT_ERROR_MODEL,
+                  format("compiled unembed failed with code %d (%s)", code,
+                         modelErrorName(code)),
+                  error, error_size);
     return ATTNRT_OK;
   });
 }

@@ -1840,8 +1840,8 @@ bool ModelReference::forward(const std::vector<int64_t> &tokens,
 }
 
 bool ModelReference::step(const std::vector<int64_t> &tokens, KvCache &cache,
-                          std::vector<float> &logits,
-                          std::string &error) const {
+                          std::vector<float> &logits, std::string &error,
+                          Inspection *inspection) const {
   const ModelConfig &c = modelConfig;
   int64_t n = static_cast<int64_t>(tokens.size());
   // Only a fixed position table limits the length (GPT-2 wpe, OPT
@@ -1876,11 +1876,20 @@ bool ModelReference::step(const std::vector<int64_t> &tokens, KvCache &cache,
     return false;
   }
   KvCache next = cache;
-  if (!guarded([&]() { logits = run(tokens, next); }, error))
+  if (inspection)
+    *inspection = Inspection();
+  if (!guarded([&]() { logits = run(tokens, next, inspection); }, error))
     return false;
   next.length = cache.length + n;
   cache = std::move(next);
   return true;
+}
+
+bool ModelReference::inspect(const std::vector<int64_t> &tokens,
+                             Inspection &inspection, std::vector<float> &logits,
+                             std::string &error) const {
+  KvCache cache;
+  return step(tokens, cache, logits, error, &inspection);
 }
 
 bool ModelReference::forwardCached(const std::vector<int64_t> &tokens,
@@ -1962,7 +1971,7 @@ std::vector<float> xglmSinusoidalPositions(int64_t positions, int64_t dim,
 }
 
 std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
-                                       KvCache &cache) const {
+                                       KvCache &cache, Inspection *inspection) const {
   const ModelConfig &c = modelConfig;
   const Architecture arch = c.architecture;
   const int64_t n = static_cast<int64_t>(ids.size());
@@ -2091,7 +2100,20 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
       p.window = c.slidingWindow;
     if (!slopes.empty())
       p.alibiSlopes = slopes.data();
-    return attention(q, n, keys, values, start + n, p);
+    if (!inspection)
+      return attention(q, n, keys, values, start + n, p);
+    std::vector<float> weights;
+    std::vector<float> out = attention(q, n, keys, values, start + n, p, &weights);
+    inspection->attention.insert(inspection->attention.end(), weights.begin(), weights.end());
+    return out;
+  };
+  auto record = [&](const std::vector<float> &x) {
+    if (inspection)
+      inspection->residual.insert(inspection->residual.end(), x.begin(), x.end());
+  };
+  auto recordFinalNorm = [&](const std::vector<float> &x) {
+    if (inspection)
+      inspection->finalNorm = x;
   };
 
   std::vector<int64_t> positions(n);
@@ -2104,6 +2126,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
     x = residualAdd(embedding(w("wte.weight"), c.vocab, d, ids),
                     embedding(w("wpe.weight"), c.maxPositions, d, positions));
     for (int64_t i = 0; i < c.layers; ++i) {
+      record(x); // the input of layer i
       std::string l = "h." + std::to_string(i) + ".";
       std::vector<float> h = layerNormOf(x, l + "ln_1");
       std::vector<float> qkv =
@@ -2124,7 +2147,9 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
                                 WeightLayout::InOut,
                                 w(l + "mlp.c_proj.bias").data()));
     }
+    record(x); // the last layer's output
     x = layerNormOf(x, "ln_f");
+    recordFinalNorm(x);
     return linear(x, n, d, w("wte.weight"), c.vocab, outIn);
   }
 
@@ -2138,6 +2163,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
     if (arch == Architecture::Gemma)
       x = scaled(x, c.embeddingScale); // hidden_states * normalizer
     for (int64_t i = 0; i < c.layers; ++i) {
+      record(x); // the input of layer i
       std::string l = "model.layers." + std::to_string(i) + ".";
       std::vector<float> h = rmsNormOf(x, l + "input_layernorm");
       std::vector<float> q, k, v;
@@ -2171,7 +2197,9 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
       }
       x = residualAdd(x, dense(gated(gate, up), f, l + "mlp.down_proj", d));
     }
+    record(x); // the last layer's output
     x = rmsNormOf(x, "model.norm");
+    recordFinalNorm(x);
     const std::vector<float> &head =
         c.tieEmbeddings ? w("model.embed_tokens.weight") : w("lm_head.weight");
     return linear(x, n, d, head, c.vocab, outIn);
@@ -2180,6 +2208,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   case Architecture::GPTNeoX: {
     x = embedding(w("gpt_neox.embed_in.weight"), c.vocab, d, ids);
     for (int64_t i = 0; i < c.layers; ++i) {
+      record(x); // the input of layer i
       std::string l = "gpt_neox.layers." + std::to_string(i) + ".";
       std::vector<float> h = layerNormOf(x, l + "input_layernorm");
       std::vector<float> qkv =
@@ -2203,7 +2232,9 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
         x = residualAdd(mlp(attnResidual), attnResidual);
       }
     }
+    record(x); // the last layer's output
     x = layerNormOf(x, "gpt_neox.final_layer_norm");
+    recordFinalNorm(x);
     const std::vector<float> &head =
         c.tieEmbeddings ? w("gpt_neox.embed_in.weight") : w("embed_out.weight");
     return linear(x, n, d, head, c.vocab, outIn);
@@ -2212,6 +2243,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   case Architecture::GPTJ: {
     x = embedding(w("transformer.wte.weight"), c.vocab, d, ids);
     for (int64_t i = 0; i < c.layers; ++i) {
+      record(x); // the input of layer i
       std::string l = "transformer.h." + std::to_string(i) + ".";
       // One ln_1 feeds attention and the MLP.
       std::vector<float> h = layerNormOf(x, l + "ln_1");
@@ -2224,7 +2256,9 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
       // attn_output + feed_forward_hidden_states + residual
       x = residualAdd(residualAdd(attnOut, ff), x);
     }
+    record(x); // the last layer's output
     x = layerNormOf(x, "transformer.ln_f");
+    recordFinalNorm(x);
     const std::vector<float> &head =
         c.tieEmbeddings ? w("transformer.wte.weight") : w("lm_head.weight");
     return linear(x, n, d, head, c.vocab, outIn, w("lm_head.bias").data());
@@ -2240,6 +2274,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
                     embedding(w(m + "embed_positions.weight"),
                               c.maxPositions + 2, d, rows));
     for (int64_t i = 0; i < c.layers; ++i) {
+      record(x); // the input of layer i
       std::string l = m + "layers." + std::to_string(i) + ".";
       std::vector<float> h =
           c.layerNormBefore ? layerNormOf(x, l + "self_attn_layer_norm") : x;
@@ -2256,8 +2291,10 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
       if (!c.layerNormBefore)
         x = layerNormOf(x, l + "final_layer_norm");
     }
+    record(x); // the last layer's output
     if (c.finalLayerNorm)
       x = layerNormOf(x, m + "final_layer_norm");
+    recordFinalNorm(x);
     const std::vector<float> &head =
         c.tieEmbeddings ? w(m + "embed_tokens.weight") : w("lm_head.weight");
     return linear(x, n, d, head, c.vocab, outIn);
@@ -2268,6 +2305,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
         embedding(w("transformer.word_embeddings.weight"), c.vocab, d, ids),
         "transformer.word_embeddings_layernorm");
     for (int64_t i = 0; i < c.layers; ++i) {
+      record(x); // the input of layer i
       std::string l = "transformer.h." + std::to_string(i) + ".";
       std::vector<float> h = layerNormOf(x, l + "input_layernorm");
       const std::vector<float> &residual = c.residualFromNorm ? h : x;
@@ -2286,7 +2324,9 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
                 l + "mlp.dense_4h_to_h", d);
       x = residualAdd(residual2, ff);
     }
+    record(x); // the last layer's output
     x = layerNormOf(x, "transformer.ln_f");
+    recordFinalNorm(x);
     const std::vector<float> &head =
         c.tieEmbeddings ? w("transformer.word_embeddings.weight")
                         : w("lm_head.weight");
@@ -2306,6 +2346,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
     }
     x = residualAdd(x, pe);
     for (int64_t i = 0; i < c.layers; ++i) {
+      record(x); // the input of layer i
       std::string l = "model.layers." + std::to_string(i) + ".";
       std::vector<float> h = layerNormOf(x, l + "self_attn_layer_norm");
       std::vector<float> a = attend(i, dense(h, d, l + "self_attn.q_proj", d),
@@ -2316,7 +2357,9 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
       x = residualAdd(
           x, dense(activate(dense(h, d, l + "fc1", f)), f, l + "fc2", d));
     }
+    record(x); // the last layer's output
     x = layerNormOf(x, "model.layer_norm");
+    recordFinalNorm(x);
     const std::vector<float> &head =
         c.tieEmbeddings ? w("model.embed_tokens.weight") : w("lm_head.weight");
     return linear(x, n, d, head, c.vocab, outIn);

@@ -221,6 +221,20 @@ struct KvCache {
   int64_t length = 0;                           ///< tokens so far
 };
 
+/// What a forward call computes on the way, as HF's output_attentions and
+/// output_hidden_states show it (but the residual stream before the final
+/// norm, which HF's last hidden state is after).
+struct Inspection {
+  /// [layers, heads, n, keys]: each layer's softmax weights, 0 where masked.
+  std::vector<float> attention;
+  /// [layers + 1, n, hidden]: the first layer's input, then each layer's
+  /// output.
+  std::vector<float> residual;
+  /// [n, hidden]: the final norm of the last layer's output (itself for a
+  /// model without one), what the output head reads.
+  std::vector<float> finalNorm;
+};
+
 class ModelReference {
 public:
   /// Loads DIR/config.json and DIR/model.safetensors. Tensor names are
@@ -288,9 +302,10 @@ public:
   /// cache.length .. cache.length + n - 1 attend to the cached keys and
   /// values and to each other (causally), and their keys and values are
   /// appended to `cache`. Logits [n, vocab]. forward() is step() on an
-  /// empty cache.
+  /// empty cache. `inspection`, when given, records what the call computes.
   bool step(const std::vector<int64_t> &tokens, KvCache &cache,
-            std::vector<float> &logits, std::string &error) const;
+            std::vector<float> &logits, std::string &error,
+            Inspection *inspection = nullptr) const;
 
   /// Cached decode: step() over the first `prefill` tokens, then over each
   /// remaining token alone; the logits of every position, [n, vocab], as
@@ -302,9 +317,14 @@ public:
   bool forwardCached(const std::vector<int64_t> &tokens, int64_t prefill,
                      std::vector<float> &logits, std::string &error) const;
 
+  /// forward() that also records `inspection` (keys: the n tokens).
+  bool inspect(const std::vector<int64_t> &tokens, Inspection &inspection,
+               std::vector<float> &logits, std::string &error) const;
+
 private:
   ModelReference() = default;
-  std::vector<float> run(const std::vector<int64_t> &ids, KvCache &cache) const;
+  std::vector<float> run(const std::vector<int64_t> &ids, KvCache &cache,
+                         Inspection *inspection) const;
   const std::vector<float> &w(const std::string &name) const;
 
   ModelConfig modelConfig;

@@ -360,7 +360,8 @@ double defaultScale(int64_t headDim) {
 std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
                              const std::vector<float> &k,
                              const std::vector<float> &v, int64_t seqKv,
-                             const AttentionParams &params) {
+                             const AttentionParams &params,
+                             std::vector<float> *weights) {
   int64_t heads = params.heads, kvHeads = params.kvHeads;
   int64_t headDim = params.headDim;
   check(heads > 0 && kvHeads > 0 && heads % kvHeads == 0,
@@ -386,6 +387,8 @@ std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
   int64_t len = validKeys(seqKv, params.kvLen);
   std::vector<float> out(seqQ * qWidth, 0.0f);
   std::vector<double> scores(std::max<int64_t>(len, 0));
+  if (weights)
+    weights->assign(heads * seqQ * seqKv, 0.0f);
   for (int64_t h = 0; h < heads; ++h) {
     int64_t g = h / group;
     const float *bias =
@@ -430,6 +433,9 @@ std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
         scores[j] = std::exp(scores[j] - maxScore);
         sum += scores[j];
       }
+      if (weights)
+        for (int64_t j = first; j < visible; ++j)
+          (*weights)[(h * seqQ + i) * seqKv + j] = static_cast<float>(scores[j] / sum);
       for (int64_t c = 0; c < headDim; ++c) {
         double acc = 0.0;
         for (int64_t j = first; j < visible; ++j)

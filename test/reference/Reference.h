@@ -198,11 +198,14 @@ double defaultScale(int64_t headDim);
 /// i when j < L, if causal j <= pos_i, and with a window j > pos_i - window.
 /// The score of a visible key is scale * q.k + bias + ALiBi + relative bias
 /// (whichever are given). A query row with no visible key yields zeros, as
-/// the op defines.
+/// the op defines. `weights`, when given, receives the softmax weights
+/// [heads, seqQ, seqKv] (0 for keys a query does not see), as
+/// attn.attention_probabilities defines them.
 std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
                              const std::vector<float> &k,
                              const std::vector<float> &v, int64_t seqKv,
-                             const AttentionParams &params);
+                             const AttentionParams &params,
+                             std::vector<float> *weights = nullptr);
 
 /// ALiBi bias [heads, seqQ, seqKv]: bias[h, i, j] = -m_h * (pos_i - j) with
 /// pos_i = L - seqQ + i (L as in attention) and the slopes m_h of

@@ -58,6 +58,12 @@ static cl::opt<std::string> kvFormat(
              "nearest as they are appended, widened to f32 as attention reads "
              "them)"),
     cl::init("f32"), cl::cat(category));
+static cl::opt<bool> inspect(
+    "inspect",
+    cl::desc("Also export attn_model_inspect and attn_model_unembed: a prompt's "
+             "attention weights, residual stream and final norm, and the logit "
+             "lens (attn-inspect; the prefill and decode code is unchanged)"),
+    cl::cat(category));
 static cl::opt<int64_t> maxSeq(
     "max-seq",
     cl::desc("Positions of the KV cache (default: the config's, at most "
@@ -166,6 +172,7 @@ int main(int argc, char **argv) {
   options.emit = emit;
   options.weightFormat = *format;
   options.kvFormat = *cacheFormat;
+  options.inspect = inspect;
   options.output = output;
   options.pipeline.queryBlock = queryBlock;
   options.pipeline.kvBlock = kvBlock;

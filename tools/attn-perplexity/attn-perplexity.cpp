@@ -73,9 +73,9 @@ constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'L', 'O', 'G', 'P'};
 constexpr uint32_t kVersion = 1;
 
 struct Options {
-  std::string modelDir, file, saveLogits, klBase, compiler, cacheDir, weightFormat,
-      kvFormat;
-  int64_t ctx = 256, chunks = -1, threads = 0;
+  std::string modelDir, file, saveLogits, klBase;
+  int64_t ctx = 256, chunks = -1;
+  FolderOptions folder;
 };
 
 int parseOptions(int argc, char **argv, Options &options) {
@@ -95,19 +95,20 @@ int parseOptions(int argc, char **argv, Options &options) {
       options.modelDir = arg;
       continue;
     }
-    static const char *const known[] = {
-        "-f",      "--file",        "--ctx",           "--chunks",
-        "--threads", "--save-logits", "--kl-divergence", "--compiler",
-        "--cache-dir", "--weight-format", "--kv-format"};
-    bool isKnown = false;
+    static const char *const known[] = {"-f",       "--file",        "--ctx",
+                                        "--chunks", "--save-logits", "--kl-divergence"};
+    bool isKnown = FolderOptions::isOption(arg);
     for (const char *k : known)
       isKnown |= arg == k;
     if (!isKnown)
       return fail(tool, "unknown option '" + arg + "' (see --help)");
     if (i + 1 >= argc)
       return fail(tool, "missing value for " + arg);
-    std::string value = argv[++i];
-    if (arg == "-f" || arg == "--file") {
+    std::string value = argv[++i], error;
+    if (FolderOptions::isOption(arg)) {
+      if (!options.folder.parse(arg, value, error))
+        return fail(tool, error);
+    } else if (arg == "-f" || arg == "--file") {
       options.file = value;
     } else if (arg == "--ctx") {
       if (!parseInteger(value, options.ctx) || options.ctx < 2)
@@ -115,28 +116,10 @@ int parseOptions(int argc, char **argv, Options &options) {
     } else if (arg == "--chunks") {
       if (!parseInteger(value, options.chunks) || options.chunks < 1)
         return fail(tool, "--chunks must be an integer >= 1, got '" + value + "'");
-    } else if (arg == "--threads") {
-      if (!parseInteger(value, options.threads) || options.threads < 1 ||
-          options.threads > 4096)
-        return fail(tool, "--threads must be an integer >= 1, got '" + value + "'");
     } else if (arg == "--save-logits") {
       options.saveLogits = value;
     } else if (arg == "--kl-divergence") {
       options.klBase = value;
-    } else if (arg == "--compiler") {
-      options.compiler = value;
-    } else if (arg == "--cache-dir") {
-      options.cacheDir = value;
-    } else if (arg == "--weight-format") {
-      if (!isWeightFormat(value))
-        return fail(tool, std::string("--weight-format must be ") + kWeightFormatChoices +
-                              ", got '" + value + "'");
-      options.weightFormat = value;
-    } else if (arg == "--kv-format") {
-      if (!isKvFormat(value))
-        return fail(tool, std::string("--kv-format must be ") + kKvFormatChoices +
-                              ", got '" + value + "'");
-      options.kvFormat = value;
     }
   }
   if (options.modelDir.empty())
@@ -261,13 +244,11 @@ int run(int argc, char **argv) {
   if (options.chunks > 0)
     windows = std::min(windows, options.chunks);
 
-  ModelPtr model(loadModelFolder(tool, options.modelDir, ctx, options.compiler,
-                                 options.cacheDir, message, options.weightFormat,
-                                 options.kvFormat));
+  ModelPtr model(loadModelFolder(tool, options.modelDir, ctx, options.folder, message));
   if (!model)
     return fail(tool, message);
-  if (options.threads > 0)
-    attnrt_model_set_num_threads(model.get(), static_cast<int32_t>(options.threads));
+  if (options.folder.threads > 0)
+    attnrt_model_set_num_threads(model.get(), static_cast<int32_t>(options.folder.threads));
   int64_t vocab = attnrt_model_vocab_size(model.get());
   if (!checkTokenizerFits(tokenizer.get(), model.get(), options.modelDir, message))
     return fail(tool, message);
@@ -354,8 +335,8 @@ int run(int argc, char **argv) {
     // now): this is as much work as the prefill of a small model.
     std::vector<std::thread> workers;
     unsigned parts = std::max(1u, std::thread::hardware_concurrency());
-    if (options.threads > 0)
-      parts = static_cast<unsigned>(options.threads);
+    if (options.folder.threads > 0)
+      parts = static_cast<unsigned>(options.folder.threads);
     for (unsigned p = 0; p < parts; ++p)
       workers.emplace_back([&, p] {
         for (int64_t t = p; t + 1 < ctx; t += parts)

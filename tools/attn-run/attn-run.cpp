@@ -80,7 +80,7 @@ const char *const usage =
 
 struct Options {
   std::string modelDir, lib, weights, tokens, prompt, file, dumpLogits;
-  std::string compiler, cacheDir, weightFormat, kvFormat;
+  FolderOptions folder;
   bool haveTokens = false, havePrompt = false, haveFile = false;
   bool haveGenerate = false, ignoreEos = false;
   int64_t generate = 0;
@@ -89,7 +89,6 @@ struct Options {
   int64_t topK = 0;
   float topP = 1.0f;
   uint64_t seed = 0;
-  int64_t threads = 0; // 0: leave the library's default.
 };
 
 /// Parses argv; returns -1 to continue, otherwise the exit code.
@@ -131,10 +130,8 @@ int parseOptions(int argc, char **argv, Options &options) {
     static const char *const known[] = {
         "--lib",     "--weights",     "--tokens",   "--generate",
         "--prompt",  "--file",        "--ctx",      "--temperature",
-        "--top-k",   "--top-p",       "--seed",     "--dump-logits",
-        "--threads", "--compiler",    "--cache-dir", "--weight-format",
-        "--kv-format"};
-    bool isKnown = false;
+        "--top-k",   "--top-p",       "--seed",     "--dump-logits"};
+    bool isKnown = FolderOptions::isOption(name);
     for (const char *k : known)
       isKnown |= name == k;
     if (!isKnown)
@@ -145,7 +142,11 @@ int parseOptions(int argc, char **argv, Options &options) {
       value = argv[++i];
     }
 
-    if (name == "--lib") {
+    std::string error;
+    if (FolderOptions::isOption(name)) {
+      if (!options.folder.parse(name, value, error))
+        return fail(tool, error);
+    } else if (name == "--lib") {
       options.lib = value;
     } else if (name == "--weights") {
       options.weights = value;
@@ -158,10 +159,6 @@ int parseOptions(int argc, char **argv, Options &options) {
     } else if (name == "--file") {
       options.file = value;
       options.haveFile = true;
-    } else if (name == "--compiler") {
-      options.compiler = value;
-    } else if (name == "--cache-dir") {
-      options.cacheDir = value;
     } else if (name == "--dump-logits") {
       options.dumpLogits = value;
       if (value.empty())
@@ -174,16 +171,6 @@ int parseOptions(int argc, char **argv, Options &options) {
     } else if (name == "--ctx") {
       if (!parseInteger(value, options.context) || options.context < 1)
         return fail(tool, "--ctx must be an integer >= 1, got '" + value + "'");
-    } else if (name == "--weight-format") {
-      if (!isWeightFormat(value))
-        return fail(tool, std::string("--weight-format must be ") + kWeightFormatChoices +
-                              ", got '" + value + "'");
-      options.weightFormat = value;
-    } else if (name == "--kv-format") {
-      if (!isKvFormat(value))
-        return fail(tool, std::string("--kv-format must be ") + kKvFormatChoices +
-                              ", got '" + value + "'");
-      options.kvFormat = value;
     } else if (name == "--temperature") {
       if (!parseFloat(value, options.temperature) || options.temperature < 0)
         return fail(tool,
@@ -201,11 +188,6 @@ int parseOptions(int argc, char **argv, Options &options) {
       if (!parseInteger(value, options.seed))
         return fail(tool, "--seed must be an integer in [0, 2^64), got '" +
                               value + "'");
-    } else if (name == "--threads") {
-      if (!parseInteger(value, options.threads) || options.threads < 1 ||
-          options.threads > 4096)
-        return fail(tool,
-                    "--threads must be an integer >= 1, got '" + value + "'");
     }
   }
   bool folder = !options.modelDir.empty();
@@ -224,10 +206,10 @@ int parseOptions(int argc, char **argv, Options &options) {
     if (options.context)
       return fail(tool, "--ctx needs MODEL_DIR (a --lib library has its "
                         "context compiled in)");
-    if (!options.weightFormat.empty())
+    if (!options.folder.weightFormat.empty())
       return fail(tool, "--weight-format needs MODEL_DIR (a --lib library has "
                         "its weight format compiled in)");
-    if (!options.kvFormat.empty())
+    if (!options.folder.kvFormat.empty())
       return fail(tool, "--kv-format needs MODEL_DIR (a --lib library has "
                         "its KV cache format compiled in)");
   }
@@ -264,9 +246,8 @@ int run(int argc, char **argv) {
   TokenizerPtr tokenizer;
   if (folder) {
     std::string message;
-    model.reset(loadModelFolder(tool, options.modelDir, options.context,
-                                options.compiler, options.cacheDir, message,
-                                options.weightFormat, options.kvFormat));
+    model.reset(loadModelFolder(tool, options.modelDir, options.context, options.folder,
+                                message));
     if (!model)
       return fail(tool, message);
     // The tokenizer is optional with --tokens (the output is then ids).
@@ -287,9 +268,9 @@ int run(int argc, char **argv) {
     warn(tool, std::string(w, length));
     w += length + (end ? 1 : 0);
   }
-  if (options.threads > 0 &&
+  if (options.folder.threads > 0 &&
       !attnrt_model_set_num_threads(model.get(),
-                                    static_cast<int32_t>(options.threads)))
+                                    static_cast<int32_t>(options.folder.threads)))
     warn(tool, "the library does not export attn_model_set_num_threads; "
                "--threads ignored");
 

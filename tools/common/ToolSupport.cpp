@@ -168,17 +168,50 @@ static void logLine(void *tool, const char *line) {
   std::fprintf(stderr, "%s: %s\n", static_cast<const char *>(tool), line);
 }
 
+bool FolderOptions::isOption(std::string_view name) {
+  return name == "--compiler" || name == "--cache-dir" || name == "--weight-format" ||
+         name == "--kv-format" || name == "--threads";
+}
+
+bool FolderOptions::parse(std::string_view name, const std::string &value,
+                          std::string &error) {
+  if (name == "--compiler") {
+    compiler = value;
+  } else if (name == "--cache-dir") {
+    cacheDir = value;
+  } else if (name == "--weight-format") {
+    if (!isWeightFormat(value)) {
+      error = std::string("--weight-format must be ") + kWeightFormatChoices + ", got '" +
+              value + "'";
+      return false;
+    }
+    weightFormat = value;
+  } else if (name == "--kv-format") {
+    if (!isKvFormat(value)) {
+      error = std::string("--kv-format must be ") + kKvFormatChoices + ", got '" + value + "'";
+      return false;
+    }
+    kvFormat = value;
+  } else if (name == "--threads") {
+    if (!parseInteger(value, threads) || threads < 1 || threads > 4096) {
+      error = "--threads must be an integer >= 1, got '" + value + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
 attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
-                              int64_t context, const std::string &compiler,
-                              const std::string &cacheDir, std::string &error,
-                              const std::string &weightFormat,
-                              const std::string &kvFormat) {
+                              int64_t context, const FolderOptions &options,
+                              std::string &error, bool inspect) {
+  auto optional = [](const std::string &text) { return text.empty() ? nullptr : text.c_str(); };
   attnrt_load_options load = attnrt_load_default_options();
-  load.weight_format = weightFormat.empty() ? nullptr : weightFormat.c_str();
-  load.kv_format = kvFormat.empty() ? nullptr : kvFormat.c_str();
+  load.inspect = inspect;
+  load.weight_format = optional(options.weightFormat);
+  load.kv_format = optional(options.kvFormat);
   load.context = context;
-  load.compiler = compiler.empty() ? nullptr : compiler.c_str();
-  load.cache_dir = cacheDir.empty() ? nullptr : cacheDir.c_str();
+  load.compiler = optional(options.compiler);
+  load.cache_dir = optional(options.cacheDir);
   load.log = logLine;
   load.log_user = const_cast<char *>(tool);
   char message[1024];

@@ -61,8 +61,6 @@ bool detokenize(const attnrt_tokenizer *tokenizer,
                 const std::vector<int32_t> &ids, bool skipSpecial,
                 std::string &text, std::string &error);
 
-/// A Hugging Face model folder through attnrt_model_load_dir (compiled on
-/// first use); progress lines go to stderr as "<tool>: ...". `compiler`,
 /// The --weight-format values attn-compile takes, for the tools' checks.
 inline bool isWeightFormat(const std::string &name) {
   return name == "f32" || name == "bf16" || name == "q8_0" || name == "q4_0";
@@ -74,12 +72,27 @@ inline bool isKvFormat(const std::string &name) {
 }
 constexpr const char *kKvFormatChoices = "f32, bf16 or f16";
 
-/// `cacheDir`, `weightFormat` and `kvFormat` may be empty (the defaults).
+/// How a tool over a model folder compiles and runs it: the options every
+/// such tool takes alike, each with a value (--compiler PATH, --cache-dir
+/// DIR, --weight-format F, --kv-format F, --threads N). Empty strings and 0
+/// threads are the defaults.
+struct FolderOptions {
+  std::string compiler, cacheDir, weightFormat, kvFormat;
+  int64_t threads = 0;
+
+  /// Whether `name` is one of the options above.
+  static bool isOption(std::string_view name);
+  /// Sets option `name` from `value`; false with the message for a bad value.
+  bool parse(std::string_view name, const std::string &value, std::string &error);
+};
+
+/// A Hugging Face model folder through attnrt_model_load_dir (compiled on
+/// first use) as `options` say; progress lines go to stderr as "<tool>:
+/// ...". `inspect` asks for a library with the inspection entry points.
+/// Threads are the caller's to set (attnrt_model_set_num_threads).
 attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
-                              int64_t context, const std::string &compiler,
-                              const std::string &cacheDir, std::string &error,
-                              const std::string &weightFormat = "",
-                              const std::string &kvFormat = "");
+                              int64_t context, const FolderOptions &options,
+                              std::string &error, bool inspect = false);
 
 /// Fails when the tokenizer has ids the model has no logits for.
 bool checkTokenizerFits(const attnrt_tokenizer *tokenizer,

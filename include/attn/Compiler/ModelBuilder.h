@@ -11,7 +11,11 @@
 //       KV cache in place;
 //   func.func @attn_pack_impl
 //       fills the packed projection weights from the checkpoint's (run once
-//       by the runtime at load time; see ModelLayout.h).
+//       by the runtime at load time; see ModelLayout.h);
+//   func.func @attn_inspect_impl / @attn_unembed_impl (on request)
+//       a prompt with its attention weights, residual stream and final norm
+//       as outputs too (calling @attn_block_inspect per layer); the final
+//       norm and output head of given hidden states (the logit lens).
 //
 // addModelCAbi then wraps the lowered entry points in the plain C ABI of
 // runtime/include/attnrt/model_abi.h.
@@ -36,6 +40,11 @@ namespace attn {
 /// Names of the generated functions.
 constexpr llvm::StringLiteral kPrefillImpl = "attn_prefill_impl";
 constexpr llvm::StringLiteral kDecodeImpl = "attn_decode_impl";
+/// With ModelBuildOptions::inspect: a prompt from position 0 that also
+/// writes every layer's attention weights, the residual stream and the final
+/// norm; and the final norm and output head of any hidden states.
+constexpr llvm::StringLiteral kInspectImpl = "attn_inspect_impl";
+constexpr llvm::StringLiteral kUnembedImpl = "attn_unembed_impl";
 /// attn_pack_impl_<kind> fills one packed buffer of that kind (packKinds).
 constexpr llvm::StringLiteral kPackImpl = "attn_pack_impl";
 
@@ -62,6 +71,9 @@ struct ModelBuildOptions {
   WeightFormat weightFormat = WeightFormat::F32;
   /// How the KV cache stores keys and values.
   KvFormat kvFormat = KvFormat::F32;
+  /// Also build the inspection entry points (kInspectImpl, kUnembedImpl),
+  /// which materialize every attention matrix: the fast path is unchanged.
+  bool inspect = false;
 };
 
 /// The attn-dialect module of `config` (see the file comment).

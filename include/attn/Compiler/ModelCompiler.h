@@ -50,6 +50,9 @@ struct ModelCompileOptions {
   WeightFormat weightFormat = WeightFormat::F32;
   /// How the KV cache stores keys and values.
   KvFormat kvFormat = KvFormat::F32;
+  /// Also export the inspection entry points (attn_model_inspect,
+  /// attn_model_unembed).
+  bool inspect = false;
   /// Output path; "-" writes text forms to stdout.
   std::string output;
   AttnPipelineOptions pipeline;

@@ -99,6 +99,8 @@ typedef struct {
                                 "bf16" or "f16" (attn-compile --kv-format) */
   const char *attn_version;  /* the attn-compile version that made the library,
                                 e.g. "0.2.0"; "" when it predates the field */
+  int32_t can_inspect;       /* 1 when attnrt_inspect and attnrt_unembed work
+                                (attn-compile --inspect), else 0 */
 } attnrt_model_info;
 
 ATTNRT_API const attnrt_model_info *
@@ -144,6 +146,10 @@ typedef struct {
   const char *kv_format;     /* how the KV cache stores keys and values: NULL or
                                 "f32", "bf16" or "f16" (attn-compile --kv-format;
                                 part of the cache key) */
+  int inspect;               /* nonzero: a library with the inspection entry
+                                points (attn-compile --inspect; part of the
+                                cache key), for attnrt_inspect and
+                                attnrt_unembed */
 } attnrt_load_options;
 
 /* Every field 0 / NULL. */
@@ -151,7 +157,7 @@ ATTNRT_API attnrt_load_options attnrt_load_default_options(void);
 
 /* Loads model_dir: finds its library in the cache, or compiles it there
  * (spawning `attn-compile MODEL_DIR -o TMP --quiet --max-seq N
- * [--weight-format F] [--kv-format F]`, no shell),
+ * [--weight-format F] [--kv-format F] [--inspect]`, no shell),
  * then loads it and the folder's weights as attnrt_model_load does
  * (model.safetensors, else model.safetensors.index.json and its shards).
  * The cache key is the bytes of config.json, the context, the host CPU
@@ -198,6 +204,36 @@ ATTNRT_API int attnrt_prefill(attnrt_session *session, const int32_t *tokens,
 /* One token at the current position; logits receives vocab_size floats. */
 ATTNRT_API int attnrt_decode(attnrt_session *session, int32_t token,
                              float *logits, char *error, size_t error_size);
+
+/*===------------------------------ Inspection --------------------------===*/
+
+/* With a library compiled for inspection (attnrt_load_options.inspect,
+ * attn-compile --inspect; attnrt_model_info.can_inspect): runs tokens[0, n)
+ * from position 0 (the session restarts there and ends at position n, ready
+ * to decode on) and writes, for each pointer that is not NULL:
+ *   attention  [num_layers, num_heads, n, n]: row i of a head is the softmax
+ *              weights query i gave keys 0..n-1 (0 after i, and outside a
+ *              sliding window), from the q and k the model attends with;
+ *   residual   [num_layers + 1, n, hidden_size]: the input of the first layer
+ *              (embeddings, positions, embedding norm), then each layer's
+ *              output (before the final norm);
+ *   final_norm [n, hidden_size]: the final norm of the last layer's output;
+ *   logits     [n, vocab_size]: every position's, as attnrt_prefill writes.
+ * The buffers it needs for NULL ones are allocated for the call. Errors as
+ * attnrt_prefill's, and ATTNRT_ERROR_ARGUMENT naming the option when the
+ * library cannot inspect. */
+ATTNRT_API int attnrt_inspect(attnrt_session *session, const int32_t *tokens,
+                              int64_t n, float *attention, float *residual,
+                              float *final_norm, float *logits, char *error,
+                              size_t error_size);
+
+/* The logit lens: hidden [n, hidden_size] (e.g. a layer's residual stream
+ * rows) through the final norm and the output head into logits
+ * [n, vocab_size]. Needs an inspection library as attnrt_inspect; the
+ * session's position does not change. */
+ATTNRT_API int attnrt_unembed(attnrt_session *session, const float *hidden,
+                              int64_t n, float *logits, char *error,
+                              size_t error_size);
 
 /*===------------------------------- Sampling ---------------------------===*/
 

@@ -46,6 +46,28 @@
  *     malloc. Either hook may be called from the thread that called
  *     prefill/decode or from the library's worker threads.
  *
+ *   int32_t attn_model_inspect(const int32_t *tokens, int64_t n,
+ *                              const float *const *table, float *kv_cache,
+ *                              float *attention, float *residual,
+ *                              float *final_norm, float *logits);
+ *                                   (optional: attn-compile --inspect)
+ *     attn_model_prefill of tokens[0, n) at positions [0, n) with every
+ *     row's logits, [n, vocab_size], that also writes what it computed on
+ *     the way: attention [num_layers, num_heads, n, n], row i of head h
+ *     being the softmax weights query i gave keys 0..n-1 (0 for the keys it
+ *     does not see: after it, or outside a sliding window); residual
+ *     [num_layers + 1, n, hidden_size], the input of the first layer (the
+ *     embeddings, with positions and embedding norm where the model has
+ *     them) and then each layer's output; final_norm [n, hidden_size], the
+ *     final norm of the last (the output head's input). The attention
+ *     weights come from the q and k the layers use, by the same scoring.
+ *
+ *   int32_t attn_model_unembed(const float *hidden, int64_t n,
+ *                              const float *const *table, float *logits);
+ *                                   (optional: attn-compile --inspect)
+ *     The final norm and output head of hidden[n, hidden_size] into
+ *     logits[n, vocab_size] (the logit lens of a residual stream row).
+ *
  * The entry points return ATTN_MODEL_OK, or an error code without touching
  * kv_cache or logits when the arguments are out of range (the runtime checks
  * them first and reports them by name; this is a second line of defence).
@@ -70,6 +92,8 @@
  *   "max_seq": S,                        // positions 0 .. S-1
  *   "weight_format": "f32" | "bf16" | "q8_0" | "q4_0",  // optional, default f32:
  *                                        // how the packed buffers store weights
+ *   "inspect": true,                     // optional: attn_model_inspect and
+ *                                        // attn_model_unembed are exported
  *   "kv_cache": {"bytes": B,             // the buffer the runtime allocates
  *                "format": "f32" | "bf16" | "f16"},  // optional, default f32:
  *                                        // each cached element's type
@@ -133,6 +157,14 @@ typedef int32_t (*attn_model_prefill_fn)(const int32_t *tokens, int64_t n,
 typedef int32_t (*attn_model_decode_fn)(int32_t token, int64_t pos,
                                         const float *const *table,
                                         float *kv_cache, float *logits);
+typedef int32_t (*attn_model_inspect_fn)(const int32_t *tokens, int64_t n,
+                                         const float *const *table,
+                                         float *kv_cache, float *attention,
+                                         float *residual, float *final_norm,
+                                         float *logits);
+typedef int32_t (*attn_model_unembed_fn)(const float *hidden, int64_t n,
+                                         const float *const *table,
+                                         float *logits);
 
 #define ATTN_MODEL_MANIFEST_SYMBOL "attn_model_manifest"
 #define ATTN_MODEL_PREFILL_SYMBOL "attn_model_prefill"
@@ -140,6 +172,8 @@ typedef int32_t (*attn_model_decode_fn)(int32_t token, int64_t pos,
 #define ATTN_MODEL_SET_NUM_THREADS_SYMBOL "attn_model_set_num_threads"
 #define ATTN_MODEL_PACK_SYMBOL "attn_model_pack"
 #define ATTN_MODEL_SET_ALLOCATOR_SYMBOL "attn_model_set_allocator"
+#define ATTN_MODEL_INSPECT_SYMBOL "attn_model_inspect"
+#define ATTN_MODEL_UNEMBED_SYMBOL "attn_model_unembed"
 
 #ifdef __cplusplus
 }

@@ -103,7 +103,8 @@ using ConfigEdit = std::function<void(mlir::attn::ModelConfig &)>;
 bool compileAndLoad(CompiledModel &compiled, int64_t maxSeq,
                     const ConfigEdit &edit, bool viaDescription = false,
                     mlir::attn::WeightFormat format = mlir::attn::WeightFormat::F32,
-                    mlir::attn::KvFormat kvFormat = mlir::attn::KvFormat::F32) {
+                    mlir::attn::KvFormat kvFormat = mlir::attn::KvFormat::F32,
+                    bool inspect = false) {
   const std::string &dir = compiled.dir.path;
   llvm::Expected<mlir::attn::ModelConfig> config =
       mlir::attn::loadModelConfig(dir);
@@ -127,6 +128,7 @@ bool compileAndLoad(CompiledModel &compiled, int64_t maxSeq,
   options.maxSeq = maxSeq;
   options.weightFormat = format;
   options.kvFormat = kvFormat;
+  options.inspect = inspect;
   options.output = dir + "/libmodel.so";
   options.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
   if (llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls())) {
@@ -149,14 +151,14 @@ std::unique_ptr<CompiledModel> prepare(
     const modelgen::ModelSpec &spec, int64_t maxSeq = 0, const ConfigEdit &edit = nullptr,
     bool viaDescription = false,
     mlir::attn::WeightFormat format = mlir::attn::WeightFormat::F32,
-    mlir::attn::KvFormat kvFormat = mlir::attn::KvFormat::F32) {
+    mlir::attn::KvFormat kvFormat = mlir::attn::KvFormat::F32, bool inspect = false) {
   auto compiled = std::make_unique<CompiledModel>();
   std::string error;
   if (!modelgen::writeModel(spec, compiled->dir.path, error)) {
     ADD_FAILURE() << "writing the model: " << error;
     return nullptr;
   }
-  if (!compileAndLoad(*compiled, maxSeq, edit, viaDescription, format, kvFormat))
+  if (!compileAndLoad(*compiled, maxSeq, edit, viaDescription, format, kvFormat, inspect))
     return nullptr;
   std::unique_ptr<ref::ModelReference> reference =
       ref::ModelReference::load(compiled->dir.path, error);
@@ -369,6 +371,150 @@ TEST_P(ModelE2E, LogitsMatchReferenceAndDecodeMatchesRecompute) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ModelE2E, ::testing::ValuesIn(cases()),
                          [](const auto &info) { return info.param.name; });
+
+/// The largest |a - b| over the elements, with the index where it is.
+std::pair<double, size_t> worstDifference(const std::vector<float> &a,
+                                          const std::vector<float> &b) {
+  std::pair<double, size_t> worst = {0.0, 0};
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    double diff = std::abs(static_cast<double>(a[i]) - b[i]);
+    if (!(diff <= worst.first)) // NaN counts as the worst
+      worst = {std::isnan(diff) ? INFINITY : diff, i};
+  }
+  return worst;
+}
+
+// The inspection entry point (attn-compile --inspect) against the
+// reference's own capture: every layer's and head's attention weights within
+// 1e-5 and rows summing to 1, the residual stream and the final norm to f32
+// rounding, and the logit lens of the last residual equal to the logits.
+// Families cover GQA, sliding windows shorter than the prompt (Mistral: 16
+// keys; Qwen2: 8, on one layer), ALiBi (BLOOM), post-norm (OPT-350m) and
+// sinusoidal positions (XGLM); the prompt (40 tokens) is longer than every
+// window, so masks and rings matter.
+class ModelE2EInspect : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ModelE2EInspect, AttentionResidualAndFinalNormMatchTheReference) {
+  std::unique_ptr<CompiledModel> m =
+      prepare(GetParam().spec, 0, nullptr, false, mlir::attn::WeightFormat::F32,
+              mlir::attn::KvFormat::F32, /*inspect=*/true);
+  ASSERT_TRUE(m);
+  const attnrt_model_info &info = *attnrt_model_get_info(m->model.get());
+  ASSERT_EQ(info.can_inspect, 1);
+  const int64_t n = 40, layers = info.num_layers, heads = info.num_heads,
+                d = info.hidden_size, vocab = m->vocab;
+  std::vector<int32_t> prompt = promptTokens(n, vocab);
+  char error[512] = "";
+  SessionPtr session(attnrt_session_create(m->model.get(), error, sizeof error));
+  ASSERT_TRUE(session) << error;
+  // A used session: inspection restarts at position 0.
+  std::vector<float> row(vocab);
+  ASSERT_EQ(attnrt_prefill(session.get(), prompt.data(), 5, row.data(), 0, error, sizeof error),
+            ATTNRT_OK)
+      << error;
+  std::vector<float> attention(layers * heads * n * n, NAN), residual((layers + 1) * n * d, NAN),
+      finalNorm(n * d, NAN), logits(n * vocab, NAN);
+  ASSERT_EQ(attnrt_inspect(session.get(), prompt.data(), n, attention.data(), residual.data(),
+                           finalNorm.data(), logits.data(), error, sizeof error),
+            ATTNRT_OK)
+      << error;
+  EXPECT_EQ(attnrt_session_position(session.get()), n);
+
+  ref::Inspection expected;
+  std::vector<float> expectedLogits;
+  std::string message;
+  ASSERT_TRUE(m->reference->inspect(std::vector<int64_t>(prompt.begin(), prompt.end()),
+                                    expected, expectedLogits, message))
+      << message;
+  ASSERT_EQ(expected.attention.size(), attention.size());
+  ASSERT_EQ(expected.residual.size(), residual.size());
+  ASSERT_EQ(expected.finalNorm.size(), finalNorm.size());
+  auto [attentionError, at] = worstDifference(attention, expected.attention);
+  EXPECT_LE(attentionError, 1e-5) << "layer " << at / (heads * n * n) << " head "
+                                  << at / (n * n) % heads << " query " << at / n % n
+                                  << " key " << at % n;
+  for (int64_t r = 0; r < layers * heads * n; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j)
+      sum += attention[r * n + j];
+    ASSERT_NEAR(sum, 1.0, 1e-5) << "row " << r % n << " of layer " << r / (heads * n)
+                                << " head " << r / n % heads;
+  }
+  // Activations to f32 rounding, relative to their largest magnitude.
+  auto scaleOf = [](const std::vector<float> &v) {
+    double scale = 1.0;
+    for (float x : v)
+      scale = std::max(scale, std::abs(static_cast<double>(x)));
+    return scale;
+  };
+  auto [residualError, ri] = worstDifference(residual, expected.residual);
+  EXPECT_LE(residualError, kRelativeTolerance * scaleOf(expected.residual))
+      << "residual " << ri / (n * d) << " position " << ri / d % n;
+  EXPECT_LE(worstDifference(finalNorm, expected.finalNorm).first,
+            kRelativeTolerance * scaleOf(expected.finalNorm));
+  EXPECT_LE(worstDifference(logits, expectedLogits).first,
+            std::min(kLogitTolerance, kRelativeTolerance * scaleOf(expectedLogits)));
+
+  // The logit lens of the last layer's output is the model's logits; the
+  // session keeps its position.
+  std::vector<float> lens(n * vocab, NAN);
+  ASSERT_EQ(attnrt_unembed(session.get(), residual.data() + layers * n * d, n, lens.data(),
+                           error, sizeof error),
+            ATTNRT_OK)
+      << error;
+  EXPECT_LE(worstDifference(lens, logits).first, 1e-5 * scaleOf(logits));
+  EXPECT_EQ(attnrt_session_position(session.get()), n);
+  // The session decodes on from there as after a prefill.
+  std::vector<float> next(vocab), again(vocab);
+  ASSERT_EQ(attnrt_decode(session.get(), prompt[0], next.data(), error, sizeof error), ATTNRT_OK);
+  SessionPtr plain(attnrt_session_create(m->model.get(), error, sizeof error));
+  std::vector<float> all(n * vocab);
+  ASSERT_EQ(attnrt_prefill(plain.get(), prompt.data(), n, all.data(), 1, error, sizeof error),
+            ATTNRT_OK);
+  ASSERT_EQ(attnrt_decode(plain.get(), prompt[0], again.data(), error, sizeof error), ATTNRT_OK);
+  EXPECT_LE(worstDifference(next, again).first, 1e-5 * scaleOf(again));
+
+  // Outputs may be left out; a prompt past the context is an error.
+  ASSERT_EQ(attnrt_inspect(session.get(), prompt.data(), n, attention.data(), nullptr, nullptr,
+                           nullptr, error, sizeof error),
+            ATTNRT_OK)
+      << error;
+  EXPECT_EQ(worstDifference(attention, expected.attention).first, attentionError);
+  std::vector<int32_t> tooLong(info.max_seq + 1, 0);
+  EXPECT_EQ(attnrt_inspect(session.get(), tooLong.data(), tooLong.size(), nullptr, nullptr,
+                           nullptr, nullptr, error, sizeof error),
+            ATTNRT_ERROR_POSITION);
+  EXPECT_NE(std::string(error).find("context"), std::string::npos) << error;
+}
+
+std::vector<Case> inspectCases() {
+  std::vector<Case> chosen;
+  for (const Case &c : cases())
+    for (const char *name : {"tiny_gpt2", "tiny_llama_gqa2", "mistral_sharp", "qwen2_swa_sharp",
+                             "bloom_sharp", "opt_postln_sharp", "xglm_sharp"})
+      if (c.name == name)
+        chosen.push_back(c);
+  return chosen;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ModelE2EInspect, ::testing::ValuesIn(inspectCases()),
+                         [](const auto &info) { return info.param.name; });
+
+TEST(ModelE2EInspect, TheFastLibraryCannotInspect) {
+  std::unique_ptr<CompiledModel> m = prepare(preset("tiny-llama"));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(attnrt_model_get_info(m->model.get())->can_inspect, 0);
+  char error[512] = "";
+  SessionPtr session(attnrt_session_create(m->model.get(), error, sizeof error));
+  std::vector<int32_t> prompt = promptTokens(4, m->vocab);
+  EXPECT_EQ(attnrt_inspect(session.get(), prompt.data(), 4, nullptr, nullptr, nullptr, nullptr,
+                           error, sizeof error),
+            ATTNRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(error).find("--inspect"), std::string::npos) << error;
+  std::vector<float> hidden(attnrt_model_get_info(m->model.get())->hidden_size), logits(m->vocab);
+  EXPECT_EQ(attnrt_unembed(session.get(), hidden.data(), 1, logits.data(), error, sizeof error),
+            ATTNRT_ERROR_ARGUMENT);
+}
 
 // rope_scaling through the whole chain (the config reader, the block
 // builder, attn.rope, the runtime): tiny LLaMAs trained for 32 positions
