@@ -39,7 +39,8 @@ run_asan() {
     attnrt-stress-model attnrt-folder-test \
     attn-e2e-ops-test attn-e2e-model-test attn-fuzzers \
     attn-opt attn-compile attn-run attn-make-model attn-ref-model \
-    attn-npy-compare attn-tokenize attn-perplexity
+    attn-npy-compare attn-tokenize attn-perplexity \
+    attn-inspect attn-inspect-report-test attn-png-info
   echo "   built $(elapsed "$t0")"
 
   t0=$SECONDS
@@ -49,11 +50,14 @@ run_asan() {
   # sanitized runtime spawning the sanitized attn-compile), the tokenizer
   # (with the real vocabularies), every fuzz seed, then end-to-end subsets:
   # one test of each op family against the reference, the decoder blocks,
-  # and whole GPT-2 and LLaMA models through the runtime.
+  # and whole GPT-2 and LLaMA models through the runtime; attn-inspect's
+  # report writer, the inspection entry point on GPT-2 and LLaMA, and
+  # attn-inspect on the trained and a random model.
   local unit='^(AttnRunTest|Json|ModelLoadTest|HalfConversion|LibraryTest|Npy|Safetensors|WeightsFileTest|ShardedWeightsTest|Sampler|Prng|SessionTest|ModelStress|ModelFolderTest|Tokenizer[A-Za-z]*|Utf8)\.|^Texts/TokenizerReference\.'
   local e2e='^(Attention|KvCache|Rope|DecoderBlocks)\.|^Families/ModelE2E\..*/(tiny_gpt2|tiny_llama)$|^ModelE2EContext\.'
+  local inspect='^inspect/|^Families/ModelE2EInspect\..*/(tiny_gpt2|tiny_llama_gqa2)$|^inspect-trained-model$'
   ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" \
-    -R "$unit|^fuzz-seeds-|$e2e"
+    -R "$unit|^fuzz-seeds-|$e2e|$inspect"
   echo "   ctest $(elapsed "$t0")"
 
   t0=$SECONDS

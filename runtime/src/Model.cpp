@@ -783,6 +783,48 @@ int attnrt_decode(attnrt_session *session, int32_t token, float *logits,
   });
 }
 
+int attnrt_decode_batch(attnrt_session *const *sessions, const int32_t *tokens, int64_t n,
+                        float *logits, char *error, size_t error_size) {
+  return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
+    if (!sessions || !tokens || !logits || n < 1)
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  "attnrt_decode_batch: null sessions, tokens or logits, or n < 1", error,
+                  error_size);
+    const attnrt_model *model = sessions[0] ? sessions[0]->model : nullptr;
+    for (int64_t i = 0; i < n; ++i) {
+      const attnrt_session *session = sessions[i];
+      auto bad = [&](int code, const std::string &what) {
+        return fail(code, format("attnrt_decode_batch: session %lld ", static_cast<long long>(i)) +
+                              what,
+                    error, error_size);
+      };
+      if (!session)
+        return bad(ATTNRT_ERROR_ARGUMENT, "is null");
+      if (session->model != model)
+        return bad(ATTNRT_ERROR_ARGUMENT, "belongs to another model than session 0");
+      for (int64_t j = 0; j < i; ++j)
+        if (sessions[j] == session)
+          return bad(ATTNRT_ERROR_ARGUMENT,
+                     format("is also session %lld", static_cast<long long>(j)));
+      if (session->position >= model->info.max_seq)
+        return bad(ATTNRT_ERROR_POSITION,
+                   format("is at position %lld, past the context of %lld positions",
+                          static_cast<long long>(session->position),
+                          static_cast<long long>(model->info.max_seq)));
+      if (tokens[i] < 0 || tokens[i] >= model->info.vocab_size)
+        return bad(ATTNRT_ERROR_TOKEN,
+                   format("has token %d, outside the vocabulary [0, %lld)", tokens[i],
+                          static_cast<long long>(model->info.vocab_size)));
+    }
+    // Checked: each step cannot fail on its arguments now.
+    const int64_t vocab = model->info.vocab_size;
+    for (int64_t i = 0; i < n; ++i)
+      if (int code = attnrt_decode(sessions[i], tokens[i], logits + i * vocab, error, error_size))
+        return code;
+    return ATTNRT_OK;
+  });
+}
+
 /// Fails unless the session's library can inspect.
 static int checkCanInspect(const attnrt_session *session, const char *function,
                            char *error, size_t errorSize) {

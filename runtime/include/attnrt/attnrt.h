@@ -205,6 +205,17 @@ ATTNRT_API int attnrt_prefill(attnrt_session *session, const int32_t *tokens,
 ATTNRT_API int attnrt_decode(attnrt_session *session, int32_t token,
                              float *logits, char *error, size_t error_size);
 
+/* One decode step of n distinct sessions of one model together (a server's
+ * continuous batch): sessions[i] runs tokens[i] at its own position and
+ * advances by one; logits receives n x vocab_size floats, row i for
+ * sessions[i]. Every session, token and position is checked first (errors
+ * name the index): on error no session changes. The sessions' positions
+ * may differ. */
+ATTNRT_API int attnrt_decode_batch(attnrt_session *const *sessions,
+                                   const int32_t *tokens, int64_t n,
+                                   float *logits, char *error,
+                                   size_t error_size);
+
 /*===------------------------------ Inspection --------------------------===*/
 
 /* With a library compiled for inspection (attnrt_load_options.inspect,
@@ -363,6 +374,45 @@ ATTNRT_API const char *attnrt_detokenizer_step(attnrt_detokenizer *detokenizer,
 ATTNRT_API const char *attnrt_detokenizer_flush(attnrt_detokenizer *detokenizer,
                                                 size_t *length, char *error,
                                                 size_t error_size);
+
+/*===---------------------------- Chat templates ------------------------===*/
+
+/* A model's chat template: the Jinja `chat_template` of tokenizer_config.json
+ * (Hugging Face's apply_chat_template), interpreted by the runtime. The
+ * supported subset is what real templates use (docs/serve.md lists it);
+ * anything else is an error at load time naming the construct and its line.
+ * Immutable after load: any number of threads may share it. */
+typedef struct attnrt_chat_template attnrt_chat_template;
+
+/* MODEL_DIR/tokenizer_config.json's chat_template (a string, or the
+ * "default" entry of a list of named templates) with its bos_token and
+ * eos_token. NULL with an error naming the file when there is none or it
+ * does not parse. */
+ATTNRT_API attnrt_chat_template *
+attnrt_chat_template_load(const char *model_dir, char *error, size_t error_size);
+/* A template from source text; bos_token / eos_token may be NULL (""). */
+ATTNRT_API attnrt_chat_template *
+attnrt_chat_template_parse(const char *source, const char *bos_token,
+                           const char *eos_token, char *error,
+                           size_t error_size);
+ATTNRT_API void attnrt_chat_template_free(attnrt_chat_template *chat_template);
+
+typedef struct {
+  const char *role;    /* "system", "user", "assistant", ... (UTF-8) */
+  const char *content; /* UTF-8 */
+} attnrt_chat_message;
+
+/* Renders messages[0, n) as apply_chat_template(messages, tokenize=False,
+ * add_generation_prompt) does: sets *length to the text's length in bytes
+ * and writes min(*length, text_size - 1) bytes and a NUL to text (which may
+ * be NULL when text_size is 0), as attnrt_detokenize. Errors: the message
+ * of the template's raise_exception, or a type error naming the line. */
+ATTNRT_API int attnrt_chat_template_apply(const attnrt_chat_template *chat_template,
+                                          const attnrt_chat_message *messages,
+                                          int64_t n, int add_generation_prompt,
+                                          char *text, size_t text_size,
+                                          size_t *length, char *error,
+                                          size_t error_size);
 
 /*===------------------------------ .npy files --------------------------===*/
 

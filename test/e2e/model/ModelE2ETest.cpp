@@ -500,6 +500,62 @@ std::vector<Case> inspectCases() {
 INSTANTIATE_TEST_SUITE_P(Families, ModelE2EInspect, ::testing::ValuesIn(inspectCases()),
                          [](const auto &info) { return info.param.name; });
 
+// attnrt_decode_batch: sessions at different positions decode together as
+// each would alone, and a bad entry changes no session.
+TEST(ModelE2EBatch, DecodeBatchEqualsDecodingEachSession) {
+  std::unique_ptr<CompiledModel> m = prepare(preset("tiny-llama"));
+  ASSERT_TRUE(m);
+  const int64_t vocab = m->vocab, batch = 3;
+  char error[512] = "";
+  std::vector<SessionPtr> together, alone;
+  std::vector<attnrt_session *> handles;
+  std::vector<float> row(vocab);
+  for (int64_t i = 0; i < batch; ++i) {
+    std::vector<int32_t> prompt = promptTokens(5 + 7 * i, vocab);
+    for (auto *list : {&together, &alone}) {
+      list->emplace_back(attnrt_session_create(m->model.get(), error, sizeof error));
+      ASSERT_TRUE(list->back()) << error;
+      ASSERT_EQ(attnrt_prefill(list->back().get(), prompt.data(), prompt.size(), row.data(), 0,
+                               error, sizeof error),
+                ATTNRT_OK);
+    }
+    handles.push_back(together.back().get());
+  }
+  std::vector<int32_t> tokens = {3, 17, 42};
+  std::vector<float> logits(batch * vocab);
+  for (int step = 0; step < 4; ++step) {
+    ASSERT_EQ(attnrt_decode_batch(handles.data(), tokens.data(), batch, logits.data(), error,
+                                  sizeof error),
+              ATTNRT_OK)
+        << error;
+    for (int64_t i = 0; i < batch; ++i) {
+      ASSERT_EQ(attnrt_decode(alone[i].get(), tokens[i], row.data(), error, sizeof error),
+                ATTNRT_OK);
+      EXPECT_LE(maxAbs(logits.data() + i * vocab, row.data(), vocab), 1e-5)
+          << "session " << i << " step " << step;
+      EXPECT_EQ(attnrt_session_position(handles[i]), attnrt_session_position(alone[i].get()));
+      tokens[i] = argmax(row.data(), vocab);
+    }
+  }
+  // A bad token in the last entry: nothing runs.
+  std::vector<int64_t> before;
+  for (attnrt_session *s : handles)
+    before.push_back(attnrt_session_position(s));
+  tokens[2] = static_cast<int32_t>(vocab);
+  EXPECT_EQ(attnrt_decode_batch(handles.data(), tokens.data(), batch, logits.data(), error,
+                                sizeof error),
+            ATTNRT_ERROR_TOKEN);
+  EXPECT_NE(std::string(error).find("session 2"), std::string::npos) << error;
+  handles[1] = handles[0];
+  tokens[2] = 1;
+  EXPECT_EQ(attnrt_decode_batch(handles.data(), tokens.data(), batch, logits.data(), error,
+                                sizeof error),
+            ATTNRT_ERROR_ARGUMENT);
+  EXPECT_NE(std::string(error).find("session 1 is also session 0"), std::string::npos) << error;
+  for (int64_t i = 0; i < batch; ++i)
+    EXPECT_EQ(attnrt_session_position(together[i].get()), before[i]);
+}
+
 TEST(ModelE2EInspect, TheFastLibraryCannotInspect) {
   std::unique_ptr<CompiledModel> m = prepare(preset("tiny-llama"));
   ASSERT_TRUE(m);
