@@ -106,11 +106,18 @@ struct LoadedModel {
   attnrt_model *model = nullptr;
   attnrt_session *session = nullptr;
   Range prefill, decode; // tokens/s over the rounds
+  /// A server's slots: kBatch sessions decoded together.
+  std::vector<attnrt_session *> group;
+  Range batchDecode; // aggregate tokens/s of the group
   ~LoadedModel() {
+    for (attnrt_session *s : group)
+      attnrt_session_free(s);
     attnrt_session_free(session);
     attnrt_model_free(model);
   }
 };
+
+constexpr int64_t kBatch = 8, kBatchSteps = 64;
 
 } // namespace
 
@@ -126,6 +133,19 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
   std::printf("| model | weights | compile (s) | threads | prefill tok/s | %% peak | "
               "decode tok/s | GB/s | %% bandwidth |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  // The batched decode of each model and format, printed after the table.
+  struct BatchFigure {
+    mlir::attn::WeightFormat format;
+    double single;
+    std::string batched;
+    double ratio;
+  };
+  struct BatchRow {
+    const char *preset;
+    int threads;
+    std::vector<BatchFigure> figures;
+  };
+  std::vector<BatchRow> batchRows;
   for (const char *preset : {"llama-110m", "gpt2-small"}) {
     std::string dir = options.modelDir + "/" + preset;
     if (!ensureModel(preset, dir))
@@ -237,11 +257,42 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
                   .count();
           m->decode.values.push_back(kGenerated / decode);
+
+          // The same model decoding kBatch sequences at once (each after the
+          // same prompt), as attn-serve's slots do.
+          if (m->group.empty()) {
+            m->group.resize(kBatch);
+            check(attnrt_session_create_group(m->model, kBatch, m->group.data(), error,
+                                              sizeof error));
+          }
+          std::vector<int32_t> tokens(kBatch, prompt.back());
+          std::vector<float> rows(kBatch * vocab);
+          for (attnrt_session *s : m->group) {
+            attnrt_session_reset(s);
+            check(attnrt_prefill(s, prompt.data(), kPrompt, logits.data(), 0, error,
+                                 sizeof error));
+          }
+          begin = std::chrono::steady_clock::now();
+          for (int64_t step = 0; step < kBatchSteps && !failed; ++step) {
+            check(attnrt_decode_batch(m->group.data(), tokens.data(), kBatch, rows.data(),
+                                      error, sizeof error));
+            for (int64_t i = 0; i < kBatch; ++i)
+              tokens[i] = static_cast<int32_t>(
+                  std::max_element(rows.begin() + i * vocab, rows.begin() + (i + 1) * vocab) -
+                  (rows.begin() + i * vocab));
+          }
+          double batched =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+          m->batchDecode.values.push_back(kBatch * kBatchSteps / batched);
         }
       }
       if (failed)
         break;
+      batchRows.push_back({preset, threads, {}});
       for (auto &m : models) {
+        batchRows.back().figures.push_back(
+            {m->format, m->decode.median(), m->batchDecode.format(0),
+             m->batchDecode.median() / m->decode.median()});
         double prefillRate = m->prefill.median(), decodeRate = m->decode.median();
         double gbps = decodeBytes(m->format) / (kGenerated / decodeRate) / 1e9;
         double peak = mlir::attn::isQuantized(m->format) ? machine.int8Peak.at(threads)
@@ -255,4 +306,16 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
       }
     }
   }
+  std::printf("\n## Batched decode: %lld sequences decoding together (attnrt_decode_batch "
+              "over a session group, after a %lld-token prompt each, %lld steps), aggregate "
+              "tokens/s (median (range), rounds interleaved with the single decode above)\n",
+              (long long)kBatch, (long long)kPrompt, (long long)kBatchSteps);
+  std::printf("| model | weights | threads | 1 sequence tok/s | %lld sequences tok/s | ratio |\n",
+              (long long)kBatch);
+  std::printf("| --- | --- | --- | --- | --- | --- |\n");
+  for (const BatchRow &row : batchRows)
+    for (const BatchFigure &f : row.figures)
+      std::printf("| %s | %s | %d | %.1f | %s | %.2fx |\n", row.preset,
+                  mlir::attn::weightFormatName(f.format), row.threads, f.single,
+                  f.batched.c_str(), f.ratio);
 }

@@ -170,7 +170,8 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
   MLIRContext *ctx = module.getContext();
   auto prefillImpl = module.lookupSymbol<LLVM::LLVMFuncOp>(kPrefillImpl);
   auto decodeImpl = module.lookupSymbol<LLVM::LLVMFuncOp>(kDecodeImpl);
-  if (!prefillImpl || !decodeImpl)
+  auto decodeBatchImpl = module.lookupSymbol<LLVM::LLVMFuncOp>(kDecodeBatchImpl);
+  if (!prefillImpl || !decodeImpl || !decodeBatchImpl)
     return module.emitError("the lowered module lacks the model entry points");
   ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat);
   std::vector<int64_t> kinds = packKinds(layout);
@@ -291,6 +292,32 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
                    {1, config.vocabSize}, operands);
     auto call = LLVM::CallOp::create(b, loc, decodeImpl, operands);
     LLVM::ReturnOp::create(b, loc, call.getResult());
+  }
+
+  // int32_t attn_model_decode_batch(const int32_t *tokens,
+  //     const int64_t *positions, const int64_t *slots, int64_t n,
+  //     const float *const *table, float *kv_pool, int64_t pool_slots,
+  //     float *logits)
+  {
+    OpBuilder::InsertionGuard guard(b);
+    auto batch = exported("attn_model_decode_batch", i32, {ptr, ptr, ptr, i64, ptr, ptr, i64, ptr});
+    exports.push_back(batch);
+    auto args = batch.getArguments();
+    Value n = args[3];
+    const int64_t dynamic = ShapedType::kDynamic;
+    int64_t cacheElements = kvCacheBytes(config, maxSeq, KvFormat::F32) / 4;
+    SmallVector<Value> operands;
+    for (int i = 0; i < 3; ++i)
+      abi.descriptor(args[i], {n}, {dynamic}, operands);
+    for (int64_t entry = 0; entry < layout.tableSize(); ++entry)
+      if (layout.readAtRunTime(entry))
+        abi.tableEntry(args[4], entry, layout.shape(entry), operands);
+    abi.descriptor(args[5], {args[6], abi.i64(cacheElements)}, {dynamic, cacheElements},
+                   operands);
+    abi.descriptor(args[7], {n, abi.i64(config.vocabSize)}, {dynamic, config.vocabSize},
+                   operands);
+    LLVM::ReturnOp::create(b, loc,
+                           LLVM::CallOp::create(b, loc, decodeBatchImpl, operands).getResult());
   }
 
   // int32_t attn_model_inspect(const int32_t *tokens, int64_t n,

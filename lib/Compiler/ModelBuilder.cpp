@@ -133,30 +133,12 @@ public:
   std::tuple<Value, Value, Value> attendAndCache(Value q, Value k, Value v,
                                                  Value kc, Value vc, Value pos,
                                                  Value rows) {
-    auto append = [&](Value update, Value cache) -> Value {
-      return KvCacheAppendOp::create(b, loc, cacheType(), update, cache, pos,
-                                     ring());
-    };
-    if (!ring()) {
-      // Keys [0, pos + rows): the cache after the append. A window no
-      // shorter than the cache never excludes a key.
-      Value kc1 = append(k, kc), vc1 = append(v, vc);
-      Value length = arith::AddIOp::create(b, loc, pos, rows);
-      Value a = attention(q, readCache(kc1, length), readCache(vc1, length),
-                          /*causal=*/true, /*window=*/0);
-      return {a, kc1, vc1};
-    }
-    auto qType = cast<RankedTensorType>(q.getType());
-    if (qType.getDimSize(0) == 1 && config.positions.kind != PositionKind::Alibi) {
-      // One new position: once appended, the ring holds exactly the keys it
-      // sees (the window's, or all of them before the ring fills). Their
-      // order does not matter to softmax, nor without ALiBi to the scores.
-      Value kc1 = append(k, kc), vc1 = append(v, vc);
-      Value length = arith::MinUIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, pos, index(1)), index(cacheRows));
-      Value a = attention(q, readCache(kc1, length), readCache(vc1, length),
-                          /*causal=*/false, /*window=*/0);
-      return {a, kc1, vc1};
+    if (appendsFirst(q)) {
+      Value kc1 = append(k, kc, pos), vc1 = append(v, vc, pos);
+      auto read = [&](bool values, Value length) {
+        return readCache(values ? vc1 : kc1, length);
+      };
+      return {attendAppended(q, pos, rows, read), kc1, vc1};
     }
     // Positions [pos - old, pos) from the ring, in order, then the new rows:
     // attention with the window over both, then the new rows into the ring.
@@ -164,7 +146,43 @@ public:
     Value keys = concatRows(readCache(kc, old, pos), k);
     Value values = concatRows(readCache(vc, old, pos), v);
     Value a = attention(q, keys, values, /*causal=*/true, /*window=*/cacheRows);
-    return {a, append(k, kc), append(v, vc)};
+    return {a, append(k, kc, pos), append(v, vc, pos)};
+  }
+
+  /// New rows at positions [pos, ...) appended to a cache (its ring).
+  Value append(Value update, Value cache, Value pos) {
+    return KvCacheAppendOp::create(b, loc, cacheType(), update, cache, pos, ring());
+  }
+
+  /// Whether queries `q` attend over exactly the cache once their keys and
+  /// values are appended (attendAppended): with a whole-context cache, and
+  /// with a ring for one new position without ALiBi; otherwise the ring's
+  /// old rows must be read before the new ones overwrite them.
+  bool appendsFirst(Value q) {
+    auto qType = cast<RankedTensorType>(q.getType());
+    return !ring() ||
+           (qType.getDimSize(0) == 1 && config.positions.kind != PositionKind::Alibi);
+  }
+
+  /// Attention of `rows` queries at [pos, pos + rows) over caches their
+  /// keys and values are already appended to (appendsFirst); `read(values,
+  /// n)` gives the first n rows of the keys (values = false) or values.
+  Value attendAppended(Value q, Value pos, Value rows,
+                       llvm::function_ref<Value(bool, Value)> read) {
+    if (!ring()) {
+      // Keys [0, pos + rows). A window no shorter than the cache never
+      // excludes a key.
+      Value length = arith::AddIOp::create(b, loc, pos, rows);
+      return attention(q, read(false, length), read(true, length), /*causal=*/true,
+                       /*window=*/0);
+    }
+    // One new position: the ring holds exactly the keys it sees (the
+    // window's, or all of them before the ring fills). Their order does not
+    // matter to softmax, nor without ALiBi to the scores.
+    Value length = arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, pos, index(1)), index(cacheRows));
+    return attention(q, read(false, length), read(true, length), /*causal=*/false,
+                     /*window=*/0);
   }
 
   /// Attention of `q` over `keys` and `values`; when inspecting, also its
@@ -193,6 +211,125 @@ public:
     return AttentionOp::create(b, loc, qType, q, keys, values, /*bias=*/Value(),
                                /*kv_len=*/Value(), heads, kvHeads, scale, causalAttr,
                                windowAttr, alibi);
+  }
+
+  /// Element `r` of an i64 tensor as an index.
+  Value indexAt(Value values, Value r) {
+    Value value = tensor::ExtractOp::create(b, loc, values, ValueRange{r});
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), value);
+  }
+
+  /// `fn(x, pos)` for rows at positions pos, pos + 1, ...; in a batch, `fn`
+  /// of each row alone at its own position.
+  Value atPositions(Value x, Value pos, llvm::function_ref<Value(Value, Value)> fn) {
+    if (!batchPositions)
+      return fn(x, pos);
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t features = type.getDimSize(1);
+    Value n = tensor::DimOp::create(b, loc, x, 0);
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), n, index(1), ValueRange{x},
+        [&](OpBuilder &, Location, Value r, ValueRange carried) {
+          Value row = rowOf(x, r, features);
+          Value out = fn(row, indexAt(batchPositions, r));
+          scf::YieldOp::create(b, loc, ValueRange{insertRow(out, carried[0], r, features)});
+        });
+    return loop.getResult(0);
+  }
+
+  /// Row r of a [?, features] activation as [1, features].
+  Value rowOf(Value x, Value r, int64_t features) {
+    SmallVector<OpFoldResult> offsets = {r, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(features)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(b, loc, activations(1, features), x, offsets, sizes,
+                                          strides);
+  }
+
+  /// `row` [1, features] written over row r of `x`.
+  Value insertRow(Value row, Value x, Value r, int64_t features) {
+    SmallVector<OpFoldResult> offsets = {r, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(features)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    return tensor::InsertSliceOp::create(b, loc, row, x, offsets, sizes, strides);
+  }
+
+  /// The [rows, features] cache at element `offset` of `slot` in a pool
+  /// [slots, one whole cache's elements], and (insertSlot) one written back.
+  Value slotOf(Value pool, Value slot, Value offset) {
+    int64_t elements = cacheRows * config.kvFeatures();
+    SmallVector<OpFoldResult> offsets = {slot, offset};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(elements)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    Value flat = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({elements}, cacheElement), pool, offsets, sizes, strides);
+    return tensor::ExpandShapeOp::create(b, loc, cacheType(), flat,
+                                         ArrayRef<ReassociationIndices>{{0, 1}});
+  }
+  Value insertSlot(Value cache, Value pool, Value slot, Value offset) {
+    int64_t elements = cacheRows * config.kvFeatures();
+    Value flat = tensor::CollapseShapeOp::create(b, loc, cache,
+                                                 ArrayRef<ReassociationIndices>{{0, 1}});
+    SmallVector<OpFoldResult> offsets = {slot, offset};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(elements)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    return tensor::InsertSliceOp::create(b, loc, flat, pool, offsets, sizes, strides);
+  }
+
+  /// The first `length` rows [?, features] of the cache at element `offset`
+  /// of `slot` in a pool.
+  Value poolRows(Value pool, Value slot, Value offset, Value length) {
+    int64_t kvf = config.kvFeatures();
+    Value elements = arith::MulIOp::create(b, loc, length, index(kvf));
+    SmallVector<OpFoldResult> offsets = {slot, offset};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), elements};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    Value flat = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic}, cacheElement), pool, offsets,
+        sizes, strides);
+    return tensor::ExpandShapeOp::create(b, loc, cachedRows(), flat,
+                                         ArrayRef<ReassociationIndices>{{0, 1}},
+                                         ArrayRef<OpFoldResult>{length, b.getIndexAttr(kvf)});
+  }
+
+  /// A batch's attention: each row of q, k, v (after RoPE) attends over its
+  /// own slot's caches in `pool` (this layer's keys at batchKeys, values at
+  /// batchValues), which it is appended to, as a decode step of that
+  /// sequence alone. Returns (output, updated pool).
+  std::pair<Value, Value> attendRows(Value q, Value k, Value v, Value pool) {
+    int64_t qf = config.queryFeatures(), kvf = config.kvFeatures();
+    Value n = tensor::DimOp::create(b, loc, q, 0);
+    Value out = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{ShapedType::kDynamic, qf},
+                                        b.getF32Type(), ValueRange{n});
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), n, index(1), ValueRange{out, pool},
+        [&](OpBuilder &, Location, Value r, ValueRange carried) {
+          Value pos = indexAt(batchPositions, r), slot = indexAt(batchSlots, r);
+          Value slots = carried[1], qr = rowOf(q, r, qf), kr = rowOf(k, r, kvf),
+                vr = rowOf(v, r, kvf), a;
+          if (appendsFirst(qr)) {
+            // Each append written back before the next slice is taken, and
+            // attention over the rows it reads of the final pool, so that
+            // bufferization keeps every update in place in the pool.
+            slots = insertSlot(append(kr, slotOf(slots, slot, batchKeys), pos), slots, slot,
+                               batchKeys);
+            slots = insertSlot(append(vr, slotOf(slots, slot, batchValues), pos), slots, slot,
+                               batchValues);
+            auto read = [&](bool values, Value length) {
+              return poolRows(slots, slot, values ? batchValues : batchKeys, length);
+            };
+            a = attendAppended(qr, pos, index(1), read);
+          } else {
+            Value kc, vc;
+            std::tie(a, kc, vc) =
+                attendAndCache(qr, kr, vr, slotOf(slots, slot, batchKeys),
+                               slotOf(slots, slot, batchValues), pos, index(1));
+            slots = insertSlot(kc, slots, slot, batchKeys);
+            slots = insertSlot(vc, slots, slot, batchValues);
+          }
+          scf::YieldOp::create(b, loc, ValueRange{insertRow(a, carried[0], r, qf), slots});
+        });
+    return {loop.getResult(0), loop.getResult(1)};
   }
 
   /// The model's norm of `x`.
@@ -282,10 +419,15 @@ public:
     Value k = columns(qkv, rows, qf, kvf);
     Value v = columns(qkv, rows, qf + kvf, kvf);
     if (config.positions.kind == PositionKind::Rotary) {
-      q = rope(q, pos);
-      k = rope(k, pos);
+      auto rotate = [&](Value x, Value at) { return rope(x, at); };
+      q = atPositions(q, pos, rotate);
+      k = atPositions(k, pos, rotate);
     }
-    auto [a, kc1, vc1] = attendAndCache(q, k, v, kc, vc, pos, rows);
+    Value a, kc1, vc1;
+    if (batchPositions) // kc is the pool of every cache, vc unused
+      std::tie(a, kc1) = attendRows(q, k, v, kc);
+    else
+      std::tie(a, kc1, vc1) = attendAndCache(q, k, v, kc, vc, pos, rows);
     Value o = linear(a, w.output, w.outputBias, WeightLayout::Packed, d);
     return {o, kc1, vc1};
   }
@@ -335,10 +477,12 @@ public:
       x = norm(x, globals.embeddingNorm, globals.embeddingNormBias);
     const PositionSpec &positions = config.positions;
     if (positions.kind == PositionKind::Sinusoidal) {
-      Value first = arith::AddIOp::create(b, loc, pos, index(positions.offset));
-      return SinusoidalPEOp::create(
-          b, loc, x, first, b.getF32FloatAttr(static_cast<float>(positions.theta)),
-          SinusoidalLayoutAttr::get(b.getContext(), positions.sinusoidal));
+      return atPositions(x, pos, [&](Value rows, Value at) -> Value {
+        Value first = arith::AddIOp::create(b, loc, at, index(positions.offset));
+        return SinusoidalPEOp::create(
+            b, loc, rows, first, b.getF32FloatAttr(static_cast<float>(positions.theta)),
+            SinusoidalLayoutAttr::get(b.getContext(), positions.sinusoidal));
+      });
     }
     if (positions.kind != PositionKind::Learned)
       return x;
@@ -350,11 +494,23 @@ public:
     Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{seq},
                                          b.getI64Type(), dynamicSizes);
     Value first = arith::AddIOp::create(b, loc, pos, index(positions.offset));
+    // In a batch, each row's own position instead: ids = offset + positions.
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    if (batchPositions) {
+      inputs.push_back(batchPositions);
+      maps.push_back(b.getMultiDimIdentityMap(1));
+    }
+    maps.push_back(b.getMultiDimIdentityMap(1));
     auto ids = linalg::GenericOp::create(
-        b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
-        ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
+        b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
         ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
-        [&](OpBuilder &nb, Location l, ValueRange) {
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          if (batchPositions) {
+            Value offset = arith::ConstantIntOp::create(nb, l, positions.offset, 64);
+            linalg::YieldOp::create(nb, l, ValueRange{arith::AddIOp::create(nb, l, args[0], offset)});
+            return;
+          }
           Value i = linalg::IndexOp::create(nb, l, 0);
           Value position = arith::AddIOp::create(nb, l, first, i);
           Value asInt = arith::IndexCastOp::create(nb, l, nb.getI64Type(), position);
@@ -401,6 +557,11 @@ public:
   /// last attention built.
   bool inspect;
   Value probabilities;
+  /// A batch of decode steps of several sequences (Entry::Batch): row r is
+  /// the token of cache slot batchSlots[r] at position batchPositions[r]
+  /// (tensor<?xi64> each), and the layer's keys and values are at elements
+  /// batchKeys and batchValues of each slot; null otherwise.
+  Value batchPositions, batchSlots, batchKeys, batchValues;
 };
 
 /// The element type of a buffer stored in `format`.
@@ -422,28 +583,49 @@ Type entryElementType(OpBuilder &b, const ModelLayout &layout, int64_t entry) {
   return formatElementType(b, layout.format(entry));
 }
 
-/// What an entry function computes: a prompt chunk, one decode step, or a
+/// What an entry function computes: a prompt chunk, one decode step, a
 /// prompt from position 0 with the inspected values (attention weights,
-/// residual stream, final norm) as outputs too.
-enum class Entry { Prefill, Decode, Inspect };
+/// residual stream, final norm) as outputs too, or one decode step of
+/// several sequences whose caches are slots of one pool.
+enum class Entry { Prefill, Decode, Inspect, Batch };
+
+/// Elements of one whole KV cache (every layer's keys and values): a pool
+/// holds one per slot, [slots, cacheElements], laid out as the slots'
+/// caches one after another.
+int64_t cacheElements(const ModelConfig &config, int64_t maxSeq) {
+  return kvCacheBytes(config, maxSeq, KvFormat::F32) / 4;
+}
 
 /// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
 /// for the layers whose caches have `cacheRows` rows; for Entry::Inspect
-/// with the layer's attention weights [heads, seq, keys] as a fourth result.
+/// with the layer's attention weights [heads, seq, keys] as a fourth result;
+/// for Entry::Batch (x, layer entries..., pool, keys, values, positions,
+/// slots) -> (x, pool): the pool of every slot's whole cache, the layer's
+/// key and value offsets in a cache (index), each row's position and slot
+/// (tensor<?xi64>).
 func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
                                 StringRef name, const ModelConfig &config,
                                 const ModelLayout &layout, int64_t seq,
                                 int64_t maxSeq, int64_t cacheRows, Type cacheElement,
-                                bool inspect) {
+                                Entry kind) {
+  const bool inspect = kind == Entry::Inspect, batch = kind == Entry::Batch;
   ModelIRBuilder ir(b, loc, config, maxSeq, cacheRows, cacheElement, inspect);
   // Every layer has the same entries (only their table indices differ).
   SmallVector<int64_t, 16> entries = layout.layers.front().list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
   for (int64_t entry : entries)
     inputs.push_back(RankedTensorType::get(layout.shape(entry), entryElementType(b, layout, entry)));
-  inputs.append({ir.cacheType(), ir.cacheType(), b.getIndexType()});
-  SmallVector<Type> results = {ir.activations(seq, config.hiddenSize),
-                               ir.cacheType(), ir.cacheType()};
+  auto rowValues = RankedTensorType::get({ShapedType::kDynamic}, b.getI64Type());
+  auto pool = RankedTensorType::get({ShapedType::kDynamic, cacheElements(config, maxSeq)},
+                                    cacheElement);
+  SmallVector<Type> results = {ir.activations(seq, config.hiddenSize)};
+  if (batch) {
+    inputs.append({pool, b.getIndexType(), b.getIndexType(), rowValues, rowValues});
+    results.push_back(pool);
+  } else {
+    inputs.append({ir.cacheType(), ir.cacheType(), b.getIndexType()});
+    results.append({ir.cacheType(), ir.cacheType()});
+  }
   if (inspect)
     results.push_back(RankedTensorType::get(
         {config.numHeads, seq, ShapedType::kDynamic}, b.getF32Type()));
@@ -458,8 +640,18 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
   ValueRange weights = args.slice(1, entries.size());
   Value kc = args[1 + entries.size()], vc = args[2 + entries.size()];
   Value pos = args.back();
+  if (batch) {
+    ir.batchKeys = args[2 + entries.size()];
+    ir.batchValues = args[3 + entries.size()];
+    ir.batchPositions = args[4 + entries.size()];
+    ir.batchSlots = args[5 + entries.size()];
+    vc = Value();
+    pos = ir.index(0); // unused: each row has its own
+  }
   SmallVector<Value> out = ir.layer(
       x, LayerValues::bind(layout.layers.front(), weights), kc, vc, pos);
+  if (batch)
+    out.pop_back(); // (x, pool)
   if (inspect)
     out.push_back(ir.probabilities);
   func::ReturnOp::create(b, loc, out);
@@ -482,14 +674,19 @@ Value compare(OpBuilder &b, Location loc, arith::CmpIPredicate predicate,
   return arith::CmpIOp::create(b, loc, predicate, lhs, rhs);
 }
 
-/// True when every token id lies in [0, vocab).
-Value tokensInRange(OpBuilder &b, Location loc, Value tokens, Value count,
-                    int64_t vocab) {
+/// True when every element of the integer memref `values` [count] lies in
+/// [0, limit) (token ids in the vocabulary, positions in the context).
+Value allInRange(OpBuilder &b, Location loc, Value values, Value count, Value limit) {
+  Type type = cast<MemRefType>(values.getType()).getElementType();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value trueValue = arith::ConstantIntOp::create(b, loc, 1, 1);
-  Value lowest = arith::ConstantIntOp::create(b, loc, 0, 32);
-  Value limit = arith::ConstantIntOp::create(b, loc, vocab, 32);
+  Value lowest = arith::ConstantIntOp::create(b, loc, type, 0);
+  if (std::optional<int64_t> constant = getConstantIntValue(limit))
+    limit = arith::ConstantIntOp::create(b, loc, type, *constant);
+  else
+    limit = arith::IndexCastOp::create(b, loc, type, limit);
+  Value tokens = values;
   auto loop = scf::ForOp::create(
       b, loc, zero, count, one, ValueRange{trueValue},
       [&](OpBuilder &nb, Location l, Value i, ValueRange carried) {
@@ -508,6 +705,7 @@ Value tokensInRange(OpBuilder &b, Location loc, Value tokens, Value count,
 std::string blockFunctionName(Entry kind, int64_t cacheRows, int64_t maxSeq) {
   std::string name = kind == Entry::Prefill  ? "attn_block_prefill"
                      : kind == Entry::Decode ? "attn_block_decode"
+                     : kind == Entry::Batch  ? "attn_block_batch"
                                              : "attn_block_inspect";
   if (cacheRows < maxSeq)
     name += "_window" + std::to_string(cacheRows);
@@ -584,20 +782,31 @@ Value insertAt(OpBuilder &b, Location loc, Value part, Value whole, int64_t inde
 /// layer's weights over the n keys), residual memref<(L + 1) x ? x D> (the
 /// first layer's input, then every layer's output) and the final norm
 /// memref<? x D>; it is meant for pos = 0 (the attention memref has n keys).
+/// Entry::Batch takes, instead of pos, each token's position and cache slot
+/// (memref<?xi64> each), and instead of the caches their pool
+/// memref<slots x cacheElements> (the slots' caches one after another); its
+/// logits have a row per token.
 void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
                         StringRef name, Entry kind,
                         const ModelConfig &config, const ModelLayout &layout,
                         int64_t seq, int64_t maxSeq, Type cacheElement) {
   ModelIRBuilder ir(b, loc, config, maxSeq, maxSeq, cacheElement);
-  const bool inspect = kind == Entry::Inspect;
+  const bool inspect = kind == Entry::Inspect, batch = kind == Entry::Batch;
   const int64_t dynamic = ShapedType::kDynamic, layers = config.numLayers;
+  const int64_t kvf = config.kvFeatures();
   Type f32 = b.getF32Type();
-  SmallVector<Type> inputs = {MemRefType::get({seq}, b.getI32Type()),
-                              b.getIndexType()};
+  auto rowValues = MemRefType::get({dynamic}, b.getI64Type());
+  SmallVector<Type> inputs = {MemRefType::get({seq}, b.getI32Type())};
+  if (batch)
+    inputs.append({rowValues, rowValues});
+  else
+    inputs.push_back(b.getIndexType());
+  const int64_t lead = static_cast<int64_t>(inputs.size());
   WeightArguments weights(b, layout, inputs);
-  for (int64_t layer = 0; layer < layers; ++layer) {
-    auto cacheType = MemRefType::get(
-        {kvCacheRows(config, layer, maxSeq), config.kvFeatures()}, cacheElement);
+  if (batch)
+    inputs.push_back(MemRefType::get({dynamic, cacheElements(config, maxSeq)}, cacheElement));
+  for (int64_t layer = 0; !batch && layer < layers; ++layer) {
+    auto cacheType = MemRefType::get({kvCacheRows(config, layer, maxSeq), kvf}, cacheElement);
     inputs.append({cacheType, cacheType});
   }
   if (inspect)
@@ -614,9 +823,9 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
   ValueRange args = entry->getArguments();
-  Value tokens = args[0], pos = args[1];
-  ValueRange weightArgs = args.slice(2, weights.count);
-  ValueRange cacheArgs = args.slice(2 + weights.count, 2 * layers);
+  Value tokens = args[0], pos = batch ? ir.index(0) : args[1];
+  ValueRange weightArgs = args.slice(lead, weights.count);
+  ValueRange cacheArgs = args.slice(lead + weights.count, batch ? 1 : 2 * layers);
   Value logitsArg = args.back();
   Value attentionArg, residualArg, finalNormArg;
   if (inspect) {
@@ -624,7 +833,8 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
     residualArg = args[args.size() - 3];
     finalNormArg = args[args.size() - 2];
   }
-  // Validate before touching anything: 1 <= n, 0 <= pos, pos + n <= maxSeq,
+  // Validate before touching anything: 1 <= n, 0 <= pos, pos + n <= maxSeq
+  // (in a batch: every position in [0, maxSeq), every slot in the pools),
   // every token id in [0, vocab).
   Value n = memref::DimOp::create(b, loc, tokens, 0);
   Value end = arith::AddIOp::create(b, loc, pos, n);
@@ -634,6 +844,13 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
           b, loc, compare(b, loc, arith::CmpIPredicate::sge, n, ir.index(1)),
           compare(b, loc, arith::CmpIPredicate::sge, pos, ir.index(0))),
       compare(b, loc, arith::CmpIPredicate::sle, end, ir.index(maxSeq)));
+  if (batch) {
+    Value slots = memref::DimOp::create(b, loc, cacheArgs[0], 0);
+    positionsOk = arith::AndIOp::create(
+        b, loc, positionsOk,
+        arith::AndIOp::create(b, loc, allInRange(b, loc, args[1], n, ir.index(maxSeq)),
+                              allInRange(b, loc, args[2], n, slots)));
+  }
   Type i32 = b.getI32Type();
   auto status = scf::IfOp::create(
       b, loc, TypeRange{i32}, positionsOk, /*withElseRegion=*/true);
@@ -644,7 +861,7 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
                                  b, loc, ATTN_MODEL_ERROR_POSITION, 32)});
 
     b.setInsertionPointToStart(&status.getThenRegion().front());
-    Value tokensOk = tokensInRange(b, loc, tokens, n, config.vocabSize);
+    Value tokensOk = allInRange(b, loc, tokens, n, ir.index(config.vocabSize));
     auto compute = scf::IfOp::create(b, loc, TypeRange{i32}, tokensOk,
                                      /*withElseRegion=*/true);
     scf::YieldOp::create(b, loc, compute.getResults());
@@ -656,8 +873,16 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
     b.setInsertionPointToStart(&compute.getThenRegion().front());
     weights.bind(b, loc, weightArgs);
     GlobalValues globals = weights.globals();
+    if (batch) {
+      ir.batchPositions = asTensor(b, loc, args[1], /*writable=*/false);
+      ir.batchSlots = asTensor(b, loc, args[2], /*writable=*/false);
+    }
     Value x = ir.embed(asTensor(b, loc, tokens, false), globals, pos, seq);
-    Value attention, residual;
+    Value attention, residual, pool;
+    if (batch)
+      pool = asTensor(b, loc, cacheArgs[0], /*writable=*/true);
+    // A layer's keys and values within one whole cache (layer-major, K then V).
+    int64_t cacheOffset = 0;
     if (inspect) {
       attention = asTensor(b, loc, attentionArg, /*writable=*/true);
       residual = insertAt(b, loc, x, asTensor(b, loc, residualArg, /*writable=*/true), 0);
@@ -665,13 +890,23 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
     for (int64_t layer = 0; layer < layers; ++layer) {
       SmallVector<Value> operands = {x};
       llvm::append_range(operands, weights.tensors(layout.layers[layer].list()));
+      int64_t cacheRows = kvCacheRows(config, layer, maxSeq);
+      SmallVector<Type> results = {ir.activations(seq, config.hiddenSize)};
+      if (batch) {
+        operands.append({pool, ir.index(cacheOffset), ir.index(cacheOffset + cacheRows * kvf),
+                         ir.batchPositions, ir.batchSlots});
+        results.push_back(pool.getType());
+        cacheOffset += 2 * cacheRows * kvf;
+        auto call = func::CallOp::create(b, loc, blockFunctionName(kind, cacheRows, maxSeq),
+                                         results, operands);
+        x = call.getResult(0);
+        pool = call.getResult(1);
+        continue;
+      }
       Value kc = asTensor(b, loc, cacheArgs[2 * layer], /*writable=*/true);
       Value vc = asTensor(b, loc, cacheArgs[2 * layer + 1], /*writable=*/true);
       operands.append({kc, vc, pos});
-      int64_t cacheRows = kvCacheRows(config, layer, maxSeq);
-      Type cacheType = kc.getType();
-      SmallVector<Type> results = {ir.activations(seq, config.hiddenSize), cacheType,
-                                   cacheType};
+      results.append({kc.getType(), kc.getType()});
       if (inspect)
         results.push_back(RankedTensorType::get({config.numHeads, seq, dynamic}, f32));
       auto call = func::CallOp::create(b, loc, blockFunctionName(kind, cacheRows, maxSeq),
@@ -684,6 +919,8 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
         residual = insertAt(b, loc, x, residual, layer + 1);
       }
     }
+    if (batch)
+      storeInto(b, loc, pool, cacheArgs[0]);
     Value rows = memref::DimOp::create(b, loc, logitsArg, 0);
     Value h = ir.finalNorm(x, globals);
     storeInto(b, loc, ir.project(h, globals, rows), logitsArg);
@@ -1071,20 +1308,20 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
   }
   Type cacheElement = kvElementType(&context, options.kvFormat);
   for (int64_t rows : cacheLengths) {
-    buildBlockFunction(b, loc, *module, blockFunctionName(Entry::Prefill, rows, maxSeq),
-                       config, layout, ShapedType::kDynamic, maxSeq, rows,
-                       cacheElement, /*inspect=*/false);
-    buildBlockFunction(b, loc, *module, blockFunctionName(Entry::Decode, rows, maxSeq),
-                       config, layout, 1, maxSeq, rows, cacheElement, /*inspect=*/false);
+    SmallVector<Entry> kinds = {Entry::Prefill, Entry::Decode, Entry::Batch};
     if (options.inspect)
-      buildBlockFunction(b, loc, *module, blockFunctionName(Entry::Inspect, rows, maxSeq),
-                         config, layout, ShapedType::kDynamic, maxSeq, rows,
-                         cacheElement, /*inspect=*/true);
+      kinds.push_back(Entry::Inspect);
+    for (Entry kind : kinds)
+      buildBlockFunction(b, loc, *module, blockFunctionName(kind, rows, maxSeq), config,
+                         layout, kind == Entry::Decode ? 1 : ShapedType::kDynamic, maxSeq,
+                         rows, cacheElement, kind);
   }
   buildEntryFunction(b, loc, *module, kPrefillImpl, Entry::Prefill, config,
                      layout, ShapedType::kDynamic, maxSeq, cacheElement);
   buildEntryFunction(b, loc, *module, kDecodeImpl, Entry::Decode, config,
                      layout, 1, maxSeq, cacheElement);
+  buildEntryFunction(b, loc, *module, kDecodeBatchImpl, Entry::Batch, config, layout,
+                     ShapedType::kDynamic, maxSeq, cacheElement);
   if (options.inspect) {
     buildEntryFunction(b, loc, *module, kInspectImpl, Entry::Inspect, config,
                        layout, ShapedType::kDynamic, maxSeq, cacheElement);

@@ -43,7 +43,10 @@ void mlir::attn::buildBufferizePipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // A private function returning a buffer it was given (a KV cache updated
-  // in place) loses that result.
+  // in place) loses that result; canonicalization first forwards a loop's
+  // buffer that is carried unchanged (a batch's pool of caches) to the
+  // return, where that is seen.
+  pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   pm.addPass(createPublicResultsToOutParamsPass());
   pm.addPass(createCanonicalizerPass());

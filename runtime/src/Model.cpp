@@ -47,6 +47,7 @@ struct attnrt_model {
   attn_model_set_num_threads_fn setNumThreads = nullptr;
   attn_model_pack_fn pack = nullptr;
   attn_model_set_allocator_fn setAllocator = nullptr;
+  attn_model_decode_batch_fn decodeBatch = nullptr;
   attn_model_inspect_fn inspect = nullptr;
   attn_model_unembed_fn unembed = nullptr;
 
@@ -67,9 +68,26 @@ struct attnrt_model {
   bool wasCompiled = false;
 };
 
+/// The KV caches of sessions made together (attnrt_session_create_group):
+/// one buffer, a cache after another, which the compiled batched decode
+/// takes whole. Shared by its sessions; freed with the last.
+struct SessionGroup {
+  AlignedBuffer caches;
+  int64_t slots = 0;
+};
+
 struct attnrt_session {
   const attnrt_model *model = nullptr;
-  AlignedBuffer kvCache;
+  /// The KV cache: this session's own buffer, or its slot of a group's.
+  AlignedBuffer ownCache;
+  std::shared_ptr<SessionGroup> group;
+  int64_t slot = -1;
+  float *kvCache() const {
+    if (!group)
+      return static_cast<float *>(ownCache.data());
+    auto *base = static_cast<char *>(group->caches.data());
+    return reinterpret_cast<float *>(base + slot * model->info.kv_cache_bytes);
+  }
   // The logits row attnrt_generate samples from.
   AlignedBuffer logitsRow;
   int64_t position = 0;
@@ -109,6 +127,8 @@ static bool loadLibrary(attnrt_model &model, const char *path,
       lookup(ATTN_MODEL_PACK_SYMBOL));
   model.setAllocator = reinterpret_cast<attn_model_set_allocator_fn>(
       lookup(ATTN_MODEL_SET_ALLOCATOR_SYMBOL));
+  model.decodeBatch = reinterpret_cast<attn_model_decode_batch_fn>(
+      lookup(ATTN_MODEL_DECODE_BATCH_SYMBOL));
   model.inspect = reinterpret_cast<attn_model_inspect_fn>(
       lookup(ATTN_MODEL_INSPECT_SYMBOL));
   model.unembed = reinterpret_cast<attn_model_unembed_fn>(
@@ -620,6 +640,60 @@ int attnrt_model_set_num_threads(attnrt_model *model, int32_t n) {
 // C API: sessions
 //===----------------------------------------------------------------------===//
 
+static int fail(int code, const std::string &message, char *error,
+                size_t errorSize) {
+  copyError(message, error, errorSize);
+  return code;
+}
+
+/// Fails (with the message) when `caches` sessions' KV caches and a logits
+/// row do not fit the memory available: the buffers are zero-filled, and
+/// touching more than the machine has ends in the OOM killer (or swap), not
+/// in a failed allocation.
+static bool checkSessionMemory(const attnrt_model *model, int64_t caches, char *error,
+                               size_t errorSize) {
+  size_t kvBytes = static_cast<size_t>(model->info.kv_cache_bytes) * caches;
+  size_t rowBytes = static_cast<size_t>(model->info.vocab_size) * sizeof(float) * caches;
+  const char *source = "";
+  uint64_t available = availableMemory(source);
+  if (static_cast<uint64_t>(kvBytes) + rowBytes <= available)
+    return true;
+  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+  std::string what = caches == 1 ? std::string("the KV cache needs")
+                                 : format("%lld KV caches need", static_cast<long long>(caches));
+  copyError(format("%s %.1f GiB (%lld positions%s), more than the %.1f GiB of memory "
+                   "available (%s); use a smaller context",
+                   what.c_str(), static_cast<double>(kvBytes + rowBytes) / gib,
+                   static_cast<long long>(model->info.max_seq), caches == 1 ? "" : " each",
+                   static_cast<double>(available) / gib, source),
+            error, errorSize);
+  return false;
+}
+
+/// A session of `model`: with its own KV cache, or with slot `slot` of
+/// `group`'s.
+static std::unique_ptr<attnrt_session> newSession(const attnrt_model *model,
+                                                  std::shared_ptr<SessionGroup> group,
+                                                  int64_t slot, char *error,
+                                                  size_t errorSize) {
+  auto session = std::make_unique<attnrt_session>();
+  session->model = model;
+  size_t kvBytes = static_cast<size_t>(model->info.kv_cache_bytes);
+  if (group) {
+    session->group = std::move(group);
+    session->slot = slot;
+  } else if (!session->ownCache.allocate(kvBytes)) {
+    copyError(format("cannot allocate the KV cache (%zu bytes)", kvBytes), error, errorSize);
+    return nullptr;
+  }
+  size_t rowBytes = static_cast<size_t>(model->info.vocab_size) * sizeof(float);
+  if (!session->logitsRow.allocate(rowBytes)) {
+    copyError(format("cannot allocate a logits row (%zu bytes)", rowBytes), error, errorSize);
+    return nullptr;
+  }
+  return session;
+}
+
 attnrt_session *attnrt_session_create(const attnrt_model *model, char *error,
                                       size_t error_size) {
   return guarded<attnrt_session *>(
@@ -628,41 +702,39 @@ attnrt_session *attnrt_session_create(const attnrt_model *model, char *error,
           copyError("attnrt_session_create: null model", error, error_size);
           return nullptr;
         }
-        // Refuse, before allocating anything, what cannot fit: the buffers
-        // are zero-filled here, and touching more than the machine has ends
-        // in the OOM killer (or swap), not in a failed allocation.
-        size_t kvBytes = static_cast<size_t>(model->info.kv_cache_bytes);
-        size_t rowBytes =
-            static_cast<size_t>(model->info.vocab_size) * sizeof(float);
-        const char *source = "";
-        uint64_t available = availableMemory(source);
-        if (static_cast<uint64_t>(kvBytes) + rowBytes > available) {
-          constexpr double gib = 1024.0 * 1024.0 * 1024.0;
-          copyError(
-              format("the KV cache needs %.1f GiB (%lld positions), more than "
-                     "the %.1f GiB of memory available (%s); use a smaller "
-                     "context",
-                     static_cast<double>(kvBytes + rowBytes) / gib,
-                     static_cast<long long>(model->info.max_seq),
-                     static_cast<double>(available) / gib, source),
-              error, error_size);
+        if (!checkSessionMemory(model, 1, error, error_size))
           return nullptr;
-        }
-        auto session = std::make_unique<attnrt_session>();
-        session->model = model;
-        if (!session->kvCache.allocate(kvBytes)) {
-          copyError(format("cannot allocate the KV cache (%zu bytes)", kvBytes),
-                    error, error_size);
-          return nullptr;
-        }
-        if (!session->logitsRow.allocate(rowBytes)) {
-          copyError(
-              format("cannot allocate a logits row (%zu bytes)", rowBytes),
-              error, error_size);
-          return nullptr;
-        }
-        return session.release();
+        return newSession(model, nullptr, 0, error, error_size).release();
       });
+}
+
+int attnrt_session_create_group(const attnrt_model *model, int64_t n,
+                                attnrt_session **sessions, char *error, size_t error_size) {
+  return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
+    if (!model || !sessions || n < 1)
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  "attnrt_session_create_group: null model or sessions, or n < 1", error,
+                  error_size);
+    if (!checkSessionMemory(model, n, error, error_size))
+      return ATTNRT_ERROR_MEMORY;
+    auto group = std::make_shared<SessionGroup>();
+    group->slots = n;
+    size_t bytes = static_cast<size_t>(model->info.kv_cache_bytes) * n;
+    if (!group->caches.allocate(bytes))
+      return fail(ATTNRT_ERROR_MEMORY,
+                  format("cannot allocate %lld KV caches (%zu bytes)",
+                         static_cast<long long>(n), bytes),
+                  error, error_size);
+    std::vector<std::unique_ptr<attnrt_session>> made;
+    for (int64_t slot = 0; slot < n; ++slot) {
+      made.push_back(newSession(model, group, slot, error, error_size));
+      if (!made.back())
+        return ATTNRT_ERROR_MEMORY;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      sessions[i] = made[i].release();
+    return ATTNRT_OK;
+  });
 }
 
 void attnrt_session_free(attnrt_session *session) { delete session; }
@@ -674,12 +746,6 @@ void attnrt_session_reset(attnrt_session *session) {
 
 int64_t attnrt_session_position(const attnrt_session *session) {
   return session ? session->position : 0;
-}
-
-static int fail(int code, const std::string &message, char *error,
-                size_t errorSize) {
-  copyError(message, error, errorSize);
-  return code;
 }
 
 static const char *modelErrorName(int32_t code) {
@@ -735,7 +801,7 @@ int attnrt_prefill(attnrt_session *session, const int32_t *tokens, int64_t n,
       return code;
     ScratchScope scratch(session->scratch);
     int32_t code = model.prefill(tokens, n, position, model.weights.data(),
-                                 static_cast<float *>(session->kvCache.data()),
+                                 session->kvCache(),
                                  logits, all_logits ? 1 : 0);
     if (code != ATTN_MODEL_OK)
       return fail(ATTNRT_ERROR_MODEL,
@@ -772,7 +838,7 @@ int attnrt_decode(attnrt_session *session, int32_t token, float *logits,
     ScratchScope scratch(session->scratch);
     int32_t code =
         model.decode(token, position, model.weights.data(),
-                     static_cast<float *>(session->kvCache.data()), logits);
+                     session->kvCache(), logits);
     if (code != ATTN_MODEL_OK)
       return fail(ATTNRT_ERROR_MODEL,
                   format("compiled decode failed with code %d (%s)", code,
@@ -816,8 +882,33 @@ int attnrt_decode_batch(attnrt_session *const *sessions, const int32_t *tokens, 
                    format("has token %d, outside the vocabulary [0, %lld)", tokens[i],
                           static_cast<long long>(model->info.vocab_size)));
     }
-    // Checked: each step cannot fail on its arguments now.
+    // Checked: no step can fail on its arguments now. Sessions of one group
+    // run as one batch when the library has the batched entry point.
     const int64_t vocab = model->info.vocab_size;
+    const std::shared_ptr<SessionGroup> &group = sessions[0]->group;
+    bool together = model->decodeBatch && group &&
+                    std::all_of(sessions, sessions + n,
+                                [&](const attnrt_session *s) { return s->group == group; });
+    if (together) {
+      std::vector<int64_t> positions(n), slots(n);
+      for (int64_t i = 0; i < n; ++i) {
+        positions[i] = sessions[i]->position;
+        slots[i] = sessions[i]->slot;
+      }
+      ScratchScope scratch(sessions[0]->scratch);
+      int32_t code = model->decodeBatch(tokens, positions.data(), slots.data(), n,
+                                        model->weights.data(),
+                                        static_cast<float *>(group->caches.data()), group->slots,
+                                        logits);
+      if (code != ATTN_MODEL_OK)
+        return fail(ATTNRT_ERROR_MODEL,
+                    format("compiled batched decode failed with code %d (%s)", code,
+                           modelErrorName(code)),
+                    error, error_size);
+      for (int64_t i = 0; i < n; ++i)
+        sessions[i]->position += 1;
+      return ATTNRT_OK;
+    }
     for (int64_t i = 0; i < n; ++i)
       if (int code = attnrt_decode(sessions[i], tokens[i], logits + i * vocab, error, error_size))
         return code;
@@ -870,7 +961,7 @@ int attnrt_inspect(attnrt_session *session, const int32_t *tokens, int64_t n,
       }
     ScratchScope scratch(session->scratch);
     int32_t code = model.inspect(tokens, n, model.weights.data(),
-                                 static_cast<float *>(session->kvCache.data()),
+                                 session->kvCache(),
                                  outputs[0], outputs[1], outputs[2], outputs[3]);
     if (code != ATTN_MODEL_OK)
       return fail(ATTNRT_ERROR_MODEL,

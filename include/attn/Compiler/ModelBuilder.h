@@ -9,6 +9,9 @@
 //       the entry points on memrefs: validate positions and token ids,
 //       embed, run every layer, normalize, project to logits, and write the
 //       KV cache in place;
+//   func.func @attn_decode_batch_impl (calling @attn_block_batch)
+//       one decode step of n sequences whose caches are slots of one pool:
+//       the projections over the n rows at once, attention per row;
 //   func.func @attn_pack_impl
 //       fills the packed projection weights from the checkpoint's (run once
 //       by the runtime at load time; see ModelLayout.h);
@@ -40,6 +43,8 @@ namespace attn {
 /// Names of the generated functions.
 constexpr llvm::StringLiteral kPrefillImpl = "attn_prefill_impl";
 constexpr llvm::StringLiteral kDecodeImpl = "attn_decode_impl";
+/// One decode step of several sequences, each a slot of a pool of caches.
+constexpr llvm::StringLiteral kDecodeBatchImpl = "attn_decode_batch_impl";
 /// With ModelBuildOptions::inspect: a prompt from position 0 that also
 /// writes every layer's attention weights, the residual stream and the final
 /// norm; and the final norm and output head of any hidden states.

@@ -187,6 +187,13 @@ ATTNRT_API attnrt_session *attnrt_session_create(const attnrt_model *model,
                                                  char *error,
                                                  size_t error_size);
 ATTNRT_API void attnrt_session_free(attnrt_session *session);
+/* n sessions whose KV caches lie in one buffer, so that attnrt_decode_batch
+ * runs them as one batch (a server's slots). Each is an ordinary session
+ * otherwise, freed with attnrt_session_free (the buffer with the last).
+ * Writes them to sessions[0, n). */
+ATTNRT_API int attnrt_session_create_group(const attnrt_model *model, int64_t n,
+                                           attnrt_session **sessions, char *error,
+                                           size_t error_size);
 /* Back to position 0 (the cache is logically emptied; nothing is freed). */
 ATTNRT_API void attnrt_session_reset(attnrt_session *session);
 /* The number of positions filled so far (the next token's position). */
@@ -210,7 +217,9 @@ ATTNRT_API int attnrt_decode(attnrt_session *session, int32_t token,
  * advances by one; logits receives n x vocab_size floats, row i for
  * sessions[i]. Every session, token and position is checked first (errors
  * name the index): on error no session changes. The sessions' positions
- * may differ. */
+ * may differ. Sessions of one group (attnrt_session_create_group) run as
+ * one batch: each projection is one matrix product over the n rows, which
+ * reads the weights once for all of them; other sessions run one by one. */
 ATTNRT_API int attnrt_decode_batch(attnrt_session *const *sessions,
                                    const int32_t *tokens, int64_t n,
                                    float *logits, char *error,

@@ -46,6 +46,21 @@
  *     malloc. Either hook may be called from the thread that called
  *     prefill/decode or from the library's worker threads.
  *
+ *   int32_t attn_model_decode_batch(const int32_t *tokens,
+ *                                   const int64_t *positions,
+ *                                   const int64_t *slots, int64_t n,
+ *                                   const float *const *table,
+ *                                   float *kv_pool, int64_t pool_slots,
+ *                                   float *logits);      (optional symbol)
+ *     One decode step of n sequences at once: tokens[i] at positions[i] of
+ *     the sequence whose KV cache is slot slots[i] of kv_pool, pool_slots
+ *     caches of manifest.kv_cache.bytes laid out one after another (the
+ *     slots distinct). The projections run over the n rows together (one
+ *     matrix product reads the weights once for all), attention per row
+ *     over its own cache; logits is [n, vocab_size]. Returns
+ *     ATTN_MODEL_ERROR_POSITION for a position outside [0, max_seq) or a
+ *     slot outside [0, pool_slots), ATTN_MODEL_ERROR_TOKEN for a bad token.
+ *
  *   int32_t attn_model_inspect(const int32_t *tokens, int64_t n,
  *                              const float *const *table, float *kv_cache,
  *                              float *attention, float *residual,
@@ -157,6 +172,12 @@ typedef int32_t (*attn_model_prefill_fn)(const int32_t *tokens, int64_t n,
 typedef int32_t (*attn_model_decode_fn)(int32_t token, int64_t pos,
                                         const float *const *table,
                                         float *kv_cache, float *logits);
+typedef int32_t (*attn_model_decode_batch_fn)(const int32_t *tokens,
+                                              const int64_t *positions,
+                                              const int64_t *slots, int64_t n,
+                                              const float *const *table,
+                                              float *kv_pool, int64_t pool_slots,
+                                              float *logits);
 typedef int32_t (*attn_model_inspect_fn)(const int32_t *tokens, int64_t n,
                                          const float *const *table,
                                          float *kv_cache, float *attention,
@@ -172,6 +193,7 @@ typedef int32_t (*attn_model_unembed_fn)(const float *hidden, int64_t n,
 #define ATTN_MODEL_SET_NUM_THREADS_SYMBOL "attn_model_set_num_threads"
 #define ATTN_MODEL_PACK_SYMBOL "attn_model_pack"
 #define ATTN_MODEL_SET_ALLOCATOR_SYMBOL "attn_model_set_allocator"
+#define ATTN_MODEL_DECODE_BATCH_SYMBOL "attn_model_decode_batch"
 #define ATTN_MODEL_INSPECT_SYMBOL "attn_model_inspect"
 #define ATTN_MODEL_UNEMBED_SYMBOL "attn_model_unembed"
 
