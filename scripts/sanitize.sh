@@ -52,12 +52,13 @@ run_asan() {
   # one test of each op family against the reference, the decoder blocks,
   # and whole GPT-2 and LLaMA models through the runtime; attn-inspect's
   # report writer, the inspection entry point on GPT-2 and LLaMA, and
-  # attn-inspect on the trained and a random model.
+  # attn-inspect on the trained and a random model; batched decode.
   local unit='^(AttnRunTest|Json|ModelLoadTest|HalfConversion|LibraryTest|Npy|Safetensors|WeightsFileTest|ShardedWeightsTest|Sampler|Prng|SessionTest|ModelStress|ModelFolderTest|Tokenizer[A-Za-z]*|Utf8)\.|^Texts/TokenizerReference\.'
   local e2e='^(Attention|KvCache|Rope|DecoderBlocks)\.|^Families/ModelE2E\..*/(tiny_gpt2|tiny_llama)$|^ModelE2EContext\.'
   local inspect='^inspect/|^Families/ModelE2EInspect\..*/(tiny_gpt2|tiny_llama_gqa2)$|^inspect-trained-model$'
+  local batch='^Families/ModelE2EBatch\..*/(tiny_gpt2|tiny_llama_gqa2|mistral_sharp)$'
   ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" \
-    -R "$unit|^fuzz-seeds-|$e2e|$inspect"
+    -R "$unit|^fuzz-seeds-|$e2e|$inspect|$batch"
   echo "   ctest $(elapsed "$t0")"
 
   t0=$SECONDS
