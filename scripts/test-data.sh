@@ -11,6 +11,7 @@
 #   DEST/text/         the six Austen novels (r-cran-janeaustenr) and the Jargon File (jargon-text)
 #   DEST/tokenizers/   Hugging Face tokenizer folders built from those packages
 #   DEST/reference/    <tokenizer>/<text>.jsonl reference ids from test/data/reference-ids.mjs
+#   DEST/chat/         chat templates rendered by transformers.js (test/data/chat-reference.mjs)
 #
 # Installs what it needs when missing (apt-get, through sudo when not root). Checks every fetched
 # or derived file listed in test/data/SHA256SUMS and stops, naming the file, on a mismatch.
@@ -114,7 +115,8 @@ stamp="$dest/.stamp"
 key=$(
   {
     for f in "$data/package.json" "$data/package-lock.json" "$sums" "$data/make-tokenizers.mjs" \
-             "$data/reference-ids.mjs" "$data/added-tokens.txt" "${BASH_SOURCE[0]}"; do
+             "$data/reference-ids.mjs" "$data/added-tokens.txt" "$data/chat-reference.mjs" \
+             "${BASH_SOURCE[0]}"; do
       [[ -f $f ]] || die "$f is missing"
       sha256sum <"$f"
     done
@@ -137,7 +139,7 @@ outputs_present() {
     read -r tok text _ <<<"$entry"
     [[ -s $dest/reference/$tok/$text.jsonl ]] || return 1
   done
-  [[ -f $dest/reference/summary.txt ]]
+  [[ -f $dest/reference/summary.txt && -s $dest/chat/reference.json ]]
 }
 
 # A full run's stamp covers the tokenizers too.
@@ -203,6 +205,12 @@ for t in "${tokenizers[@]}"; do
   done
 done
 verify tokenizers/ || die "the generated tokenizer files are not the expected ones (test/data/SHA256SUMS)"
+
+# ---- chat templates rendered by transformers.js's Jinja -------------------------------------
+log "chat template renders into $dest/chat"
+rm -rf "$dest/chat"
+node "$data/chat-reference.mjs" "$dest/npm" "$dest/chat" || die "chat-reference.mjs failed"
+verify chat/ || die "the chat template renders are not the expected ones (test/data/SHA256SUMS)"
 
 # ---- reference ids (at most nproc jobs at once) ----------------------------------------------
 log "reference ids into $dest/reference (${#matrix[@]} jobs)"

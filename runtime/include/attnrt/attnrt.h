@@ -387,16 +387,21 @@ ATTNRT_API const char *attnrt_detokenizer_flush(attnrt_detokenizer *detokenizer,
 /*===---------------------------- Chat templates ------------------------===*/
 
 /* A model's chat template: the Jinja `chat_template` of tokenizer_config.json
- * (Hugging Face's apply_chat_template), interpreted by the runtime. The
- * supported subset is what real templates use (docs/serve.md lists it);
- * anything else is an error at load time naming the construct and its line.
+ * (Hugging Face's apply_chat_template), interpreted by the runtime with
+ * jinja2's semantics as transformers configures it (trim_blocks and
+ * lstrip_blocks on). The supported subset is what real templates use
+ * (docs/chat-templates.md lists it); anything else is an error at load time
+ * naming the construct and its line ("chat template line 3: unsupported
+ * filter 'wordwrap'"), even in a branch no conversation reaches.
  * Immutable after load: any number of threads may share it. */
 typedef struct attnrt_chat_template attnrt_chat_template;
 
-/* MODEL_DIR/tokenizer_config.json's chat_template (a string, or the
- * "default" entry of a list of named templates) with its bos_token and
- * eos_token. NULL with an error naming the file when there is none or it
- * does not parse. */
+/* MODEL_DIR/chat_template.jinja when present (transformers prefers it), else
+ * MODEL_DIR/tokenizer_config.json's chat_template (a string, or the
+ * "default" entry of a list of {"name", "template"}); with tokenizer_config
+ * .json's bos_token, eos_token, unk_token and pad_token (strings or
+ * {"content": ...}). NULL with an error naming the file when there is no
+ * template or it does not parse. */
 ATTNRT_API attnrt_chat_template *
 attnrt_chat_template_load(const char *model_dir, char *error, size_t error_size);
 /* A template from source text; bos_token / eos_token may be NULL (""). */
@@ -404,18 +409,23 @@ ATTNRT_API attnrt_chat_template *
 attnrt_chat_template_parse(const char *source, const char *bos_token,
                            const char *eos_token, char *error,
                            size_t error_size);
+/* NULL is allowed. */
 ATTNRT_API void attnrt_chat_template_free(attnrt_chat_template *chat_template);
 
 typedef struct {
   const char *role;    /* "system", "user", "assistant", ... (UTF-8) */
-  const char *content; /* UTF-8 */
+  const char *content; /* UTF-8; NULL is Python's None (a tool-call turn) */
 } attnrt_chat_message;
 
 /* Renders messages[0, n) as apply_chat_template(messages, tokenize=False,
- * add_generation_prompt) does: sets *length to the text's length in bytes
- * and writes min(*length, text_size - 1) bytes and a NUL to text (which may
- * be NULL when text_size is 0), as attnrt_detokenize. Errors: the message
- * of the template's raise_exception, or a type error naming the line. */
+ * add_generation_prompt) does (each message a dict {"role", "content"};
+ * `tools` and `documents` are None): sets *length to the text's length in
+ * bytes and writes min(*length, text_size - 1) bytes and a NUL to text (which
+ * may be NULL when text_size is 0), as attnrt_detokenize. Fails with
+ * ATTNRT_ERROR_ARGUMENT and "chat template line N: raise_exception: MESSAGE"
+ * when the template rejects the conversation, "chat template line N: ..."
+ * for a type error or a render limit (output, steps, nesting: a template
+ * never hangs), or naming a message that is not valid UTF-8. */
 ATTNRT_API int attnrt_chat_template_apply(const attnrt_chat_template *chat_template,
                                           const attnrt_chat_message *messages,
                                           int64_t n, int add_generation_prompt,
