@@ -39,7 +39,7 @@ install(FILES ${PROJECT_BINARY_DIR}/attnrt.pc
 # The tools. They find libattnrt next to them ($ORIGIN/../lib), and the
 # compiler side finds libMLIR/libLLVM (and attn-bench libomp) where Debian
 # keeps them. attn-run finds attn-compile next to itself.
-set(ATTN_RUNTIME_TOOLS attn-run attn-tokenize attn-perplexity attn-inspect)
+set(ATTN_RUNTIME_TOOLS attn-run attn-tokenize attn-perplexity attn-inspect attn-serve)
 set(ATTN_LLVM_TOOLS attn-compile attn-opt attn-make-model attn-bench)
 set(ATTN_TOOLS ${ATTN_LLVM_TOOLS} ${ATTN_RUNTIME_TOOLS})
 foreach(tool ${ATTN_RUNTIME_TOOLS})

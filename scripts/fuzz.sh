@@ -27,7 +27,8 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -lt 1 ]]; then
   echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-all=(safetensors manifest model-config npy session attn-opt tokenizer-json tokenizer-text)
+all=(safetensors manifest model-config npy session attn-opt tokenizer-json tokenizer-text
+  chat-template serve-request)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 jobs=${ATTN_FUZZ_JOBS:-$(nproc)}
@@ -38,16 +39,17 @@ max_len() {
   case $1 in
   safetensors) echo 4096 ;;
   tokenizer-json) echo 8192 ;;
-  attn-opt) echo 2048 ;;
+  attn-opt | chat-template) echo 2048 ;;
   session) echo 512 ;;
   *) echo 1024 ;;
   esac
 }
 dict() {
   case $1 in
-  safetensors | manifest | model-config) echo "$root/test/fuzz/dict/json.dict" ;;
+  safetensors | manifest | model-config | serve-request) echo "$root/test/fuzz/dict/json.dict" ;;
   npy) echo "$root/test/fuzz/dict/npy.dict" ;;
   tokenizer-json) echo "$root/test/fuzz/dict/tokenizer.dict" ;;
+  chat-template) echo "$root/test/fuzz/dict/jinja.dict" ;;
   attn-opt) echo "$root/test/fuzz/dict/mlir.dict" ;;
   *) echo "" ;;
   esac

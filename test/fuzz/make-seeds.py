@@ -344,6 +344,86 @@ def tokenizer_text_seeds():
     write("tokenizer-text", "invalid-utf8", bytes([1]) + b"ok \xc3( \xe2\x82")
 
 
+# --- chat templates -----------------------------------------------------------
+
+CHATML = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+          "{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}"
+          "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+          "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+LLAMA2 = ("{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+          "{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}"
+          "{% set system_message = false %}{% endif %}{% for message in loop_messages %}"
+          "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+          "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+          "{% endif %}{% if loop.index0 == 0 and system_message != false %}"
+          "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+          "{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}"
+          "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
+          "{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}")
+ZEPHYR = ("{% for message in messages %}\n{% if message['role'] == 'user' %}\n"
+          "{{ '<|user|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n"
+          "{{ '<|system|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n"
+          "{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n"
+          "{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}")
+FEATURES = ("{%- macro render(m, prefix='>') -%}{{ prefix }}{{ m.role | upper }}: {{ m.content | trim }}"
+            "{%- endmacro -%}\n{%- set ns = namespace(n=0, last=none) -%}\n"
+            "{%- for m in messages if m.role != 'tool' -%}\n  {%- set ns.n = ns.n + 1 -%}\n"
+            "  {{ render(m) }}{{ '\\n' if not loop.last else '' }}\n"
+            "  {%- if '</think>' in m.content %}{{ m.content.split('</think>')[-1].lstrip() }}{% endif -%}\n"
+            "{%- else -%}none{%- endfor -%}\n"
+            "{# counts #}{{ ns.n }} {{ messages | map(attribute='role') | join(',') }} "
+            "{{ messages[::-1][0].content[:3] }} {{ {'k': [1, 2.5, none, true]} | tojson(indent=1) }}\n"
+            "{%- if add_generation_prompt is defined and add_generation_prompt %}<go>{% endif %}")
+
+
+def chat(flags, template, *turns):
+    """Byte 0 = flags (bit 0: add_generation_prompt), then NUL-separated
+    template, role, content, role, content... (ChatTemplateFuzzer.cpp)."""
+    data = bytes([flags]) + template.encode()
+    for role, content in turns:
+        data += b"\0" + role.encode() + b"\0" + content.encode()
+    return data
+
+
+def chat_template_seeds():
+    conversation = [("system", "Be brief."), ("user", "Hi \u00e9\U0001f642"),
+                    ("assistant", " Hello! </think>ok "), ("user", "{{ not a tag }}")]
+    write("chat-template", "chatml", chat(1, CHATML, *conversation))
+    write("chat-template", "llama2", chat(0, LLAMA2, *conversation))
+    write("chat-template", "llama2-rejected", chat(1, LLAMA2, ("user", "a"), ("user", "b")))
+    write("chat-template", "zephyr", chat(1, ZEPHYR, *conversation))
+    write("chat-template", "features", chat(1, FEATURES, *conversation, ("tool", "x")))
+    write("chat-template", "whitespace", chat(0, "a  \n  {% if true %}\n    b\n  {% endif %}\n"
+                                            "{%- for x in [1, 2] -%} {{ x }} {%+ if x %}+{% endif +%}\n"
+                                            "{%- endfor %}\r\n{{- ' c ' -}}  \n"))
+
+
+def serve_request_seeds():
+    """Request bodies of attn-serve's endpoints (ServeRequestFuzzer.cpp runs
+    each through every parser)."""
+    bodies = {
+        "completion": {"model": "m", "prompt": "Once upon a time", "max_tokens": 16,
+                       "temperature": 0.7, "top_p": 0.9, "top_k": 40, "seed": 42,
+                       "stop": ["\n", "The"], "stream": True,
+                       "stream_options": {"include_usage": True}},
+        "completion-tokens": {"prompt": [[1, 2, 3]], "max_tokens": 1.0, "echo": True, "n": 1,
+                              "logprobs": None, "best_of": 1, "suffix": "", "logit_bias": {},
+                              "presence_penalty": 0},
+        "chat": {"messages": [{"role": "system", "content": "Be brief."},
+                              {"role": "user", "content": [{"type": "text", "text": "Hi"},
+                                                           {"type": "text", "text": "there"}]},
+                              {"role": "assistant", "content": None}],
+                 "max_completion_tokens": 8, "tool_choice": "none",
+                 "response_format": {"type": "text"}, "stop": "\u00e9"},
+        "tokenize": {"content": "Hello <s> world", "add_special": True, "parse_special": False,
+                     "tokens": [1, 15043, 2147483647]},
+        "errors": {"prompt": "x", "max_tokens": "5", "temperature": 2.5, "n": 2,
+                   "seed": -9223372036854775808, "extra": [[[[{"a": None}]]]]},
+    }
+    for name, body in bodies.items():
+        write("serve-request", name, json.dumps(body, separators=(",", ":")))
+
+
 def main():
     # Reproducers of past findings (regress-*) stay: they are regression
     # tests, not generated seeds.
@@ -359,6 +439,8 @@ def main():
     attn_opt_seeds()
     tokenizer_json_seeds()
     tokenizer_text_seeds()
+    chat_template_seeds()
+    serve_request_seeds()
     for target in sorted(os.listdir(OUT)):
         files = os.listdir(os.path.join(OUT, target))
         size = sum(os.path.getsize(os.path.join(OUT, target, f)) for f in files)

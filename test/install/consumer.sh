@@ -30,7 +30,7 @@ for dir in lib lib64 lib/x86_64-linux-gnu; do
 done
 [[ -n $libdir ]] || fail "no libattnrt.so.${version%%.*} under $prefix/lib"
 for file in bin/attn-compile bin/attn-run bin/attn-opt bin/attn-tokenize \
-    bin/attn-perplexity bin/attn-inspect bin/attn-make-model bin/attn-bench \
+    bin/attn-perplexity bin/attn-inspect bin/attn-serve bin/attn-make-model bin/attn-bench \
     "$libdir/libattnrt.so" "$libdir/libattnrt.so.$version" \
     include/attnrt/attnrt.h include/attnrt/model_abi.h include/attnrt/version.h \
     "$libdir/cmake/Attn/AttnConfig.cmake" "$libdir/cmake/Attn/AttnConfigVersion.cmake" \
@@ -47,8 +47,8 @@ needed=$(readelf -d "$prefix/$libdir/libattnrt.so.$version" | sed -n 's/.*NEEDED
 for lib in $needed; do
   [[ $lib =~ ^(libc|libm|libdl|ld-linux-x86-64)\.so ]] || fail "libattnrt needs $lib (all it needs: $needed)"
 done
-for tool in attn-compile attn-opt attn-run attn-tokenize attn-perplexity attn-inspect attn-make-model \
-    attn-bench; do
+for tool in attn-compile attn-opt attn-run attn-tokenize attn-perplexity attn-inspect attn-serve \
+    attn-make-model attn-bench; do
   if readelf -d "$prefix/bin/$tool" | grep -E "R(UN)?PATH" | grep -qF "$build"; then
     fail "$tool's RPATH points into the build tree"
   fi

@@ -50,8 +50,8 @@ for pattern in '/libattnrt\.so\.'"${version%%.*}"'$' '/libattnrt\.so$' '/include
 done
 grep -q "/bin/" <<<"$runtime_files" && fail "attn-runtime holds tools"
 tools_files=$(dpkg-deb --contents "$tools" | awk '{print $6}')
-for tool in attn-compile attn-opt attn-run attn-tokenize attn-perplexity attn-inspect attn-make-model \
-    attn-bench; do
+for tool in attn-compile attn-opt attn-run attn-tokenize attn-perplexity attn-inspect attn-serve \
+    attn-make-model attn-bench; do
   grep -q "^\./usr/bin/$tool$" <<<"$tools_files" || fail "attn lacks /usr/bin/$tool"
 done
 grep -q "^\./usr/share/doc/attn/install\.md$" <<<"$tools_files" || fail "attn lacks the docs"
