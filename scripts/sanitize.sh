@@ -40,7 +40,7 @@ run_asan() {
     attn-e2e-ops-test attn-e2e-model-test attn-fuzzers \
     attn-opt attn-compile attn-run attn-make-model attn-ref-model \
     attn-npy-compare attn-tokenize attn-perplexity \
-    attn-inspect attn-inspect-report-test attn-png-info
+    attn-inspect attn-inspect-report-test attn-png-info attn-serve attn-serve-unit-test
   echo "   built $(elapsed "$t0")"
 
   t0=$SECONDS
@@ -52,13 +52,16 @@ run_asan() {
   # one test of each op family against the reference, the decoder blocks,
   # and whole GPT-2 and LLaMA models through the runtime; attn-inspect's
   # report writer, the inspection entry point on GPT-2 and LLaMA, and
-  # attn-inspect on the trained and a random model; batched decode.
-  local unit='^(AttnRunTest|Json|ModelLoadTest|HalfConversion|LibraryTest|Npy|Safetensors|WeightsFileTest|ShardedWeightsTest|Sampler|Prng|SessionTest|ModelStress|ModelFolderTest|Tokenizer[A-Za-z]*|Utf8)\.|^Texts/TokenizerReference\.'
+  # attn-inspect on the trained and a random model; batched decode; chat
+  # templates; attn-serve's protocol and scheduler, its greedy and bad-input
+  # tests.
+  local unit='^(AttnRunTest|Json|ModelLoadTest|HalfConversion|LibraryTest|Npy|Safetensors|WeightsFileTest|ShardedWeightsTest|Sampler|Prng|SessionTest|ModelStress|ModelFolderTest|Tokenizer[A-Za-z]*|Utf8|ChatTemplate[A-Za-z]*)\.|^Texts/TokenizerReference\.'
   local e2e='^(Attention|KvCache|Rope|DecoderBlocks)\.|^Families/ModelE2E\..*/(tiny_gpt2|tiny_llama)$|^ModelE2EContext\.'
   local inspect='^inspect/|^Families/ModelE2EInspect\..*/(tiny_gpt2|tiny_llama_gqa2)$|^inspect-trained-model$'
   local batch='^Families/ModelE2EBatch\..*/(tiny_gpt2|tiny_llama_gqa2|mistral_sharp)$'
+  local serve='^serve/|^serve-(model|greedy|bad-input)$'
   ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" \
-    -R "$unit|^fuzz-seeds-|$e2e|$inspect|$batch"
+    -R "$unit|^fuzz-seeds-|$e2e|$inspect|$batch|$serve"
   echo "   ctest $(elapsed "$t0")"
 
   t0=$SECONDS
@@ -79,7 +82,7 @@ run_tsan() {
   local t0=$SECONDS
   echo "== ThreadSanitizer build ($tsan_dir): the runtime and its tests"
   attn_configure_sanitized "$tsan_dir" thread
-  cmake --build "$tsan_dir" --target attnrt-unit-test attnrt-stress-test
+  cmake --build "$tsan_dir" --target attnrt-unit-test attnrt-stress-test attn-serve-unit-test
   echo "   built $(elapsed "$t0")"
 
   # The tiny model compiled by the asan step (or by the default build).
@@ -98,7 +101,9 @@ run_tsan() {
   t0=$SECONDS
   echo "== ThreadSanitizer: concurrent sessions (mock model, then $model) and tokenizers"
   "$tsan_dir/test/unit/attnrt-unit-test" --gtest_brief=1 \
-    --gtest_filter='SessionTest.*:TokenizerThreads.*'
+    --gtest_filter='SessionTest.*:TokenizerThreads.*:ChatTemplateApi.*'
+  # attn-serve's scheduler thread, its HTTP handlers' channels, cancellation.
+  "$tsan_dir/test/serve/attn-serve-unit-test" --gtest_brief=1 --gtest_filter='ServeScheduler.*'
   ATTNRT_STRESS_LIB="$model/libmodel.so" \
     ATTNRT_STRESS_WEIGHTS="$model/model.safetensors" \
     "$tsan_dir/test/unit/attnrt-stress-test" --gtest_brief=1 \
