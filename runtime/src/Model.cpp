@@ -886,7 +886,9 @@ int attnrt_decode_batch(attnrt_session *const *sessions, const int32_t *tokens, 
     // run as one batch when the library has the batched entry point.
     const int64_t vocab = model->info.vocab_size;
     const std::shared_ptr<SessionGroup> &group = sessions[0]->group;
-    bool together = model->decodeBatch && group &&
+    // One row is the decode entry point's: its kernels are the matrix-vector
+    // ones, faster for a single row than the batch's matrix products.
+    bool together = n > 1 && model->decodeBatch && group &&
                     std::all_of(sessions, sessions + n,
                                 [&](const attnrt_session *s) { return s->group == group; });
     if (together) {
