@@ -19,6 +19,21 @@ namespace attnrt {
 // MappedFile
 //===----------------------------------------------------------------------===//
 
+bool readFileText(const std::string &path, bool required, std::string &text,
+                  std::string &error) {
+  text.clear();
+  MappedFile file;
+  std::string message;
+  if (!file.open(path, message)) {
+    if (!required && message.find("No such file") != std::string::npos)
+      return true;
+    error = path + ": " + message;
+    return false;
+  }
+  text.assign(reinterpret_cast<const char *>(file.data()), file.size());
+  return true;
+}
+
 bool MappedFile::open(const std::string &path, std::string &error) {
   reset();
   // O_NONBLOCK: opening a FIFO must fail below, not wait for a writer.

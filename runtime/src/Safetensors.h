@@ -44,6 +44,11 @@ private:
   size_t length = 0;
 };
 
+/// The whole of a file as text. With `required` false a missing file reads
+/// as "" (the optional files of a model folder); errors name the path.
+bool readFileText(const std::string &path, bool required, std::string &text,
+                  std::string &error);
+
 enum class DType : uint8_t {
   Bool,
   U8,

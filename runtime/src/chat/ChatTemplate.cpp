@@ -134,30 +134,14 @@ ChatTemplate::fromFiles(std::string_view config, const std::string &configName,
   return result;
 }
 
-/// Reads a whole file; a missing one is "" when not `required`.
-static bool readFile(const std::string &path, bool required, std::string &text,
-                     std::string &error) {
-  text.clear();
-  MappedFile file;
-  std::string message;
-  if (!file.open(path, message)) {
-    if (!required && message.find("No such file") != std::string::npos)
-      return true;
-    error = path + ": " + message;
-    return false;
-  }
-  text.assign(reinterpret_cast<const char *>(file.data()), file.size());
-  return true;
-}
-
 std::unique_ptr<ChatTemplate>
 ChatTemplate::loadDirectory(const std::string &dir, std::string &error) {
   std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
   std::string configName = base + "tokenizer_config.json";
   std::string templateName = base + "chat_template.jinja";
   std::string config, templateFile;
-  if (!readFile(configName, false, config, error) ||
-      !readFile(templateName, false, templateFile, error))
+  if (!readFileText(configName, false, config, error) ||
+      !readFileText(templateName, false, templateFile, error))
     return nullptr;
   if (config.empty() && templateFile.empty()) {
     error = configName + ": the file is missing or empty (and there is no " +

@@ -564,22 +564,6 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const TokenizerSources &sources,
   return tokenizer;
 }
 
-/// Reads a whole file; `required` false makes a missing file "".
-static bool readFile(const std::string &path, bool required, std::string &text,
-                     std::string &error) {
-  text.clear();
-  MappedFile file;
-  std::string message;
-  if (!file.open(path, message)) {
-    if (!required && message.find("No such file") != std::string::npos)
-      return true;
-    error = path + ": " + message;
-    return false;
-  }
-  text.assign(reinterpret_cast<const char *>(file.data()), file.size());
-  return true;
-}
-
 std::unique_ptr<Tokenizer> Tokenizer::loadDirectory(const std::string &dir,
                                                     std::string &error) {
   TokenizerSources sources;
@@ -587,10 +571,10 @@ std::unique_ptr<Tokenizer> Tokenizer::loadDirectory(const std::string &dir,
   sources.tokenizerJsonName = base + "tokenizer.json";
   sources.tokenizerConfigName = base + "tokenizer_config.json";
   sources.generationConfigName = base + "generation_config.json";
-  if (!readFile(sources.tokenizerJsonName, true, sources.tokenizerJson, error) ||
-      !readFile(sources.tokenizerConfigName, false, sources.tokenizerConfig,
+  if (!readFileText(sources.tokenizerJsonName, true, sources.tokenizerJson, error) ||
+      !readFileText(sources.tokenizerConfigName, false, sources.tokenizerConfig,
                 error) ||
-      !readFile(sources.generationConfigName, false, sources.generationConfig,
+      !readFileText(sources.generationConfigName, false, sources.generationConfig,
                 error))
     return nullptr;
   if (sources.tokenizerJson.empty()) {
