@@ -16,7 +16,9 @@ echo "== lit suite"
 cmake --build "$build" --target check-attn
 
 echo "== unit tests"
-ctest --test-dir "$build" --output-on-failure -E '^lit$'
+# Each test compiles into its own temporary folder, so they run side by side:
+# on 2 cores this halves the stage (most of it is attn-compile, one thread).
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -E '^lit$'
 
 # ----------------------------------------------------------------------------
 # Reliability (docs/reliability.md): the sanitizer builds and the fuzz smoke
