@@ -56,7 +56,7 @@ run_asan() {
   # templates; attn-serve's protocol and scheduler, its greedy and bad-input
   # tests.
   local unit='^(AttnRunTest|Json|ModelLoadTest|HalfConversion|LibraryTest|Npy|Safetensors|WeightsFileTest|ShardedWeightsTest|Sampler|Prng|SessionTest|ModelStress|ModelFolderTest|Tokenizer[A-Za-z]*|Utf8|ChatTemplate[A-Za-z]*)\.|^Texts/TokenizerReference\.'
-  local e2e='^(Attention|KvCache|Rope|DecoderBlocks)\.|^Families/ModelE2E\..*/(tiny_gpt2|tiny_llama)$|^ModelE2EContext\.'
+  local e2e='^(Attention|KvCache|Rope|DecoderBlocks)\.|^Families/ModelE2E\..*/(tiny_gpt2|tiny_llama)$|^ModelE2EContext\.|^ModelE2ETensorParallelErrors\.'
   local inspect='^inspect/|^Families/ModelE2EInspect\..*/(tiny_gpt2|tiny_llama_gqa2)$|^inspect-trained-model$'
   local batch='^Families/ModelE2EBatch\..*/(tiny_gpt2|tiny_llama_gqa2|mistral_sharp)$'
   local serve='^serve/|^serve-(model|greedy|bad-input)$'

@@ -40,18 +40,25 @@ def Attn_EmbeddingOp : Attn_Op<"embedding", [Pure]> {
     `scale` (optional, finite) multiplies every gathered row, in f32:
     Gemma's `sqrt(hidden_size)` and XGLM's `sqrt(d_model)`.
 
+    With `offset(%first)` the table is one rank's shard of a vocabulary split
+    over a tensor-parallel group: it holds rows `first ..` of the whole
+    table, id `t` reads its row `t - first`, and an id outside the shard
+    gives a row of zeros (so that the sum over the ranks, `attn.all_reduce`,
+    is the whole table's row).
+
     Example:
     ```mlir
     %x = attn.embedding %wte[%ids] : tensor<50257x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
     %g = attn.embedding %emb[%ids] scale(4.800000e+01) : tensor<256000x2304xf32>, tensor<?xi32> -> tensor<?x2304xf32>
+    %s = attn.embedding %shard[%ids] offset(%first) : tensor<25129x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
     ```
   }];
   let arguments = (ins Attn_WeightTensor:$table, Attn_TokenIds:$ids,
-                       OptionalAttr<F32Attr>:$scale);
+                       Optional<Index>:$offset, OptionalAttr<F32Attr>:$scale);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
-    $table `[` $ids `]` (`scale` `(` $scale^ `)`)? attr-dict `:` type($table) `,`
-    type($ids) `->` type($result)
+    $table `[` $ids `]` (`offset` `(` $offset^ `)`)? (`scale` `(` $scale^ `)`)?
+    attr-dict `:` type($table) `,` type($ids) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -655,6 +662,77 @@ def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let results = (outs Attn_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor parallelism
+//===----------------------------------------------------------------------===//
+
+// The collectives communicate: no Pure trait, so that nothing removes,
+// duplicates or reorders them. Every rank runs the same library, hence the
+// same sequence of collectives with the same shapes.
+
+def Attn_AllReduceOp : Attn_Op<"all_reduce",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "sums a tensor over the ranks of a tensor-parallel group";
+  let description = [{
+    Each of the `ranks` processes of the group (`attn-compile
+    --tensor-parallel N`) holds a partial result: the product of its slice
+    of a projection's input features (attention's output projection over its
+    heads, the MLP's down projection over its columns, an embedding shard).
+    The result is the elementwise sum of every rank's `input`, the same on
+    every rank. It lowers to a call of the collective the runtime installs
+    (`attn_model_set_collectives`, runtime/include/attnrt/model_abi.h); the
+    compiled library does not link MPI.
+
+    Example:
+    ```mlir
+    %o = attn.all_reduce %partial ranks(2) : tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<2>]>:$ranks);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = "$input `ranks` `(` $ranks `)` attr-dict `:` type($result)";
+}
+
+def Attn_AllGatherOp : Attn_Op<"all_gather"> {
+  let summary = "concatenates the features of every rank of a tensor-parallel group";
+  let description = [{
+    `result[s, r * K + k] = input_r[s, k]` where `input_r` is rank `r`'s
+    `input` of `K` features: the output projection's logits of each rank's
+    slice of the vocabulary, concatenated in rank order. Every rank gets the
+    whole result. The result has `ranks * K` features.
+
+    Example:
+    ```mlir
+    %all = attn.all_gather %shard ranks(2) : tensor<?x16000xf32> -> tensor<?x32000xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<2>]>:$ranks);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = [{
+    $input `ranks` `(` $ranks `)` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_GroupRankOp : Attn_Op<"group_rank", [Pure]> {
+  let summary = "this process's rank in its tensor-parallel group";
+  let description = [{
+    The rank, in `[0, ranks)`, of the process running the code: which slice
+    of the heads, the MLP columns and the vocabulary its weights are. The
+    runtime sets it once, before the weights are packed.
+
+    Example:
+    ```mlir
+    %r = attn.group_rank ranks(2) : index
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<2>]>:$ranks);
+  let results = (outs Index:$result);
+  let assemblyFormat = "`ranks` `(` $ranks `)` attr-dict `:` type($result)";
 }
 
 //===----------------------------------------------------------------------===//

@@ -10,6 +10,7 @@
 #include "attn/Compiler/ModelBuilder.h"
 
 #include "attn/Compiler/ModelLayout.h"
+#include "attn/Conversion/AttnToLinalg/AttnToLinalg.h"
 #include "attn/Support/Version.h"
 #include "attnrt/model_abi.h"
 
@@ -24,7 +25,8 @@ using namespace mlir::attn;
 
 std::string mlir::attn::buildManifestJson(const ModelConfig &config,
                                           const ModelBuildOptions &options) {
-  ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat);
+  ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat,
+                                       options.tensorParallel);
   llvm::json::Array weights;
   for (auto [index, weight] : llvm::enumerate(layout.weights)) {
     llvm::json::Array shape;
@@ -65,7 +67,8 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
       {"weight_format", weightFormatName(options.weightFormat)},
       {"kv_cache",
        llvm::json::Object{
-           {"bytes", kvCacheBytes(config, options.maxSeq, options.kvFormat)},
+           {"bytes", kvCacheBytes(rankLocalConfig(config, options.tensorParallel),
+                                  options.maxSeq, options.kvFormat)},
            {"format", kvFormatName(options.kvFormat)}}},
       {"weights", std::move(weights)},
       {"packed", std::move(packed)},
@@ -76,6 +79,8 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
     manifest["attn_git_commit"] = attnGitCommit();
   if (options.inspect)
     manifest["inspect"] = true;
+  if (options.tensorParallel > 1)
+    manifest["tensor_parallel"] = options.tensorParallel;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(manifest));
@@ -173,7 +178,8 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
   auto decodeBatchImpl = module.lookupSymbol<LLVM::LLVMFuncOp>(kDecodeBatchImpl);
   if (!prefillImpl || !decodeImpl || !decodeBatchImpl)
     return module.emitError("the lowered module lacks the model entry points");
-  ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat);
+  ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat,
+                                       options.tensorParallel);
   std::vector<int64_t> kinds = packKinds(layout);
   SmallVector<LLVM::LLVMFuncOp> packImpls;
   for (int64_t kind : kinds) {
@@ -187,6 +193,8 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
     packImpls.push_back(impl);
   }
   int64_t maxSeq = options.maxSeq;
+  // The KV cache holds this rank's heads when the model is split.
+  const ModelConfig local = rankLocalConfig(config, options.tensorParallel);
 
   OpBuilder b(ctx);
   Location loc = module.getLoc();
@@ -268,7 +276,7 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
     SmallVector<Value> operands;
     abi.descriptor(args[0], {n}, {ShapedType::kDynamic}, operands);
     operands.push_back(args[2]);
-    abi.weightsAndCaches(config, layout, maxSeq, options.kvFormat, args[3], args[4], operands);
+    abi.weightsAndCaches(local, layout, maxSeq, options.kvFormat, args[3], args[4], operands);
     abi.descriptor(args[5], {rows, abi.i64(config.vocabSize)},
                    {ShapedType::kDynamic, config.vocabSize}, operands);
     auto call = LLVM::CallOp::create(b, loc, prefillImpl, operands);
@@ -287,7 +295,7 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
     SmallVector<Value> operands;
     abi.descriptor(tokenSlot, {abi.i64(1)}, {1}, operands);
     operands.push_back(args[1]);
-    abi.weightsAndCaches(config, layout, maxSeq, options.kvFormat, args[2], args[3], operands);
+    abi.weightsAndCaches(local, layout, maxSeq, options.kvFormat, args[2], args[3], operands);
     abi.descriptor(args[4], {abi.i64(1), abi.i64(config.vocabSize)},
                    {1, config.vocabSize}, operands);
     auto call = LLVM::CallOp::create(b, loc, decodeImpl, operands);
@@ -305,7 +313,7 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
     auto args = batch.getArguments();
     Value n = args[3];
     const int64_t dynamic = ShapedType::kDynamic;
-    int64_t cacheElements = kvCacheBytes(config, maxSeq, KvFormat::F32) / 4;
+    int64_t cacheElements = kvCacheBytes(local, maxSeq, KvFormat::F32) / 4;
     SmallVector<Value> operands;
     for (int i = 0; i < 3; ++i)
       abi.descriptor(args[i], {n}, {dynamic}, operands);
@@ -341,7 +349,7 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
     SmallVector<Value> operands;
     abi.descriptor(args[0], {n}, {dynamic}, operands);
     operands.push_back(abi.i64(0));
-    abi.weightsAndCaches(config, layout, maxSeq, options.kvFormat, args[2], args[3], operands);
+    abi.weightsAndCaches(local, layout, maxSeq, options.kvFormat, args[2], args[3], operands);
     abi.descriptor(args[4], {abi.i64(layers), abi.i64(heads), n, n}, {layers, heads, dynamic, dynamic},
                    operands);
     abi.descriptor(args[5], {abi.i64(layers + 1), n, abi.i64(d)}, {layers + 1, dynamic, d}, operands);
@@ -447,6 +455,74 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
     LLVM::StoreOp::create(b, loc, setAllocator.getArgument(1),
                           LLVM::AddressOfOp::create(b, loc, freeHook));
     LLVM::ReturnOp::create(b, loc, ValueRange{});
+  }
+
+  // void attn_model_set_collectives(const attn_model_collectives *c), and
+  // the functions the tensor-parallel ops were lowered to calling, defined
+  // over its hooks (a library of one rank declares none of them).
+  auto allReduce = module.lookupSymbol<LLVM::LLVMFuncOp>(kAllReduceFunction);
+  auto allGather = module.lookupSymbol<LLVM::LLVMFuncOp>(kAllGatherFunction);
+  auto groupRank = module.lookupSymbol<LLVM::LLVMFuncOp>(kGroupRankFunction);
+  if (options.tensorParallel > 1) {
+    OpBuilder::InsertionGuard guard(b);
+    auto collectives = LLVM::GlobalOp::create(b, loc, ptr, /*isConstant=*/false,
+                                              LLVM::Linkage::Internal,
+                                              "attn_collectives", Attribute());
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(b.createBlock(&collectives.getInitializerRegion()));
+      LLVM::ReturnOp::create(b, loc, LLVM::ZeroOp::create(b, loc, ptr).getResult());
+    }
+    auto setCollectives = exported("attn_model_set_collectives", voidType, {ptr});
+    exports.push_back(setCollectives);
+    LLVM::StoreOp::create(b, loc, setCollectives.getArgument(0),
+                          LLVM::AddressOfOp::create(b, loc, collectives));
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+
+    // attn_model_collectives: {rank, size, context, all_reduce_sum, all_gather}.
+    auto hooks = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, ptr, ptr, ptr});
+    auto field = [&](Value c, int32_t index, Type type) -> Value {
+      Value at = LLVM::GEPOp::create(b, loc, ptr, hooks, c,
+                                     ArrayRef<LLVM::GEPArg>{0, index});
+      return LLVM::LoadOp::create(b, loc, type, at);
+    };
+    auto define = [&](LLVM::LLVMFuncOp func) {
+      b.setInsertionPointToStart(func.addEntryBlock(b));
+      return LLVM::LoadOp::create(b, loc, ptr,
+                                  LLVM::AddressOfOp::create(b, loc, collectives))
+          .getResult();
+    };
+    // A lowered memref<?xf32> argument (allocated, aligned, offset, size,
+    // stride) from argument `first`: its first element and its size.
+    auto data = [&](LLVM::LLVMFuncOp func, unsigned first) {
+      Value base = func.getArgument(first + 1);
+      Value at = LLVM::GEPOp::create(b, loc, ptr, b.getF32Type(), base,
+                                     ValueRange{func.getArgument(first + 2)});
+      return std::make_pair(at, func.getArgument(first + 3));
+    };
+    if (allReduce) {
+      Value c = define(allReduce);
+      auto [at, n] = data(allReduce, 0);
+      auto type = LLVM::LLVMFunctionType::get(voidType, {ptr, ptr, i64});
+      LLVM::CallOp::create(b, loc, type,
+                           ValueRange{field(c, 3, ptr), field(c, 2, ptr), at, n});
+      LLVM::ReturnOp::create(b, loc, ValueRange{});
+    }
+    if (allGather) {
+      Value c = define(allGather);
+      auto [in, n] = data(allGather, 0);
+      Value out = data(allGather, 5).first;
+      auto type = LLVM::LLVMFunctionType::get(voidType, {ptr, ptr, i64, ptr});
+      LLVM::CallOp::create(b, loc, type,
+                           ValueRange{field(c, 4, ptr), field(c, 2, ptr), in, n, out});
+      LLVM::ReturnOp::create(b, loc, ValueRange{});
+    }
+    if (groupRank) {
+      Value c = define(groupRank);
+      LLVM::ReturnOp::create(b, loc, LLVM::SExtOp::create(b, loc, i64, field(c, 0, i32)).getResult());
+    }
+  } else if (allReduce || allGather || groupRank) {
+    return module.emitError("tensor-parallel collectives in a library of one rank");
   }
 
   // Only the C ABI is exported; everything else the pipeline produced

@@ -61,10 +61,16 @@ struct GlobalValues {
 class ModelIRBuilder {
 public:
   ModelIRBuilder(OpBuilder &b, Location loc, const ModelConfig &config,
-                 int64_t maxSeq, int64_t cacheRows, Type cacheElement,
-                 bool inspect = false)
-      : b(b), loc(loc), config(config), maxSeq(maxSeq), cacheRows(cacheRows),
-        cacheElement(cacheElement), inspect(inspect) {}
+                 const ModelLayout &layout, int64_t maxSeq, int64_t cacheRows,
+                 Type cacheElement, bool inspect = false)
+      : b(b), loc(loc), config(config), ranks(layout.ranks), maxSeq(maxSeq),
+        cacheRows(cacheRows), cacheElement(cacheElement), inspect(inspect) {}
+
+  /// The sum over the tensor-parallel ranks of a row-parallel projection's
+  /// partial result (x itself without a split).
+  Value allReduce(Value x) {
+    return ranks > 1 ? AllReduceOp::create(b, loc, x, ranks).getResult() : x;
+  }
 
   RankedTensorType activations(int64_t seq, int64_t features) const {
     return RankedTensorType::get({seq, features}, b.getF32Type());
@@ -428,14 +434,14 @@ public:
       std::tie(a, kc1) = attendRows(q, k, v, kc);
     else
       std::tie(a, kc1, vc1) = attendAndCache(q, k, v, kc, vc, pos, rows);
-    Value o = linear(a, w.output, w.outputBias, WeightLayout::Packed, d);
+    Value o = allReduce(linear(a, w.output, w.outputBias, WeightLayout::Packed, d));
     return {o, kc1, vc1};
   }
 
   /// The MLP sublayer of `h`: its down projection.
   Value mlpSublayer(Value h, const LayerValues &w) {
-    return linear(mlp(h, w), w.down, w.downBias, WeightLayout::Packed,
-                  config.hiddenSize);
+    return allReduce(linear(mlp(h, w), w.down, w.downBias, WeightLayout::Packed,
+                            config.hiddenSize));
   }
 
   /// One decoder layer as the description says. `w` holds the layer's
@@ -471,8 +477,15 @@ public:
     FloatAttr scale;
     if (config.embeddingScale != 1.0)
       scale = b.getF32FloatAttr(static_cast<float>(config.embeddingScale));
-    Value x = EmbeddingOp::create(b, loc, activations(seq, config.hiddenSize),
-                                  globals.tokenEmbedding, tokens, scale);
+    // Split over ranks, each holds a slice of the vocabulary: its rows of
+    // the ids it has, zeros for the others, summed.
+    Value sliceBegin;
+    if (ranks > 1)
+      sliceBegin = arith::MulIOp::create(b, loc, GroupRankOp::create(b, loc, ranks),
+                                         index(vocabularySlice(config, ranks)));
+    Value x = allReduce(EmbeddingOp::create(b, loc, activations(seq, config.hiddenSize),
+                                            globals.tokenEmbedding, tokens, sliceBegin,
+                                            scale));
     if (config.embeddingNorm)
       x = norm(x, globals.embeddingNorm, globals.embeddingNormBias);
     const PositionSpec &positions = config.positions;
@@ -519,7 +532,7 @@ public:
     Value learned =
         EmbeddingOp::create(b, loc, activations(seq, config.hiddenSize),
                             globals.positionEmbedding, ids.getResult(0),
-                            /*scale=*/FloatAttr());
+                            /*offset=*/Value(), /*scale=*/FloatAttr());
     return ResidualAddOp::create(b, loc, x, learned);
   }
 
@@ -544,13 +557,29 @@ public:
     Value last = tensor::ExtractSliceOp::create(
         b, loc, activations(ShapedType::kDynamic, hType.getDimSize(1)), h,
         offsets, sizes, strides);
-    return linear(last, globals.head, globals.headBias, WeightLayout::Packed,
-                  config.vocabSize);
+    if (ranks == 1)
+      return linear(last, globals.head, globals.headBias, WeightLayout::Packed,
+                    config.vocabSize);
+    // Each rank's slice of the vocabulary, gathered; the last rank's
+    // padding rows dropped.
+    int64_t slice = vocabularySlice(config, ranks);
+    Value shard = linear(last, globals.head, globals.headBias, WeightLayout::Packed, slice);
+    Value all = AllGatherOp::create(b, loc, activations(ShapedType::kDynamic, ranks * slice),
+                                    shard, ranks);
+    if (ranks * slice == config.vocabSize)
+      return all;
+    SmallVector<OpFoldResult> whole = {b.getIndexAttr(0), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> vocab = {rows, b.getIndexAttr(config.vocabSize)};
+    return tensor::ExtractSliceOp::create(
+        b, loc, activations(ShapedType::kDynamic, config.vocabSize), all, whole, vocab,
+        SmallVector<OpFoldResult>(2, b.getIndexAttr(1)));
   }
 
   OpBuilder &b;
   Location loc;
+  /// One rank's model when split over `ranks` (rankLocalConfig).
   const ModelConfig &config;
+  int64_t ranks;
   int64_t maxSeq, cacheRows;
   Type cacheElement;
   /// Whether attention also yields its weights: [heads, seq, keys], of the
@@ -609,7 +638,7 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
                                 int64_t maxSeq, int64_t cacheRows, Type cacheElement,
                                 Entry kind) {
   const bool inspect = kind == Entry::Inspect, batch = kind == Entry::Batch;
-  ModelIRBuilder ir(b, loc, config, maxSeq, cacheRows, cacheElement, inspect);
+  ModelIRBuilder ir(b, loc, config, layout, maxSeq, cacheRows, cacheElement, inspect);
   // Every layer has the same entries (only their table indices differ).
   SmallVector<int64_t, 16> entries = layout.layers.front().list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
@@ -790,7 +819,7 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
                         StringRef name, Entry kind,
                         const ModelConfig &config, const ModelLayout &layout,
                         int64_t seq, int64_t maxSeq, Type cacheElement) {
-  ModelIRBuilder ir(b, loc, config, maxSeq, maxSeq, cacheElement);
+  ModelIRBuilder ir(b, loc, config, layout, maxSeq, maxSeq, cacheElement);
   const bool inspect = kind == Entry::Inspect, batch = kind == Entry::Batch;
   const int64_t dynamic = ShapedType::kDynamic, layers = config.numLayers;
   const int64_t kvf = config.kvFeatures();
@@ -942,7 +971,7 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
 void buildUnembedFunction(OpBuilder &b, Location loc, ModuleOp module,
                           const ModelConfig &config, const ModelLayout &layout,
                           int64_t maxSeq, Type cacheElement) {
-  ModelIRBuilder ir(b, loc, config, maxSeq, maxSeq, cacheElement);
+  ModelIRBuilder ir(b, loc, config, layout, maxSeq, maxSeq, cacheElement);
   Type f32 = b.getF32Type();
   SmallVector<Type> inputs = {
       MemRefType::get({ShapedType::kDynamic, config.hiddenSize}, f32)};
@@ -980,7 +1009,7 @@ void storePacked(OpBuilder &b, Location loc, Value value, Value dst, Value n,
 }
 
 /// The weight's row of packed row `r` (PackedWeight::Source::sourceRow) as
-/// index arithmetic.
+/// index arithmetic, before a tensor-parallel rank's offset.
 Value sourceRowIndex(OpBuilder &b, Location loc,
                      const PackedWeight::Source &source, Value r) {
   auto c = [&](int64_t v) -> Value {
@@ -1136,17 +1165,55 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
     Value zero = index(0), one = index(1);
     Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     Value dst = entry->getArguments().back();
+    // The tensor-parallel rank, when a source is sliced by it.
+    Value rank;
+    if (llvm::any_of(packed.sources, [](const PackedWeight::Source &source) {
+          return source.rankDependent();
+        }))
+      rank = GroupRankOp::create(b, loc, layout.ranks);
     int64_t offset = 0;
     for (size_t s = 0; s < packed.sources.size(); ++s) {
       const PackedWeight::Source &source = packed.sources[s];
       Value src = entry->getArgument(s);
       Value rowOffset = index(offset);
+      // This rank's element [row, k] of the source (k for a matrix):
+      // shifted to its slice, zero past the valid rows or off rank 0.
+      auto loadSlice = [&](OpBuilder &lb, Location ll, Value r, Value k) -> Value {
+        auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(lb, ll, v); };
+        Value row = sourceRowIndex(lb, ll, source, r);
+        if (source.rankRows)
+          row = arith::AddIOp::create(
+              lb, ll, row, arith::MulIOp::create(lb, ll, rank, c(source.rankRows)));
+        if (k && source.rankColumns)
+          k = arith::AddIOp::create(
+              lb, ll, k, arith::MulIOp::create(lb, ll, rank, c(source.rankColumns)));
+        Value valid;
+        auto also = [&](Value condition) {
+          valid = valid ? arith::AndIOp::create(lb, ll, valid, condition).getResult()
+                        : condition;
+        };
+        if (source.validRows) {
+          also(arith::CmpIOp::create(lb, ll, arith::CmpIPredicate::ult, row,
+                                     c(source.validRows)));
+          row = arith::MinUIOp::create(lb, ll, row, c(source.validRows - 1));
+        }
+        if (source.firstRankOnly)
+          also(arith::CmpIOp::create(lb, ll, arith::CmpIPredicate::eq, rank, c(0)));
+        SmallVector<Value, 2> at;
+        if (!k)
+          at = {row};
+        else
+          at = source.outIn ? SmallVector<Value, 2>{row, k} : SmallVector<Value, 2>{k, row};
+        Value value = memref::LoadOp::create(lb, ll, src, at);
+        if (valid)
+          value = arith::SelectOp::create(lb, ll, valid, value, zeroF);
+        return value;
+      };
       if (packed.vector) {
         scf::ForOp::create(
             b, loc, zero, index(source.rows), one, ValueRange{},
             [&](OpBuilder &fb, Location fl, Value r, ValueRange) {
-              Value value = memref::LoadOp::create(
-                  fb, fl, src, ValueRange{sourceRowIndex(fb, fl, source, r)});
+              Value value = loadSlice(fb, fl, r, Value());
               memref::StoreOp::create(
                   fb, fl, value, dst,
                   ValueRange{arith::AddIOp::create(fb, fl, r, rowOffset)});
@@ -1170,11 +1237,9 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
                 [&](OpBuilder &fb, Location fl, Value j, ValueRange) {
                   Value i = ivs[0];
                   Value r = source.outIn ? i : j, k = source.outIn ? j : i;
-                  Value row = sourceRowIndex(fb, fl, source, r);
                   Value n = arith::AddIOp::create(fb, fl, r, rowOffset);
                   auto load = [&](OpBuilder &lb, Location ll, Value kk) -> Value {
-                    return memref::LoadOp::create(
-                        lb, ll, src, source.outIn ? ValueRange{row, kk} : ValueRange{kk, row});
+                    return loadSlice(lb, ll, r, kk);
                   };
                   if (quantized) {
                     Value k0 = arith::MulIOp::create(
@@ -1285,7 +1350,7 @@ llvm::SmallVector<float> mlir::attn::alibiSlopes(int64_t heads) {
 }
 
 OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
-                                                   const ModelConfig &config,
+                                                   const ModelConfig &wholeConfig,
                                                    const ModelBuildOptions &options) {
   context.loadDialect<AttnDialect, arith::ArithDialect,
                       bufferization::BufferizationDialect, func::FuncDialect,
@@ -1296,7 +1361,11 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
   Location loc = FileLineColLoc::get(&context, "attn-compile", 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
 
-  ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat);
+  // Split over ranks, the IR is one rank's: its heads, KV heads and MLP
+  // columns, and collectives where the slices meet.
+  ModelLayout layout = planModelLayout(wholeConfig, options.blockSize,
+                                       options.weightFormat, options.tensorParallel);
+  ModelConfig config = rankLocalConfig(wholeConfig, options.tensorParallel);
   // One block function per cache length (layers with and without a
   // sliding window), each compiled once and called by its layers.
   int64_t maxSeq = options.maxSeq;

@@ -122,6 +122,12 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
       os << describeModel(config);
     });
 
+  if (llvm::Error err = checkTensorParallel(config, options.tensorParallel))
+    return err;
+  if (options.tensorParallel > 1 && options.inspect)
+    return llvm::createStringError(
+        "--inspect and --tensor-parallel cannot be combined: inspect a model "
+        "in one process");
   if (isQuantized(options.weightFormat)) {
     const char *name = weightFormatName(options.weightFormat);
     if (options.pipeline.vectorWidth != 16)
@@ -146,6 +152,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   build.weightFormat = options.weightFormat;
   build.kvFormat = options.kvFormat;
   build.inspect = options.inspect;
+  build.tensorParallel = options.tensorParallel;
   OwningOpRef<ModuleOp> module;
   {
     StageTimer timer(progress, "build attn IR");

@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -36,9 +37,47 @@ std::optional<WeightFormat> mlir::attn::parseWeightFormat(llvm::StringRef name) 
   return std::nullopt;
 }
 
+llvm::Error mlir::attn::checkTensorParallel(const ModelConfig &config,
+                                            int64_t ranks) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--tensor-parallel " + llvm::Twine(ranks) + ": " + why);
+  };
+  if (ranks < 1)
+    return fail("the number of ranks must be positive");
+  if (ranks == 1)
+    return llvm::Error::success();
+  auto divides = [&](int64_t count, llvm::StringRef what) -> llvm::Error {
+    if (count % ranks == 0)
+      return llvm::Error::success();
+    return fail(llvm::Twine(ranks) + " ranks do not divide the " + what + " (" +
+                llvm::Twine(count) + ")");
+  };
+  if (llvm::Error err = divides(config.numHeads, "attention heads"))
+    return err;
+  if (llvm::Error err = divides(config.numKvHeads, "key/value heads"))
+    return err;
+  if (llvm::Error err = divides(config.intermediateSize, "MLP width (intermediate size)"))
+    return err;
+  if (config.positions.kind == PositionKind::Alibi)
+    return fail("ALiBi's per-head slopes (" + config.architecture +
+                ") are not split across ranks yet");
+  return llvm::Error::success();
+}
+
+ModelConfig mlir::attn::rankLocalConfig(const ModelConfig &config, int64_t ranks) {
+  ModelConfig local = config;
+  local.numHeads /= ranks;
+  local.numKvHeads /= ranks;
+  local.intermediateSize /= ranks;
+  return local;
+}
+
 ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
-                                        int64_t blockSize, WeightFormat format) {
+                                        int64_t blockSize, WeightFormat format,
+                                        int64_t ranks) {
   ModelLayout layout;
+  layout.ranks = ranks;
   layout.weights = modelWeights(config);
   layout.usedAtRunTime.assign(layout.weights.size(), true);
   llvm::StringMap<int64_t> index;
@@ -69,7 +108,9 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
     for (const PackedWeight::Source &source : sources) {
       const WeightSpec &spec = layout.weights[source.weight];
       if (!vector)
-        packed.inFeatures = source.outIn ? spec.shape[1] : spec.shape[0];
+        packed.inFeatures = source.columns ? source.columns
+                            : source.outIn ? spec.shape[1]
+                                           : spec.shape[0];
       packed.outFeatures += source.rows;
       packed.sources.push_back(source);
       layout.usedAtRunTime[source.weight] = false;
@@ -105,6 +146,32 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
   bool normBias = config.norm.hasBias();
   bool outIn = config.linearOutIn;
   int64_t f = config.intermediateSize;
+  // One rank's slice (ranks > 1): output rows [r * rows, (r + 1) * rows)
+  // of a source, starting at `rowBegin`, or its input features
+  // [r * columns, (r + 1) * columns); without a split the source is whole.
+  const bool split = ranks > 1;
+  auto rowSlice = [&](PackedWeight::Source source, int64_t rowBegin, int64_t rows) {
+    source.rowBegin = rowBegin;
+    source.rows = split ? rows / ranks : rows;
+    if (split)
+      source.rankRows = source.rows;
+    return source;
+  };
+  auto columnSlice = [&](PackedWeight::Source source, int64_t columns) {
+    if (split)
+      source.columns = source.rankColumns = columns / ranks;
+    return source;
+  };
+  // A row-parallel projection's bias: added once, by rank 0.
+  auto onceBias = [&](const std::string &module, bool present) -> int64_t {
+    if (!present || !split)
+      return biasOf(module, present);
+    PackedWeight::Source b = bias(module);
+    b.firstRankOnly = true;
+    return packSources(module + names.biasSuffix, {b}, true);
+  };
+  int64_t hd = config.headDim;
+  int64_t qf = config.queryFeatures(), kvf = config.kvFeatures();
   for (int64_t i = 0; i < config.numLayers; ++i) {
     std::string p = names.layerPrefix(i);
     LayerEntries entries;
@@ -112,86 +179,125 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
     entries.attentionNormBias = biasOf(p + names.attentionNorm, normBias);
     // One projection for q, k and v, [q | k | v]: the input is read once.
     bool qkvBias = config.attention.qkvBias;
+    // A rank's q, k and v rows of sources {q, k, v} that are stored one
+    // after another from rows 0, qf and qf + kvf (one fused weight) or at
+    // row 0 of each (three).
+    auto qkvSlices = [&](std::array<PackedWeight::Source, 3> parts, bool fused) {
+      int64_t begins[3] = {0, fused ? qf : 0, fused ? qf + kvf : 0};
+      int64_t rows[3] = {qf, kvf, kvf};
+      llvm::SmallVector<PackedWeight::Source, 3> sliced;
+      for (int i = 0; i < 3; ++i)
+        sliced.push_back(rowSlice(parts[i], begins[i], rows[i]));
+      return sliced;
+    };
     switch (config.attention.qkv) {
-    case QkvStorage::Fused:
-      entries.qkv = pack(p + names.qkv, {p + names.qkv}, outIn);
-      entries.qkvBias = biasOf(p + names.qkv, qkvBias);
-      break;
-    case QkvStorage::FusedPerHead: {
-      PackedWeight::Source weight = whole(p + names.qkv, outIn);
-      weight.heads = config.numHeads;
-      weight.groups = 3;
-      weight.headDim = config.headDim;
-      entries.qkv = packSources(p + names.qkv, {weight}, false);
+    case QkvStorage::Fused: {
+      if (!split) {
+        entries.qkv = pack(p + names.qkv, {p + names.qkv}, outIn);
+        entries.qkvBias = biasOf(p + names.qkv, qkvBias);
+        break;
+      }
+      PackedWeight::Source w = whole(p + names.qkv, outIn);
+      entries.qkv = packSources(p + names.qkv, qkvSlices({w, w, w}, true), false);
       if (qkvBias) {
         PackedWeight::Source b = bias(p + names.qkv);
-        b.heads = config.numHeads;
-        b.groups = 3;
-        b.headDim = config.headDim;
-        entries.qkvBias = packSources(p + names.qkv + "bias", {b}, true);
+        entries.qkvBias =
+            packSources(p + names.qkv + "bias", qkvSlices({b, b, b}, true), true);
       }
       break;
     }
+    case QkvStorage::FusedPerHead: {
+      // Rows [heads][q, k, v][head_dim]: a rank's heads are contiguous.
+      auto perHead = [&](PackedWeight::Source source) {
+        source.heads = config.numHeads / ranks;
+        source.groups = 3;
+        source.headDim = hd;
+        source.rows = 3 * source.heads * hd;
+        if (split)
+          source.rankRows = source.rows;
+        return source;
+      };
+      entries.qkv = packSources(p + names.qkv, {perHead(whole(p + names.qkv, outIn))}, false);
+      if (qkvBias)
+        entries.qkvBias =
+            packSources(p + names.qkv + "bias", {perHead(bias(p + names.qkv))}, true);
+      break;
+    }
     case QkvStorage::Separate:
-      entries.qkv = pack(p + "qkv",
-                         {p + names.query, p + names.key, p + names.value},
-                         outIn);
+      entries.qkv = packSources(p + "qkv",
+                                qkvSlices({whole(p + names.query, outIn),
+                                           whole(p + names.key, outIn),
+                                           whole(p + names.value, outIn)},
+                                          false),
+                                false);
       if (qkvBias)
         entries.qkvBias = packSources(
             p + "qkv.bias",
-            {bias(p + names.query), bias(p + names.key), bias(p + names.value)},
+            qkvSlices({bias(p + names.query), bias(p + names.key), bias(p + names.value)},
+                      false),
             true);
       break;
     }
-    entries.output = pack(p + names.output, {p + names.output}, outIn);
-    entries.outputBias = biasOf(p + names.output, config.attention.outputBias);
+    entries.output = packSources(
+        p + names.output, {columnSlice(whole(p + names.output, outIn), qf)}, false);
+    entries.outputBias = onceBias(p + names.output, config.attention.outputBias);
     if (!(config.block.parallel && config.block.sharedNorm)) {
       entries.mlpNorm = weightOf(p + names.mlpNorm);
       entries.mlpNormBias = biasOf(p + names.mlpNorm, normBias);
     }
     bool mlpBias = config.mlp.bias;
+    // A column-parallel MLP projection (rows [rowBegin, rowBegin + f) of
+    // `module`) and its bias, whole without a split.
+    auto mlpProjection = [&](const std::string &module, const std::string &name,
+                             int64_t rowBegin, int64_t &weight, int64_t &biasEntry) {
+      weight = packSources(name, {rowSlice(whole(module, outIn), rowBegin, f)}, false);
+      if (!mlpBias)
+        return;
+      if (!split && rowBegin == 0 && name == module)
+        biasEntry = biasOf(module, true);
+      else
+        biasEntry = packSources(name + "." + names.biasSuffix,
+                                {rowSlice(bias(module), rowBegin, f)}, true);
+    };
     if (config.mlp.fusedGateUp) {
       // Rows gate | up of one weight (and bias).
-      PackedWeight::Source gate = whole(p + names.gateUp, outIn);
-      gate.rows = f;
-      PackedWeight::Source up = gate;
-      up.rowBegin = f;
-      entries.gate = packSources(p + names.gateUp + "gate", {gate}, false);
-      entries.up = packSources(p + names.gateUp + "up", {up}, false);
-      if (mlpBias) {
-        PackedWeight::Source gateBias = bias(p + names.gateUp);
-        gateBias.rows = f;
-        PackedWeight::Source upBias = gateBias;
-        upBias.rowBegin = f;
-        entries.gateBias =
-            packSources(p + names.gateUp + "gate.bias", {gateBias}, true);
-        entries.upBias = packSources(p + names.gateUp + "up.bias", {upBias}, true);
-      }
+      mlpProjection(p + names.gateUp, p + names.gateUp + "gate", 0, entries.gate,
+                    entries.gateBias);
+      mlpProjection(p + names.gateUp, p + names.gateUp + "up", f, entries.up,
+                    entries.upBias);
     } else {
-      if (config.mlp.gated()) {
-        entries.gate = pack(p + names.gate, {p + names.gate}, outIn);
-        entries.gateBias = biasOf(p + names.gate, mlpBias);
-      }
-      entries.up = pack(p + names.up, {p + names.up}, outIn);
-      entries.upBias = biasOf(p + names.up, mlpBias);
+      if (config.mlp.gated())
+        mlpProjection(p + names.gate, p + names.gate, 0, entries.gate, entries.gateBias);
+      mlpProjection(p + names.up, p + names.up, 0, entries.up, entries.upBias);
     }
-    entries.down = pack(p + names.down, {p + names.down}, outIn);
-    entries.downBias = biasOf(p + names.down, mlpBias);
+    entries.down =
+        packSources(p + names.down, {columnSlice(whole(p + names.down, outIn), f)}, false);
+    entries.downBias = onceBias(p + names.down, mlpBias);
     layout.layers.push_back(entries);
   }
 
   GlobalEntries &globals = layout.globals;
+  // A [vocab, hidden] table, or a rank's rows of it (the last rank's
+  // padded with zeros).
+  auto vocabulary = [&](PackedWeight::Source source) {
+    if (split) {
+      source.validRows = source.rows;
+      source.rows = source.rankRows = vocabularySlice(config, ranks);
+    }
+    return source;
+  };
   if (config.tieEmbeddings) {
     // The token embedding is also the output projection: the embedding
     // reads its rows from the packed copy.
     globals.tokenEmbedding =
-        pack("lm_head", {names.tokenEmbedding}, /*outIn=*/true);
+        packSources("lm_head", {vocabulary(whole(names.tokenEmbedding, /*outIn=*/true))}, false);
     globals.head = globals.tokenEmbedding;
-  } else if (format != WeightFormat::F32) {
+  } else if (format != WeightFormat::F32 || split) {
     // A separate table follows the format too (a fifth of an untied
-    // LLaMA-110M's bytes): the embedding gathers from its packed copy.
+    // LLaMA-110M's bytes), and is split: the embedding gathers from its
+    // packed copy.
     globals.tokenEmbedding =
-        pack(names.tokenEmbedding, {names.tokenEmbedding}, /*outIn=*/true);
+        packSources(names.tokenEmbedding, {vocabulary(whole(names.tokenEmbedding, /*outIn=*/true))}, false);
   } else {
     globals.tokenEmbedding = weightOf(names.tokenEmbedding);
   }
@@ -206,15 +312,20 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
     globals.finalNormBias = biasOf(names.finalNorm, normBias);
   }
   if (!config.tieEmbeddings)
-    globals.head = pack("lm_head", {names.head}, /*outIn=*/true);
+    globals.head = packSources("lm_head", {vocabulary(whole(names.head, /*outIn=*/true))}, false);
   // GPT-J's lm_head has a bias even when its weight is tied.
-  globals.headBias = biasOf(names.head, config.headBias);
+  if (config.headBias && split) {
+    globals.headBias =
+        packSources(names.head + names.biasSuffix, {vocabulary(bias(names.head))}, true);
+  } else {
+    globals.headBias = biasOf(names.head, config.headBias);
+  }
   return layout;
 }
 
 std::vector<int64_t> mlir::attn::packKinds(const ModelLayout &layout) {
   using Source = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t,
-                            std::vector<int64_t>>;
+                            std::vector<int64_t>, std::vector<int64_t>>;
   using Key = std::tuple<bool, int, int64_t, int64_t, int64_t, std::vector<Source>>;
   std::map<Key, int64_t> kindOf;
   std::vector<int64_t> kinds;
@@ -224,6 +335,9 @@ std::vector<int64_t> mlir::attn::packKinds(const ModelLayout &layout) {
       const auto &shape = layout.weights[source.weight].shape;
       sources.emplace_back(source.outIn, source.rows, source.rowBegin,
                            source.heads, source.groups, source.headDim,
+                           std::vector<int64_t>{source.rankRows, source.rankColumns,
+                                                source.columns, source.validRows,
+                                                source.firstRankOnly},
                            std::vector<int64_t>(shape.begin(), shape.end()));
     }
     Key key{packed.vector, static_cast<int>(packed.format), packed.inFeatures,

@@ -37,6 +37,8 @@ class _ModelInfo(ctypes.Structure):
         ("kv_format", ctypes.c_char_p),
         ("attn_version", ctypes.c_char_p),
         ("can_inspect", ctypes.c_int32),
+        ("tensor_parallel", ctypes.c_int32),
+        ("rank", ctypes.c_int32),
     ]
 
 

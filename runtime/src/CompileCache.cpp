@@ -342,6 +342,10 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
   }
   if (settings.inspect)
     options.push_back("--inspect");
+  if (settings.tensorParallel > 1) {
+    options.push_back("--tensor-parallel");
+    options.push_back(std::to_string(settings.tensorParallel));
+  }
 
   if (!findCompiler(settings.compiler, compilerPath, error))
     return false;

@@ -45,6 +45,8 @@ struct CompileSettings {
   std::string kvFormat;
   /// attn-compile --inspect.
   bool inspect = false;
+  /// attn-compile --tensor-parallel (1: the whole model).
+  int64_t tensorParallel = 1;
   /// "" chooses MODEL_DIR/.attn or the XDG cache (attnrt.h).
   std::string cacheDir;
   attnrt_log_fn log = nullptr;

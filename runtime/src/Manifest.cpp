@@ -222,7 +222,8 @@ bool parseManifest(std::string_view json, Manifest &manifest,
       !read.integer("num_heads", 0, false, manifest.numHeads) ||
       !read.integer("num_kv_heads", 0, false, manifest.numKvHeads) ||
       !read.integer("head_dim", 0, false, manifest.headDim) ||
-      !read.integer("intermediate_size", 0, false, manifest.intermediateSize))
+      !read.integer("intermediate_size", 0, false, manifest.intermediateSize) ||
+      !read.integer("tensor_parallel", 1, false, manifest.tensorParallel))
     return false;
   // Token ids are int32 and logits rows are indexed with int64.
   if (manifest.vocabSize > INT32_MAX) {

@@ -45,6 +45,9 @@ struct Manifest {
   /// How the KV cache stores keys and values: "f32" (also when the manifest
   /// predates the field), "bf16", "f16".
   std::string kvFormat = "f32";
+  /// Ranks of the tensor-parallel split the library is one rank of (1: the
+  /// whole model).
+  int64_t tensorParallel = 1;
   std::vector<WeightSpec> weights;
   std::vector<PackedSpec> packed;
   std::vector<std::string> namePrefixes;

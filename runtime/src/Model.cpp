@@ -50,6 +50,10 @@ struct attnrt_model {
   attn_model_decode_batch_fn decodeBatch = nullptr;
   attn_model_inspect_fn inspect = nullptr;
   attn_model_unembed_fn unembed = nullptr;
+  attn_model_set_collectives_fn setCollectives = nullptr;
+  /// The tensor-parallel group's hooks the library calls (it keeps the
+  /// pointer), from the communicator the model was loaded with.
+  attn_model_collectives collectives = {};
 
   std::string manifestJson;
   Manifest manifest;
@@ -133,6 +137,8 @@ static bool loadLibrary(attnrt_model &model, const char *path,
       lookup(ATTN_MODEL_INSPECT_SYMBOL));
   model.unembed = reinterpret_cast<attn_model_unembed_fn>(
       lookup(ATTN_MODEL_UNEMBED_SYMBOL));
+  model.setCollectives = reinterpret_cast<attn_model_set_collectives_fn>(
+      lookup(ATTN_MODEL_SET_COLLECTIVES_SYMBOL));
   const char *missing = !manifestFn      ? ATTN_MODEL_MANIFEST_SYMBOL
                         : !model.prefill ? ATTN_MODEL_PREFILL_SYMBOL
                         : !model.decode  ? ATTN_MODEL_DECODE_SYMBOL
@@ -180,6 +186,53 @@ static bool loadLibrary(attnrt_model &model, const char *path,
   // The inspected arrays are shaped by the dimensions the manifest may omit.
   info.can_inspect = model.inspect && model.unembed && m.numLayers > 0 &&
                      m.numHeads > 0 && m.hiddenSize > 0;
+  info.tensor_parallel = static_cast<int32_t>(m.tensorParallel);
+  return true;
+}
+
+/// Makes this process rank comm->rank of the library's tensor-parallel
+/// group (before packing, which reads the rank's slices), or checks that a
+/// library of the whole model has no group.
+static bool joinGroup(attnrt_model &model, const char *path,
+                      const attnrt_communicator *comm, std::string &error) {
+  std::string where = "library " + quote(path) + ": ";
+  int64_t ranks = model.manifest.tensorParallel;
+  int64_t size = comm ? comm->size : 1;
+  if (ranks == 1 && size == 1)
+    return true;
+  if (ranks == 1) {
+    error = where + format("is the whole model (not compiled with --tensor-parallel) "
+                           "but the group has %lld ranks",
+                           static_cast<long long>(size));
+    return false;
+  }
+  if (!comm) {
+    error = where + format("is one rank of a %lld-way tensor-parallel split: load it "
+                           "with a communicator of %lld ranks (mpirun -np %lld)",
+                           static_cast<long long>(ranks), static_cast<long long>(ranks),
+                           static_cast<long long>(ranks));
+    return false;
+  }
+  if (size != ranks) {
+    error = where + format("is one rank of a %lld-way tensor-parallel split but the "
+                           "group has %lld ranks",
+                           static_cast<long long>(ranks), static_cast<long long>(size));
+    return false;
+  }
+  if (comm->rank < 0 || comm->rank >= size || !comm->all_reduce_sum || !comm->all_gather) {
+    error = where + format("the communicator is invalid (rank %d of %d, or a null hook)",
+                           comm->rank, comm->size);
+    return false;
+  }
+  if (!model.setCollectives) {
+    error = where + "its manifest says tensor_parallel but it does not export " +
+            ATTN_MODEL_SET_COLLECTIVES_SYMBOL;
+    return false;
+  }
+  model.collectives = {comm->rank, comm->size, comm->context, comm->all_reduce_sum,
+                       comm->all_gather};
+  model.setCollectives(&model.collectives);
+  model.info.rank = comm->rank;
   return true;
 }
 
@@ -479,6 +532,14 @@ extern "C" {
 attnrt_model *attnrt_model_load(const char *library_path,
                                 const char *weights_path, char *error,
                                 size_t error_size) {
+  return attnrt_model_load_parallel(library_path, weights_path, nullptr, error,
+                                    error_size);
+}
+
+attnrt_model *attnrt_model_load_parallel(const char *library_path,
+                                         const char *weights_path,
+                                         const attnrt_communicator *comm,
+                                         char *error, size_t error_size) {
   return guarded<attnrt_model *>(
       error, error_size, nullptr, [&]() -> attnrt_model * {
         if (!library_path || !weights_path) {
@@ -489,6 +550,7 @@ attnrt_model *attnrt_model_load(const char *library_path,
         auto model = std::make_unique<attnrt_model>();
         std::string message;
         if (!loadLibrary(*model, library_path, message) ||
+            !joinGroup(*model, library_path, comm, message) ||
             !loadWeights(*model, weights_path, message)) {
           copyError(message, error, error_size);
           return nullptr;
@@ -507,6 +569,13 @@ attnrt_load_options attnrt_load_default_options(void) {
 attnrt_model *attnrt_model_load_dir(const char *model_dir,
                                     const attnrt_load_options *options,
                                     char *error, size_t error_size) {
+  return attnrt_model_load_dir_parallel(model_dir, options, nullptr, error, error_size);
+}
+
+attnrt_model *attnrt_model_load_dir_parallel(const char *model_dir,
+                                             const attnrt_load_options *options,
+                                             const attnrt_communicator *group,
+                                             char *error, size_t error_size) {
   return guarded<attnrt_model *>(
       error, error_size, nullptr, [&]() -> attnrt_model * {
         if (!model_dir || !*model_dir) {
@@ -543,6 +612,8 @@ attnrt_model *attnrt_model_load_dir(const char *model_dir,
           return nullptr;
         }
         settings.inspect = o.inspect != 0;
+        const attnrt_communicator *comm = group && group->size > 1 ? group : nullptr;
+        settings.tensorParallel = comm ? comm->size : 1;
         settings.cacheDir = o.cache_dir ? o.cache_dir : "";
         settings.log = o.log;
         settings.logUser = o.log_user;
@@ -579,7 +650,8 @@ attnrt_model *attnrt_model_load_dir(const char *model_dir,
             return nullptr;
           }
         }
-        if (!loadWeights(*model, model_dir, message)) {
+        if (!joinGroup(*model, library.c_str(), comm, message) ||
+            !loadWeights(*model, model_dir, message)) {
           copyError(message, error, error_size);
           return nullptr;
         }

@@ -64,6 +64,13 @@ static cl::opt<bool> inspect(
              "attention weights, residual stream and final norm, and the logit "
              "lens (attn-inspect; the prefill and decode code is unchanged)"),
     cl::cat(category));
+static cl::opt<int64_t> tensorParallel(
+    "tensor-parallel",
+    cl::desc("Emit one rank's library of an N-way tensor-parallel split "
+             "(default 1): its share of the attention heads and KV heads, the "
+             "MLP columns and the vocabulary, with all-reduces where the "
+             "slices meet; every rank runs the same library (docs/scale-out.md)"),
+    cl::init(1), cl::cat(category));
 static cl::opt<int64_t> maxSeq(
     "max-seq",
     cl::desc("Positions of the KV cache (default: the config's, at most "
@@ -173,6 +180,7 @@ int main(int argc, char **argv) {
   options.weightFormat = *format;
   options.kvFormat = *cacheFormat;
   options.inspect = inspect;
+  options.tensorParallel = tensorParallel;
   options.output = output;
   options.pipeline.queryBlock = queryBlock;
   options.pipeline.kvBlock = kvBlock;

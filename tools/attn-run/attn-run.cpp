@@ -22,10 +22,13 @@
 // In both, generation prefills the prompt, samples the first token from the
 // prefill's last logits row and feeds each generated token back with one
 // decode call. Errors: one line "attn-run: error: ..." on stderr, exit code
-// 1. A thin main over the runtime's C API; links only libattnrt.
+// 1. Under mpirun -np N every process runs one rank of an N-way tensor-
+// parallel split (ProcessGroup.h). A thin main over the runtime's C API;
+// links libattnrt (and attnrt-mpi when the build has MPI).
 //
 //===----------------------------------------------------------------------===//
 
+#include "ProcessGroup.h"
 #include "ToolSupport.h"
 
 #include "attn/Support/Version.h"
@@ -76,7 +79,13 @@ const char *const usage =
     "  --lib PATH          a model library built by attn-compile\n"
     "  --weights PATH      safetensors weights (a file, a shard index or a folder)\n"
     "  --compiler PATH     the attn-compile to run for MODEL_DIR\n"
-    "  --cache-dir DIR     where MODEL_DIR's compiled library is cached\n";
+    "  --cache-dir DIR     where MODEL_DIR's compiled library is cached\n"
+    "\n"
+    "Under mpirun -np N: N-way tensor parallel, each process one rank's slice\n"
+    "of the model (MODEL_DIR is compiled with --tensor-parallel N; a --lib must\n"
+    "be such a library); rank 0 prints and writes --dump-logits\n"
+    "(docs/scale-out.md). $ATTN_TP_TIMEOUT: seconds a rank waits for the others\n"
+    "(default 60) before it ends the job.\n";
 
 struct Options {
   std::string modelDir, lib, weights, tokens, prompt, file, dumpLogits;
@@ -228,12 +237,6 @@ void printRate(FILE *out, const char *what, int64_t tokens, double seconds) {
                tokens, seconds * 1e3, rate);
 }
 
-/// Writes `text` to stdout now (the user watches it stream).
-void emit(const char *text, size_t length) {
-  std::fwrite(text, 1, length, stdout);
-  std::fflush(stdout);
-}
-
 int run(int argc, char **argv) {
   Options options;
   int status = parseOptions(argc, argv, options);
@@ -241,28 +244,56 @@ int run(int argc, char **argv) {
     return status;
   bool folder = !options.modelDir.empty();
 
+  // Under mpirun -np N: one rank of an N-way tensor-parallel run. Every rank
+  // runs the same steps on the same tokens (rank 0's prompt and samples);
+  // rank 0 prints and writes files. A rank that fails ends the whole job.
+  ProcessGroup group;
+  {
+    std::string message;
+    if (!group.start(&argc, &argv, message))
+      return fail(tool, message);
+  }
+  auto failed = [&](const std::string &message) -> int {
+    if (group.communicator())
+      group.abort(std::string(tool) + ": error: " + message);
+    return fail(tool, message);
+  };
+  // Writes `text` to stdout now (the user watches it stream).
+  auto emit = [&](const char *text, size_t length) {
+    if (!group.leader())
+      return;
+    std::fwrite(text, 1, length, stdout);
+    std::fflush(stdout);
+  };
+
   char error[1024];
   ModelPtr model;
   TokenizerPtr tokenizer;
   if (folder) {
     std::string message;
     model.reset(loadModelFolder(tool, options.modelDir, options.context, options.folder,
-                                message));
+                                message, /*inspect=*/false, group.communicator()));
     if (!model)
-      return fail(tool, message);
+      return failed(message);
     // The tokenizer is optional with --tokens (the output is then ids).
     tokenizer.reset(
         attnrt_tokenizer_load(options.modelDir.c_str(), error, sizeof(error)));
     if (!tokenizer && !options.haveTokens)
-      return fail(tool, error);
+      return failed(error);
   } else {
-    model.reset(attnrt_model_load(options.lib.c_str(), options.weights.c_str(),
-                                  error, sizeof(error)));
+    model.reset(attnrt_model_load_parallel(options.lib.c_str(), options.weights.c_str(),
+                                           group.communicator(), error, sizeof(error)));
     if (!model)
-      return fail(tool, error);
+      return failed(error);
+  }
+  // Compiling on first use may take a while on some ranks.
+  {
+    std::string message;
+    if (!group.barrier(3600, message))
+      return failed("waiting for every rank to load the model: " + message);
   }
   // Warnings come one per line, each ending in '\n'.
-  for (const char *w = attnrt_model_warnings(model.get()); *w;) {
+  for (const char *w = group.leader() ? attnrt_model_warnings(model.get()) : ""; *w;) {
     const char *end = std::strchr(w, '\n');
     size_t length = end ? static_cast<size_t>(end - w) : std::strlen(w);
     warn(tool, std::string(w, length));
@@ -273,49 +304,58 @@ int run(int argc, char **argv) {
                                     static_cast<int32_t>(options.folder.threads)))
     warn(tool, "the library does not export attn_model_set_num_threads; "
                "--threads ignored");
+  // The ranks on this machine share its cores.
+  if (options.folder.threads == 0 && group.communicator())
+    attnrt_model_set_num_threads(model.get(), group.threadsPerRank());
 
   int64_t vocab = attnrt_model_vocab_size(model.get());
   int64_t maxSeq = attnrt_model_max_seq(model.get());
   std::string message, promptText;
   if (tokenizer &&
       !checkTokenizerFits(tokenizer.get(), model.get(), options.modelDir, message))
-    return fail(tool, message);
+    return failed(message);
 
   // The prompt.
   std::vector<int32_t> prompt;
   if (options.haveTokens) {
     if (!parseTokenList(options.tokens, "--tokens", prompt, message))
-      return fail(tool, message);
+      return failed(message);
   } else {
     std::string what = "-p";
     promptText = options.prompt;
     if (options.haveFile) {
       if (!readTextFile(options.file, promptText, message))
-        return fail(tool, message);
+        return failed(message);
       what = "'" + options.file + "'";
     }
     if (!tokenize(tokenizer.get(), promptText, ATTNRT_TOKENIZE_DEFAULT, what,
                   prompt, message))
-      return fail(tool, message);
+      return failed(message);
     if (prompt.empty())
-      return fail(tool, "the prompt encodes to no tokens (this tokenizer adds "
+      return failed("the prompt encodes to no tokens (this tokenizer adds "
                         "no BOS): give some text");
+  }
+  if (group.communicator()) {
+    int64_t length = static_cast<int64_t>(prompt.size());
+    group.broadcast(&length, sizeof length);
+    prompt.resize(static_cast<size_t>(length));
+    group.broadcast(prompt.data(), length * static_cast<int64_t>(sizeof(int32_t)));
   }
   int64_t promptLength = static_cast<int64_t>(prompt.size());
   for (int64_t i = 0; i < promptLength; ++i)
     if (prompt[i] >= vocab)
-      return fail(tool, "token " + std::to_string(prompt[i]) + " at index " +
+      return failed("token " + std::to_string(prompt[i]) + " at index " +
                             std::to_string(i) +
                             " is outside the vocabulary [0, " +
                             std::to_string(vocab) + ")");
   if (promptLength > maxSeq)
-    return fail(tool, "the prompt is " + std::to_string(promptLength) +
+    return failed("the prompt is " + std::to_string(promptLength) +
                           " tokens, longer than the context of " +
                           std::to_string(maxSeq) + " positions" +
                           (folder ? " (--ctx)" : ""));
   int64_t generate = options.generate < 0 ? maxSeq - promptLength : options.generate;
   if (generate > maxSeq - promptLength)
-    return fail(tool, "prompt of " + std::to_string(promptLength) +
+    return failed("prompt of " + std::to_string(promptLength) +
                           " tokens plus " + std::to_string(generate) +
                           " generated exceeds the context of " +
                           std::to_string(maxSeq) + " positions");
@@ -327,10 +367,10 @@ int run(int argc, char **argv) {
   params.seed = options.seed;
   SamplerPtr sampler(attnrt_sampler_create(&params, vocab, error, sizeof(error)));
   if (!sampler)
-    return fail(tool, error);
+    return failed(error);
   SessionPtr session(attnrt_session_create(model.get(), error, sizeof(error)));
   if (!session)
-    return fail(tool, error);
+    return failed(error);
 
   // Text output: the prompt as written, then the continuation streamed by a
   // detokenizer primed with the prompt (so " the" after it keeps its
@@ -340,28 +380,30 @@ int run(int argc, char **argv) {
     detokenizer.reset(
         attnrt_detokenizer_create(tokenizer.get(), 1, error, sizeof(error)));
     if (!detokenizer)
-      return fail(tool, error);
+      return failed(error);
     for (int32_t id : prompt)
       if (!attnrt_detokenizer_step(detokenizer.get(), id, nullptr, error,
                                    sizeof(error)))
-        return fail(tool, error);
+        return failed(error);
     if (options.haveTokens &&
         !detokenize(tokenizer.get(), prompt, true, promptText, message))
-      return fail(tool, message);
+      return failed(message);
   }
 
   // Every buffer exists before the clock starts. With --dump-logits each
   // call writes its rows in place; otherwise one row is reused.
+  // Every rank computes the same rows (their collectives must match); rank
+  // 0 writes them.
   bool dump = !options.dumpLogits.empty();
   int64_t rows = dump ? promptLength + generate : 1;
   std::vector<float> logits(static_cast<size_t>(rows * vocab));
   std::vector<int32_t> generated;
   generated.reserve(static_cast<size_t>(generate));
-  if (dump) {
+  if (dump && group.leader()) {
     // Fail on an unwritable path now, not after the run.
     FILE *probe = std::fopen(options.dumpLogits.c_str(), "wb");
     if (!probe)
-      return fail(tool, "cannot write '" + options.dumpLogits +
+      return failed("cannot write '" + options.dumpLogits +
                             "': " + std::strerror(errno));
     std::fclose(probe);
   }
@@ -372,20 +414,22 @@ int run(int argc, char **argv) {
   auto prefillStart = Clock::now();
   if (attnrt_prefill(session.get(), prompt.data(), promptLength, logits.data(),
                      dump ? 1 : 0, error, sizeof(error)) != ATTNRT_OK)
-    return fail(tool, error);
+    return failed(error);
   auto prefillEnd = Clock::now();
 
   // Decode time covers sampling and printing too: it is the cost per
   // generated token.
   const float *row =
       dump ? logits.data() + (promptLength - 1) * vocab : logits.data();
+  group.resetTimes();
   auto decodeStart = Clock::now();
   int64_t decoded = 0;
   bool warnedNoText = false;
   for (int64_t i = 0; i < generate; ++i) {
     int32_t token = attnrt_sample(sampler.get(), row, vocab);
+    group.broadcast(&token, sizeof token);
     if (token < 0)
-      return fail(tool, "every logit is NaN: nothing to sample");
+      return failed("every logit is NaN: nothing to sample");
     generated.push_back(token);
     // The end-of-sequence token ends the text; it is not fed back.
     if (tokenizer && !options.ignoreEos &&
@@ -394,7 +438,7 @@ int run(int argc, char **argv) {
     // A model may have more ids than its tokenizer (a vocabulary padded for
     // speed); such a token has no text.
     if (detokenizer && !attnrt_tokenizer_piece(tokenizer.get(), token)) {
-      if (!warnedNoText)
+      if (!warnedNoText && group.leader())
         warn(tool, "generated token " + std::to_string(token) +
                        " is not in the tokenizer; tokens without text are "
                        "not printed");
@@ -404,19 +448,24 @@ int run(int argc, char **argv) {
       const char *piece = attnrt_detokenizer_step(detokenizer.get(), token,
                                                   &length, error, sizeof(error));
       if (!piece)
-        return fail(tool, error);
+        return failed(error);
       emit(piece, length);
     }
     float *out = dump ? logits.data() + (promptLength + i) * vocab : logits.data();
     if (attnrt_decode(session.get(), token, out, error, sizeof(error)) !=
         ATTNRT_OK)
-      return fail(tool, error);
+      return failed(error);
     ++decoded;
     row = out;
   }
   auto decodeEnd = Clock::now();
+  double collectiveSeconds = 0;
+  int64_t collectives = 0;
+  group.collectiveTime(collectiveSeconds, collectives);
   if (dump)
     rows = promptLength + decoded;
+  if (!group.leader())
+    return 0;
 
   FILE *rates = stdout;
   if (detokenizer) {
@@ -424,7 +473,7 @@ int run(int argc, char **argv) {
     const char *rest =
         attnrt_detokenizer_flush(detokenizer.get(), &length, error, sizeof(error));
     if (!rest)
-      return fail(tool, error);
+      return failed(error);
     emit(rest, length);
     emit("\n", 1);
     rates = stderr;
@@ -436,16 +485,22 @@ int run(int argc, char **argv) {
   }
   printRate(rates, "prefill", promptLength,
             std::chrono::duration<double>(prefillEnd - prefillStart).count());
-  printRate(rates, "decode", decoded,
-            decoded ? std::chrono::duration<double>(decodeEnd - decodeStart).count()
-                    : 0.0);
+  double decodeSeconds = std::chrono::duration<double>(decodeEnd - decodeStart).count();
+  printRate(rates, "decode", decoded, decoded ? decodeSeconds : 0.0);
+  if (group.communicator())
+    std::fprintf(rates,
+                 "tensor parallel: %d ranks; decode spent %.1f ms (%.1f%%) in %" PRId64
+                 " all-reduces and gathers on rank 0\n",
+                 group.size(), collectiveSeconds * 1e3,
+                 decodeSeconds > 0 ? 100.0 * collectiveSeconds / decodeSeconds : 0.0,
+                 collectives);
   std::fflush(stdout);
 
   if (dump) {
     int64_t shape[2] = {rows, vocab};
     if (attnrt_npy_write_f32(options.dumpLogits.c_str(), logits.data(), 2,
                              shape, error, sizeof(error)) != ATTNRT_OK)
-      return fail(tool, error);
+      return failed(error);
   }
   return 0;
 }

@@ -203,7 +203,8 @@ bool FolderOptions::parse(std::string_view name, const std::string &value,
 
 attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
                               int64_t context, const FolderOptions &options,
-                              std::string &error, bool inspect) {
+                              std::string &error, bool inspect,
+                              const attnrt_communicator *group) {
   auto optional = [](const std::string &text) { return text.empty() ? nullptr : text.c_str(); };
   attnrt_load_options load = attnrt_load_default_options();
   load.inspect = inspect;
@@ -212,11 +213,13 @@ attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
   load.context = context;
   load.compiler = optional(options.compiler);
   load.cache_dir = optional(options.cacheDir);
-  load.log = logLine;
-  load.log_user = const_cast<char *>(tool);
+  if (!group || group->rank == 0) {
+    load.log = logLine;
+    load.log_user = const_cast<char *>(tool);
+  }
   char message[1024];
   attnrt_model *model =
-      attnrt_model_load_dir(dir.c_str(), &load, message, sizeof(message));
+      attnrt_model_load_dir_parallel(dir.c_str(), &load, group, message, sizeof(message));
   if (!model)
     error = message;
   return model;

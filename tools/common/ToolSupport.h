@@ -90,9 +90,12 @@ struct FolderOptions {
 /// first use) as `options` say; progress lines go to stderr as "<tool>:
 /// ...". `inspect` asks for a library with the inspection entry points.
 /// Threads are the caller's to set (attnrt_model_set_num_threads).
+/// With a `group` of several ranks, one rank's library of the split
+/// (attnrt_model_load_dir_parallel), whose progress only rank 0 prints.
 attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
                               int64_t context, const FolderOptions &options,
-                              std::string &error, bool inspect = false);
+                              std::string &error, bool inspect = false,
+                              const attnrt_communicator *group = nullptr);
 
 /// Fails when the tokenizer has ids the model has no logits for.
 bool checkTokenizerFits(const attnrt_tokenizer *tokenizer,

@@ -79,6 +79,10 @@ struct ModelBuildOptions {
   /// Also build the inspection entry points (kInspectImpl, kUnembedImpl),
   /// which materialize every attention matrix: the fast path is unchanged.
   bool inspect = false;
+  /// Ranks of a tensor-parallel split (attn-compile --tensor-parallel N):
+  /// the library is one rank's (its heads, KV heads, MLP columns and
+  /// vocabulary slice), the rank a runtime value. 1: the whole model.
+  int64_t tensorParallel = 1;
 };
 
 /// The attn-dialect module of `config` (see the file comment).

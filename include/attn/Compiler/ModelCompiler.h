@@ -53,6 +53,9 @@ struct ModelCompileOptions {
   /// Also export the inspection entry points (attn_model_inspect,
   /// attn_model_unembed).
   bool inspect = false;
+  /// One rank's library of an N-way tensor-parallel split
+  /// (ModelBuildOptions::tensorParallel); 1: the whole model.
+  int64_t tensorParallel = 1;
   /// Output path; "-" writes text forms to stdout.
   std::string output;
   AttnPipelineOptions pipeline;

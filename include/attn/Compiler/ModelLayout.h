@@ -47,6 +47,18 @@ struct PackedWeight {
     /// query_key_value: groups q, k, v), and are packed group-major,
     /// [groups][heads][headDim], so q, k and v are contiguous.
     int64_t heads = 0, groups = 0, headDim = 0;
+    /// Tensor parallelism (the rank is a run-time value): rank r reads
+    /// source rows from `rowBegin + r * rankRows` (a column-parallel slice
+    /// of output features) and input features `r * rankColumns ..` (a
+    /// row-parallel slice; `columns` of them, 0 = all). Rows at or past
+    /// `validRows` (0: no limit) read as zeros: the padding of the last
+    /// rank's vocabulary slice. `firstRankOnly`: ranks other than 0 read
+    /// zeros (a row-parallel projection's bias, added once to the sum).
+    int64_t rankRows = 0, rankColumns = 0, columns = 0, validRows = 0;
+    bool firstRankOnly = false;
+    bool rankDependent() const {
+      return rankRows != 0 || rankColumns != 0 || firstRankOnly;
+    }
 
     /// The weight's feature packed as feature `r` of this source.
     int64_t sourceRow(int64_t r) const {
@@ -122,6 +134,9 @@ struct GlobalEntries {
 };
 
 struct ModelLayout {
+  /// The ranks of the tensor-parallel split the packed buffers are one
+  /// rank's slice of (1: the whole model).
+  int64_t ranks = 1;
   std::vector<WeightSpec> weights;
   std::vector<bool> usedAtRunTime;
   std::vector<PackedWeight> packed;
@@ -152,9 +167,32 @@ struct ModelLayout {
 /// The table of `config` with projections packed in blocks of `blockSize`,
 /// their matrices stored as `format` says; with a quantized format, a
 /// matrix whose input features are not a multiple of kQuantBlock is bf16
-/// (as llama.cpp keeps such tensors in a wider type).
+/// (as llama.cpp keeps such tensors in a wider type). With `ranks` > 1, one
+/// rank's slice of an N-way tensor-parallel split (the checkpoint weights
+/// keep their whole shapes; the packed buffers hold the rank's part): q, k,
+/// v, gate and up by output features (heads, KV heads, MLP columns),
+/// attention's output and down projections by input features, the token
+/// embedding and output head by vocabulary (vocabularySlice rows each);
+/// every such weight is packed, norms and learned positions stay whole.
 ModelLayout planModelLayout(const ModelConfig &config, int64_t blockSize,
-                            WeightFormat format = WeightFormat::F32);
+                            WeightFormat format = WeightFormat::F32,
+                            int64_t ranks = 1);
+
+/// Why `config` cannot be split over `ranks` ranks (a count that does not
+/// divide the heads, the KV heads or the MLP width, a feature the split
+/// does not handle), or success.
+llvm::Error checkTensorParallel(const ModelConfig &config, int64_t ranks);
+
+/// One rank's model of an N-way split: heads, KV heads and MLP width
+/// divided by `ranks` (the vocabulary stays whole: the entry points take
+/// and return whole-vocabulary ids and logits).
+ModelConfig rankLocalConfig(const ModelConfig &config, int64_t ranks);
+
+/// Rows of the vocabulary each rank holds: ceil(vocab / ranks), the last
+/// rank's padded with zero rows.
+inline int64_t vocabularySlice(const ModelConfig &config, int64_t ranks) {
+  return (config.vocabSize + ranks - 1) / ranks;
+}
 
 /// "f32", "bf16", "q8_0", "q4_0"; and back (nullopt for another name).
 inline const char *weightFormatName(WeightFormat format) {

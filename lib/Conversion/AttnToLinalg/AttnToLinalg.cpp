@@ -16,6 +16,9 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -149,16 +152,159 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
             b, l, value, floatConstant(b, l, scale.getValueAsDouble()));
       return value;
     };
+    Value offset = adaptor.getOffset();
     Value gathered = buildGeneric(
         rewriter, loc, ids, {rowMap}, init, rewriter.getMultiDimIdentityMap(2),
         iteratorTypes(2), [&](OpBuilder &b, Location l, ValueRange args) {
+          Value id = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          Value row = offset ? arith::SubIOp::create(b, l, id, offset).getResult() : id;
           // A bad id must never read outside the table: clamp it.
-          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
-          row = arith::MaxSIOp::create(b, l, row, zero);
-          row = arith::MinSIOp::create(b, l, row, lastRow);
-          return element(b, l, row, linalg::IndexOp::create(b, l, 1));
+          Value clamped = arith::MaxSIOp::create(b, l, row, zero);
+          clamped = arith::MinSIOp::create(b, l, clamped, lastRow);
+          Value value = element(b, l, clamped, linalg::IndexOp::create(b, l, 1));
+          if (!offset)
+            return value;
+          // An id of another rank's shard reads zeros.
+          Value inShard = arith::AndIOp::create(
+              b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, row, zero),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, row, lastRow));
+          return arith::SelectOp::create(b, l, inShard, value, floatConstant(b, l, 0.0))
+              .getResult();
         });
     rewriter.replaceOp(op, castIfNeeded(rewriter, loc, gathered, resultType));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Tensor parallelism: calls of the runtime's collectives
+//===----------------------------------------------------------------------===//
+
+/// The private declaration of collective `name` in the enclosing module.
+func::FuncOp collectiveFunction(OpBuilder &b, Operation *op, StringRef name,
+                                FunctionType type) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto func = func::FuncOp::create(b, module.getLoc(), name, type);
+  func.setPrivate();
+  return func;
+}
+
+/// `buffer` (an identity-layout memref) as memref<?xf32>.
+Value flatten(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    all[0].push_back(dim);
+  Value flat = memref::CollapseShapeOp::create(b, loc, buffer, all);
+  return memref::CastOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic}, type.getElementType()), flat);
+}
+
+/// A fresh contiguous buffer holding `value` (the collectives work in
+/// place on plain memory), and its elements as one dimension.
+std::pair<Value, Value> copyToBuffer(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  auto strided = MemRefType::get(
+      type.getShape(), type.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                             {ShapedType::kDynamic, ShapedType::kDynamic}));
+  Value source =
+      bufferization::ToBufferOp::create(b, loc, strided, value, /*read_only=*/true);
+  SmallVector<Value> dynamicSizes;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    if (type.isDynamicDim(dim))
+      dynamicSizes.push_back(memref::DimOp::create(b, loc, source, dim));
+  auto contiguous = MemRefType::get(type.getShape(), type.getElementType());
+  Value buffer = memref::AllocOp::create(b, loc, contiguous, dynamicSizes);
+  memref::CopyOp::create(b, loc, source, buffer);
+  return {buffer, flatten(b, loc, buffer)};
+}
+
+/// The buffer's contents as a tensor again (nothing else aliases it).
+Value bufferAsTensor(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(type.getShape(), type.getElementType()), buffer,
+      /*restrict=*/true, /*writable=*/true);
+}
+
+/// A copy of the input summed in place by the runtime's all-reduce.
+struct AllReduceLowering : OpConversionPattern<AllReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AllReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [buffer, flat] = copyToBuffer(rewriter, loc, adaptor.getInput());
+    func::FuncOp callee = collectiveFunction(
+        rewriter, op, kAllReduceFunction,
+        rewriter.getFunctionType({flat.getType()}, {}));
+    func::CallOp::create(rewriter, loc, callee, ValueRange{flat});
+    rewriter.replaceOp(op, castIfNeeded(rewriter, loc, bufferAsTensor(rewriter, loc, buffer),
+                                        op.getResult().getType()));
+    return success();
+  }
+};
+
+/// The runtime's all-gather into [ranks, rows, K] (rank-major, as each
+/// rank's rows lie), then transposed to [rows, ranks * K].
+struct AllGatherLowering : OpConversionPattern<AllGatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AllGatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inputType = cast<RankedTensorType>(input.getType());
+    int64_t ranks = static_cast<int64_t>(op.getRanks());
+    int64_t features = inputType.getDimSize(1);
+    auto [buffer, flat] = copyToBuffer(rewriter, loc, input);
+    SmallVector<Value> dynamicRows;
+    if (inputType.isDynamicDim(0))
+      dynamicRows.push_back(memref::DimOp::create(rewriter, loc, buffer, 0));
+    auto gatheredType = MemRefType::get({ranks, inputType.getDimSize(0), features},
+                                        inputType.getElementType());
+    Value gathered = memref::AllocOp::create(rewriter, loc, gatheredType, dynamicRows);
+    Value gatheredFlat = flatten(rewriter, loc, gathered);
+    func::FuncOp callee = collectiveFunction(
+        rewriter, op, kAllGatherFunction,
+        rewriter.getFunctionType({flat.getType(), gatheredFlat.getType()}, {}));
+    func::CallOp::create(rewriter, loc, callee, ValueRange{flat, gatheredFlat});
+    Value stacked = bufferAsTensor(rewriter, loc, gathered);
+    SmallVector<OpFoldResult> sizes = {
+        inputType.isDynamicDim(0) ? OpFoldResult(dynamicRows.front())
+                                  : OpFoldResult(rewriter.getIndexAttr(inputType.getDimSize(0))),
+        rewriter.getIndexAttr(ranks), rewriter.getIndexAttr(features)};
+    Value init = emptyTensor(rewriter, loc, sizes);
+    Value rowMajor = linalg::TransposeOp::create(rewriter, loc, stacked, init,
+                                                 ArrayRef<int64_t>{1, 0, 2})
+                         .getResult()[0];
+    Value result = tensor::CollapseShapeOp::create(
+        rewriter, loc, rowMajor, ArrayRef<ReassociationIndices>{{0}, {1, 2}});
+    rewriter.replaceOp(op, castIfNeeded(rewriter, loc, result, op.getResult().getType()));
+    return success();
+  }
+};
+
+/// The rank the runtime installed.
+struct GroupRankLowering : OpConversionPattern<GroupRankOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GroupRankOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    func::FuncOp callee = collectiveFunction(
+        rewriter, op, kGroupRankFunction,
+        rewriter.getFunctionType({}, {rewriter.getI64Type()}));
+    Value rank = func::CallOp::create(rewriter, op.getLoc(), callee, ValueRange{})
+                     .getResult(0);
+    rewriter.replaceOpWithNewOp<arith::IndexCastOp>(op, rewriter.getIndexType(), rank);
     return success();
   }
 };
@@ -1045,8 +1191,8 @@ void mlir::attn::populateAttnToLinalgPatterns(
   patterns.add<EmbeddingLowering, LinearLowering, LayerNormLowering,
                RmsNormLowering, SoftmaxLowering, RopeLowering,
                SinusoidalPELowering, RelativePositionBiasLowering,
-               KvCacheAppendLowering,
-               KvCacheReadLowering>(ctx);
+               KvCacheAppendLowering, KvCacheReadLowering, AllReduceLowering,
+               AllGatherLowering, GroupRankLowering>(ctx);
   patterns.add<ElementwiseLowering<ResidualAddOp>>(ctx, residualAddScalar);
   patterns.add<ElementwiseLowering<GeluOp>>(ctx, geluScalar);
   patterns.add<ElementwiseLowering<SiluOp>>(ctx, siluScalar);

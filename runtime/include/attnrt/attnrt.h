@@ -76,6 +76,36 @@ ATTNRT_API attnrt_model *attnrt_model_load(const char *library_path,
                                            const char *weights_path,
                                            char *error, size_t error_size);
 
+/* A tensor-parallel group (docs/scale-out.md): the processes that each run
+ * one slice of a model compiled with attn-compile --tensor-parallel N and
+ * exchange partial results. attnrt_mpi_init (<attnrt/mpi.h>, library
+ * attnrt-mpi) makes one over MPI; any other transport can fill it in. The
+ * hooks are called with the same arguments in the same order on every rank
+ * and do not return errors: a collective that cannot complete (a rank died
+ * or stopped answering) must end the process with a message. */
+typedef struct attnrt_communicator {
+  int32_t rank; /* 0 .. size - 1 */
+  int32_t size;
+  void *context; /* passed back to the hooks */
+  /* data[0, n) summed elementwise over the ranks, in place, on every rank. */
+  void (*all_reduce_sum)(void *context, float *data, int64_t n);
+  /* out[0, size * n): every rank's data[0, n), rank-major, on every rank. */
+  void (*all_gather)(void *context, const float *data, int64_t n, float *out);
+  /* bytes[0, n) of rank `root` copied to every rank. */
+  void (*broadcast)(void *context, void *bytes, int64_t n, int32_t root);
+} attnrt_communicator;
+
+/* attnrt_model_load for a library compiled with --tensor-parallel N: this
+ * process is rank comm->rank of comm->size == N ranks, and maps and packs
+ * only its slice of each weight (the checkpoint is the whole model's). A
+ * library of one rank with comm NULL is attnrt_model_load. Fails naming the
+ * mismatch when the group's size is not the library's N. comm must outlive
+ * the model. */
+ATTNRT_API attnrt_model *attnrt_model_load_parallel(const char *library_path,
+                                                    const char *weights_path,
+                                                    const attnrt_communicator *comm,
+                                                    char *error, size_t error_size);
+
 /* Unloads the model (unmaps the weights, dlcloses the library). Every session
  * of the model must have been freed. NULL is allowed. */
 ATTNRT_API void attnrt_model_free(attnrt_model *model);
@@ -101,6 +131,10 @@ typedef struct {
                                 e.g. "0.2.0"; "" when it predates the field */
   int32_t can_inspect;       /* 1 when attnrt_inspect and attnrt_unembed work
                                 (attn-compile --inspect), else 0 */
+  int32_t tensor_parallel;   /* ranks the model is split over (1: whole);
+                                the dimensions above are the whole model's,
+                                kv_cache_bytes this rank's */
+  int32_t rank;              /* this process's rank, 0 .. tensor_parallel - 1 */
 } attnrt_model_info;
 
 ATTNRT_API const attnrt_model_info *
@@ -171,6 +205,15 @@ ATTNRT_API attnrt_load_options attnrt_load_default_options(void);
  * the weights. */
 ATTNRT_API attnrt_model *attnrt_model_load_dir(const char *model_dir,
     const attnrt_load_options *options, char *error, size_t error_size);
+
+/* attnrt_model_load_dir for one rank of a tensor-parallel group: with comm
+ * of size N > 1 the library is compiled with --tensor-parallel N (part of
+ * the cache key) and loaded as attnrt_model_load_parallel does; comm NULL
+ * or of size 1 is attnrt_model_load_dir. Every rank compiles (or finds) the
+ * same library; concurrent first loads of one folder share one build. */
+ATTNRT_API attnrt_model *attnrt_model_load_dir_parallel(const char *model_dir,
+    const attnrt_load_options *options, const attnrt_communicator *comm,
+    char *error, size_t error_size);
 
 /* The library a model was loaded from, and whether this load compiled it
  * (ran attn-compile: 0 for attnrt_model_load and for a cache hit). */

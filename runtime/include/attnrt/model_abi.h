@@ -46,6 +46,17 @@
  *     malloc. Either hook may be called from the thread that called
  *     prefill/decode or from the library's worker threads.
  *
+ *   void attn_model_set_collectives(const attn_model_collectives *c);
+ *                                   (a library of attn-compile --tensor-parallel N)
+ *     The tensor-parallel group this process is rank c->rank of (c->size
+ *     must equal the manifest's "tensor_parallel"). Called once, before
+ *     attn_model_pack: packing reads this rank's slice of each weight, and
+ *     the entry points call c->all_reduce_sum after every projection whose
+ *     input features are split and c->all_gather for the logits. The
+ *     pointer must stay valid while the library is loaded. The hooks do not
+ *     return errors: a collective that cannot complete ends the process
+ *     (the runtime's communicator reports it and aborts the group).
+ *
  *   int32_t attn_model_decode_batch(const int32_t *tokens,
  *                                   const int64_t *positions,
  *                                   const int64_t *slots, int64_t n,
@@ -107,6 +118,11 @@
  *   "max_seq": S,                        // positions 0 .. S-1
  *   "weight_format": "f32" | "bf16" | "q8_0" | "q4_0",  // optional, default f32:
  *                                        // how the packed buffers store weights
+ *   "tensor_parallel": N,                // optional, default 1: a rank-local
+ *                                        // library of an N-way split (heads,
+ *                                        // KV heads, MLP columns, vocabulary);
+ *                                        // the dimensions above are the whole
+ *                                        // model's, kv_cache.bytes one rank's
  *   "inspect": true,                     // optional: attn_model_inspect and
  *                                        // attn_model_unembed are exported
  *   "kv_cache": {"bytes": B,             // the buffer the runtime allocates
@@ -157,7 +173,19 @@ enum {
   ATTN_MODEL_ERROR_ARGUMENT = 3,
 };
 
+/* The collectives of a tensor-parallel group (attn_model_set_collectives). */
+typedef struct attn_model_collectives {
+  int32_t rank; /* 0 .. size - 1 */
+  int32_t size;
+  void *context; /* passed back to the hooks */
+  /* data[0, n) summed elementwise over the ranks, in place, on every rank. */
+  void (*all_reduce_sum)(void *context, float *data, int64_t n);
+  /* out[0, size * n): every rank's data[0, n), rank-major, on every rank. */
+  void (*all_gather)(void *context, const float *data, int64_t n, float *out);
+} attn_model_collectives;
+
 typedef const char *(*attn_model_manifest_fn)(void);
+typedef void (*attn_model_set_collectives_fn)(const attn_model_collectives *c);
 typedef int32_t (*attn_model_pack_fn)(float *const *table, int32_t index);
 typedef void (*attn_model_set_num_threads_fn)(int32_t n);
 typedef void *(*attn_model_alloc_fn)(uint64_t bytes);
@@ -196,6 +224,7 @@ typedef int32_t (*attn_model_unembed_fn)(const float *hidden, int64_t n,
 #define ATTN_MODEL_DECODE_BATCH_SYMBOL "attn_model_decode_batch"
 #define ATTN_MODEL_INSPECT_SYMBOL "attn_model_inspect"
 #define ATTN_MODEL_UNEMBED_SYMBOL "attn_model_unembed"
+#define ATTN_MODEL_SET_COLLECTIVES_SYMBOL "attn_model_set_collectives"
 
 #ifdef __cplusplus
 }

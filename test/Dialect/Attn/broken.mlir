@@ -494,9 +494,9 @@ func.func @kv_cache_append_without_position(%k: tensor<1x8xf32>, %c: tensor<16x8
 
 // -----
 
-func.func @embedding_three_operands(%t: tensor<100x8xf32>, %ids: tensor<4xi32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{'attn.embedding' op expected 2 operands, but found 3}}
-  %0 = "attn.embedding"(%t, %ids, %ids) : (tensor<100x8xf32>, tensor<4xi32>, tensor<4xi32>) -> tensor<4x8xf32>
+func.func @embedding_four_operands(%t: tensor<100x8xf32>, %ids: tensor<4xi32>, %i: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'attn.embedding' op operand group starting at #2 requires 0 or 1 element, but found 2}}
+  %0 = "attn.embedding"(%t, %ids, %i, %i) : (tensor<100x8xf32>, tensor<4xi32>, index, index) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 

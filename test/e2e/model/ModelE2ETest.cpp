@@ -30,12 +30,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <dlfcn.h>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace modelgen = attn::modelgen;
@@ -591,6 +594,314 @@ std::vector<Case> batchCases() {
 
 INSTANTIATE_TEST_SUITE_P(Families, ModelE2EBatch, ::testing::ValuesIn(batchCases()),
                          [](const auto &info) { return info.param.name; });
+
+//===----------------------------------------------------------------------===//
+// Tensor parallelism: N ranks as N threads of this process
+//===----------------------------------------------------------------------===//
+
+/// The runtime's communicator contract (attnrt_communicator) over shared
+/// memory: rank r's thread calls the hooks of comms[r]. Each collective
+/// publishes this rank's data, waits for every rank, combines in rank order
+/// (so every rank computes the same sums bit for bit, as MPI's reductions
+/// do) and waits again before its slot may be reused. The MPI transport has
+/// its own tests (test/mpi); this one checks the split itself.
+class ThreadGroup {
+public:
+  explicit ThreadGroup(int32_t size) : size(size), slots(size), endpoints(size), comms(size) {
+    for (int32_t r = 0; r < size; ++r) {
+      endpoints[r] = {this, r};
+      comms[r] = {r, size, &endpoints[r], allReduce, allGather, broadcast};
+    }
+  }
+  /// A planted bug: the gather concatenates the ranks in reverse.
+  bool reverseGather = false;
+  const attnrt_communicator *comm(int32_t rank) const { return &comms[rank]; }
+
+private:
+  struct Endpoint {
+    ThreadGroup *group;
+    int32_t rank;
+  };
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    int64_t generation = this->generation;
+    if (++arrived == size) {
+      arrived = 0;
+      ++this->generation;
+      ready.notify_all();
+      return;
+    }
+    ready.wait(lock, [&] { return this->generation != generation; });
+  }
+  static void allReduce(void *context, float *data, int64_t n) {
+    auto *e = static_cast<Endpoint *>(context);
+    ThreadGroup &g = *e->group;
+    g.slots[e->rank].assign(data, data + n);
+    g.wait();
+    for (int64_t i = 0; i < n; ++i) {
+      float sum = 0;
+      for (int32_t r = 0; r < g.size; ++r)
+        sum += g.slots[r][i];
+      data[i] = sum;
+    }
+    g.wait();
+  }
+  static void allGather(void *context, const float *data, int64_t n, float *out) {
+    auto *e = static_cast<Endpoint *>(context);
+    ThreadGroup &g = *e->group;
+    g.slots[e->rank].assign(data, data + n);
+    g.wait();
+    for (int32_t r = 0; r < g.size; ++r) {
+      int32_t from = g.reverseGather ? g.size - 1 - r : r;
+      std::copy(g.slots[from].begin(), g.slots[from].end(), out + r * n);
+    }
+    g.wait();
+  }
+  static void broadcast(void *context, void *bytes, int64_t n, int32_t root) {
+    auto *e = static_cast<Endpoint *>(context);
+    ThreadGroup &g = *e->group;
+    auto *b = static_cast<uint8_t *>(bytes);
+    if (e->rank == root)
+      g.bytes.assign(b, b + n);
+    g.wait();
+    if (e->rank != root)
+      std::copy(g.bytes.begin(), g.bytes.end(), b);
+    g.wait();
+  }
+
+  int32_t size;
+  std::vector<std::vector<float>> slots;
+  std::vector<uint8_t> bytes;
+  std::vector<Endpoint> endpoints;
+  std::vector<attnrt_communicator> comms;
+  std::mutex mutex;
+  std::condition_variable ready;
+  int32_t arrived = 0;
+  int64_t generation = 0;
+};
+
+/// Compiles `m`'s folder as one rank's library of a `ranks`-way split and
+/// loads it once per rank (from its own copy: one dlopen per rank, so each
+/// has its own collectives), each with the group's communicator.
+std::vector<ModelPtr> loadRanks(CompiledModel &m, int64_t ranks, ThreadGroup &group) {
+  const std::string &dir = m.dir.path;
+  std::vector<ModelPtr> models;
+  llvm::Expected<mlir::attn::ModelConfig> config = mlir::attn::loadModelConfig(dir);
+  if (!config) {
+    ADD_FAILURE() << llvm::toString(config.takeError());
+    return models;
+  }
+  mlir::attn::ModelCompileOptions options;
+  options.tensorParallel = ranks;
+  options.output = dir + "/libsplit.so";
+  options.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
+  if (llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls())) {
+    ADD_FAILURE() << "compiling: " << llvm::toString(std::move(err));
+    return models;
+  }
+  for (int32_t r = 0; r < ranks; ++r) {
+    std::string copy = dir + "/libsplit-" + std::to_string(r) + ".so";
+    if (std::error_code ec = llvm::sys::fs::copy_file(options.output, copy)) {
+      ADD_FAILURE() << copy << ": " << ec.message();
+      return {};
+    }
+    char error[512] = "";
+    ModelPtr model(attnrt_model_load_parallel(copy.c_str(), (dir + "/model.safetensors").c_str(),
+                                              group.comm(r), error, sizeof error));
+    if (!model) {
+      ADD_FAILURE() << "loading rank " << r << ": " << error;
+      return {};
+    }
+    attnrt_model_set_num_threads(model.get(), 1);
+    models.push_back(std::move(model));
+  }
+  return models;
+}
+
+/// Every rank prefills `prompt` (every row's logits) and decodes `generate`
+/// greedy steps on its own thread; returns rank 0's rows and checks that
+/// every rank saw the same logits (the gather gives them all the whole
+/// vocabulary) and chose the same tokens.
+std::vector<float> runRanks(const std::vector<ModelPtr> &models,
+                            const std::vector<int32_t> &prompt, int64_t generate,
+                            int64_t vocab) {
+  size_t ranks = models.size();
+  std::vector<std::vector<float>> rows(ranks);
+  std::vector<std::string> failures(ranks);
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      char error[512] = "";
+      SessionPtr session(attnrt_session_create(models[r].get(), error, sizeof error));
+      std::vector<float> &logits = rows[r];
+      logits.assign(prompt.size() * vocab, 0.0f);
+      if (!session || attnrt_prefill(session.get(), prompt.data(), prompt.size(),
+                                     logits.data(), 1, error, sizeof error) != ATTNRT_OK) {
+        failures[r] = error;
+        return; // the other ranks then wait forever: the test times out
+      }
+      std::vector<float> row(vocab);
+      for (int64_t step = 0; step < generate; ++step) {
+        int32_t next = argmax(logits.data() + logits.size() - vocab, vocab);
+        if (attnrt_decode(session.get(), next, row.data(), error, sizeof error) != ATTNRT_OK) {
+          failures[r] = error;
+          return;
+        }
+        logits.insert(logits.end(), row.begin(), row.end());
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (size_t r = 0; r < ranks; ++r) {
+    EXPECT_EQ(failures[r], "") << "rank " << r;
+    EXPECT_TRUE(rows[r] == rows[0]) << "rank " << r << "'s logits differ from rank 0's";
+  }
+  return rows[0];
+}
+
+/// The largest |a - b| of any row over that row's largest |b|.
+double worstRowError(const std::vector<float> &a, const std::vector<float> &b, int64_t vocab) {
+  double worst = 0;
+  for (size_t row = 0; row * vocab < b.size(); ++row) {
+    double scale = 1.0;
+    for (int64_t i = 0; i < vocab; ++i)
+      scale = std::max(scale, std::abs(static_cast<double>(b[row * vocab + i])));
+    worst = std::max(worst, maxAbs(a.data() + row * vocab, b.data() + row * vocab, vocab) / scale);
+  }
+  return worst;
+}
+
+struct SplitCase {
+  Case model;
+  std::vector<int64_t> ranks;
+};
+
+void PrintTo(const SplitCase &c, std::ostream *os) { *os << c.model.name; }
+
+class ModelE2ETensorParallel : public ::testing::TestWithParam<SplitCase> {};
+
+// A model split over 2 (and 4) ranks gives the logits of the whole model:
+// prompt rows and greedy decode rows, a prompt longer than every window.
+TEST_P(ModelE2ETensorParallel, RanksTogetherComputeTheWholeModel) {
+  std::unique_ptr<CompiledModel> m = prepare(GetParam().model.spec);
+  ASSERT_TRUE(m);
+  std::vector<int32_t> prompt = promptTokens(40, m->vocab);
+  const int64_t generate = 8;
+  // The whole model's rows, tokens chosen alike.
+  std::vector<ModelPtr> whole;
+  whole.push_back(std::move(m->model));
+  std::vector<float> expected = runRanks(whole, prompt, generate, m->vocab);
+  for (int64_t ranks : GetParam().ranks) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    ThreadGroup group(static_cast<int32_t>(ranks));
+    std::vector<ModelPtr> models = loadRanks(*m, ranks, group);
+    ASSERT_EQ(models.size(), static_cast<size_t>(ranks));
+    const attnrt_model_info *info = attnrt_model_get_info(models[1].get());
+    EXPECT_EQ(info->tensor_parallel, ranks);
+    EXPECT_EQ(info->rank, 1);
+    EXPECT_EQ(info->kv_cache_bytes * ranks,
+              attnrt_model_get_info(whole[0].get())->kv_cache_bytes);
+    std::vector<float> split = runRanks(models, prompt, generate, m->vocab);
+    ASSERT_EQ(split.size(), expected.size());
+    double error = worstRowError(split, expected, m->vocab);
+    EXPECT_LE(error, 1e-5) << "worst row error relative to its largest logit";
+    std::printf("[ %s, %lld ranks ] worst row error %.3g\n", GetParam().model.name.c_str(),
+                static_cast<long long>(ranks), error);
+  }
+}
+
+std::vector<SplitCase> splitCases() {
+  std::vector<SplitCase> chosen;
+  for (const Case &c : cases()) {
+    // Every way q/k/v and the MLP are stored (GPT-2's fused Conv1D, Phi-3's
+    // fused q|k|v and gate|up, NeoX's per-head q, k, v), biases of each
+    // kind (q/k/v, the row-split output and down projections', the
+    // vocabulary-split head's), tied and untied heads, windows, post-norm,
+    // parallel blocks. (Separate q, k, v: the LLaMA below.)
+    if (c.name == "tiny_gpt2" || c.name == "phi3_sharp" || c.name == "gpt_neox_sharp" ||
+        c.name == "qwen2_swa_sharp" || c.name == "opt_postln_sharp" ||
+        c.name == "gptj_tied_with_head_bias")
+      chosen.push_back({c, {2}});
+  }
+  // Four ranks: GPT-2 (4 heads) and a LLaMA with 8 heads over 4 KV heads.
+  chosen.front().ranks = {2, 4};
+  modelgen::ModelSpec gqa = preset("tiny-llama");
+  gqa.heads = 8;
+  gqa.kvHeads = 4;
+  chosen.push_back({{"llama_gqa_8_over_4", gqa}, {2, 4}});
+  return chosen;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ModelE2ETensorParallel, ::testing::ValuesIn(splitCases()),
+                         [](const auto &info) { return info.param.model.name; });
+
+// The test above can fail: gathering the vocabulary slices in the wrong
+// order moves the logits far past its tolerance.
+TEST(ModelE2ETensorParallelPlantedBugs, GatheringInTheWrongOrderIsCaught) {
+  std::unique_ptr<CompiledModel> m = prepare(preset("tiny-llama"));
+  ASSERT_TRUE(m);
+  std::vector<int32_t> prompt = promptTokens(12, m->vocab);
+  std::vector<ModelPtr> whole;
+  whole.push_back(std::move(m->model));
+  std::vector<float> expected = runRanks(whole, prompt, 0, m->vocab);
+  ThreadGroup group(2);
+  group.reverseGather = true;
+  std::vector<ModelPtr> models = loadRanks(*m, 2, group);
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_GT(worstRowError(runRanks(models, prompt, 0, m->vocab), expected, m->vocab), 0.1);
+}
+
+// What cannot be split is refused when compiling, naming the reason; a
+// library of one rank is refused without its group.
+TEST(ModelE2ETensorParallelErrors, BadSplitsAndMissingGroups) {
+  auto compileError = [](const modelgen::ModelSpec &spec, int64_t ranks) {
+    TempDir dir;
+    std::string error;
+    EXPECT_TRUE(modelgen::writeModel(spec, dir.path, error)) << error;
+    llvm::Expected<mlir::attn::ModelConfig> config = mlir::attn::loadModelConfig(dir.path);
+    EXPECT_TRUE(static_cast<bool>(config));
+    mlir::attn::ModelCompileOptions options;
+    options.tensorParallel = ranks;
+    options.emit = mlir::attn::EmitKind::Attn;
+    options.output = dir.path + "/out.mlir";
+    llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls());
+    return err ? llvm::toString(std::move(err)) : std::string();
+  };
+  EXPECT_EQ(compileError(preset("tiny-llama"), 3),
+            "--tensor-parallel 3: 3 ranks do not divide the attention heads (4)");
+  EXPECT_EQ(compileError(preset("tiny-llama"), 4),
+            "--tensor-parallel 4: 4 ranks do not divide the key/value heads (2)");
+  modelgen::ModelSpec narrow = preset("tiny-gpt2");
+  narrow.ffn = 250;
+  EXPECT_EQ(compileError(narrow, 4),
+            "--tensor-parallel 4: 4 ranks do not divide the MLP width (intermediate size) (250)");
+  EXPECT_NE(compileError(preset("tiny-bloom"), 2).find("ALiBi"), std::string::npos);
+
+  std::unique_ptr<CompiledModel> m = prepare(preset("tiny-gpt2"));
+  ASSERT_TRUE(m);
+  ThreadGroup group(2);
+  std::vector<ModelPtr> models = loadRanks(*m, 2, group);
+  ASSERT_EQ(models.size(), 2u);
+  std::string weights = m->dir.path + "/model.safetensors";
+  std::string split = m->dir.path + "/libsplit.so";
+  char error[512] = "";
+  EXPECT_EQ(attnrt_model_load(split.c_str(), weights.c_str(), error, sizeof error), nullptr);
+  EXPECT_NE(std::string(error).find("is one rank of a 2-way tensor-parallel split: load it "
+                                    "with a communicator of 2 ranks (mpirun -np 2)"),
+            std::string::npos)
+      << error;
+  ThreadGroup four(4);
+  EXPECT_EQ(attnrt_model_load_parallel(split.c_str(), weights.c_str(), four.comm(0), error,
+                                       sizeof error),
+            nullptr);
+  EXPECT_NE(std::string(error).find("split but the group has 4 ranks"), std::string::npos)
+      << error;
+  std::string whole = attnrt_model_library_path(m->model.get());
+  EXPECT_EQ(attnrt_model_load_parallel(whole.c_str(), weights.c_str(), group.comm(0), error,
+                                       sizeof error),
+            nullptr);
+  EXPECT_NE(std::string(error).find("is the whole model"), std::string::npos) << error;
+}
 
 TEST(ModelE2EInspect, TheFastLibraryCannotInspect) {
   std::unique_ptr<CompiledModel> m = prepare(preset("tiny-llama"));

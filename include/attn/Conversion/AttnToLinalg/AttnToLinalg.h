@@ -3,11 +3,21 @@
 #ifndef ATTN_CONVERSION_ATTNTOLINALG_ATTNTOLINALG_H
 #define ATTN_CONVERSION_ATTNTOLINALG_ATTNTOLINALG_H
 
+#include "llvm/ADT/StringRef.h"
+
 #include <cstdint>
 
 namespace mlir {
 class RewritePatternSet;
 namespace attn {
+
+/// The functions the tensor-parallel ops lower to, declared private in the
+/// module: all_reduce(memref<?xf32>) in place, all_gather(memref<?xf32> in,
+/// memref<?xf32> out) and group_rank() -> i64. attn-compile defines them
+/// over the hooks of attn_model_set_collectives (ModelAbi.cpp).
+inline constexpr llvm::StringLiteral kAllReduceFunction = "attn_collective_all_reduce";
+inline constexpr llvm::StringLiteral kAllGatherFunction = "attn_collective_all_gather";
+inline constexpr llvm::StringLiteral kGroupRankFunction = "attn_collective_rank";
 
 /// Block sizes of the attention lowering.
 struct AttentionLoweringOptions {

@@ -148,6 +148,23 @@ LogicalResult EmbeddingOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// AllGatherOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllGatherOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getResult().getType();
+  if (failed(verifyStaticDim(*this, "input", input, 1)) ||
+      failed(verifyDimsMatch(*this, "result", result, 0, "input", input, 0)))
+    return failure();
+  int64_t expected = input.getDimSize(1) * static_cast<int64_t>(getRanks());
+  if (!dimsCompatible(result.getDimSize(1), expected))
+    return emitOpError() << "result has " << dimToString(result.getDimSize(1))
+                         << " features but " << getRanks() << " ranks of "
+                         << input.getDimSize(1) << " gather " << expected;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // LinearOp
 //===----------------------------------------------------------------------===//
 
