@@ -12,9 +12,9 @@ machine's drift hits them alike), as
 
 and reads from rank 0's output the decode rate and the share of the decode
 time rank 0 spent in all-reduces and gathers (waiting for the slowest rank
-included), and samples every rank's resident memory (/proc/PID/status,
+included), and samples every rank's resident memory (/proc/PID/status every 50 ms,
 RssAnon: the packed weights, KV cache and scratch; RssFile: mapped
-checkpoint pages) while it decodes. Prints medians and ranges per rank
+checkpoint pages, shared between the ranks of a machine) while it decodes. Prints medians and ranges per rank
 count. The libraries are compiled (and cached in MODEL_DIR/.attn) by a
 first, untimed run of each rank count.
 """
@@ -68,10 +68,11 @@ def rss(pid):
 
 
 def run(command, env):
-    """Runs one job; returns (stdout + stderr, {rank: (anon, file)} peaks)."""
+    """Runs one job; returns (stdout + stderr, {rank: (anon, file)} MiB
+    resident while it decodes)."""
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, env=env)
-    peaks = {}
+    samples = {}
     done = threading.Event()
 
     def sample():
@@ -79,8 +80,7 @@ def run(command, env):
             for pid, rank in rank_processes(job.pid).items():
                 value = rss(pid)
                 if value:
-                    old = peaks.get(rank, (0, 0))
-                    peaks[rank] = (max(old[0], value[0]), max(old[1], value[1]))
+                    samples.setdefault(rank, []).append(value)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample)
@@ -90,7 +90,16 @@ def run(command, env):
     sampler.join()
     if job.returncode != 0:
         sys.exit(f"{' '.join(command)}: exit {job.returncode}\n{out}")
-    return out, peaks
+    # Per rank: its largest RssAnon (packed weights, KV cache and scratch
+    # are all there once it decodes), and RssFile at the last sample that
+    # large: while it decodes, after loading (which reads the whole
+    # checkpoint) released the pages only packing needed.
+    resident = {}
+    for rank, values in samples.items():
+        anon = max(v[0] for v in values)
+        decoding = [v for v in values if v[0] >= 0.99 * anon]
+        resident[rank] = (anon, decoding[-1][1])
+    return out, resident
 
 
 def spread(values, unit=""):
