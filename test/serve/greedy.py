@@ -5,9 +5,16 @@ prefill and slot reuse must not change a single token.
 The prompts differ in length so that the batched sessions sit at different
 positions; two are longer than the server's --prefill-chunk (16 here), so
 they are prefilled over several steps while the others decode.
+
+With --launcher "mpirun -np 2 ..." the server is a tensor-parallel group
+(rank 0 serves, the other ranks follow its model calls) and must answer
+exactly the same; --idle S waits S seconds between the two parts, longer
+than the group's collective deadline, which the heartbeat must keep.
 """
 
+import shlex
 import threading
+import time
 
 from serve_harness import Server, attn_run, check, parse_args, stream_text
 
@@ -41,11 +48,16 @@ def complete(server, prompt, stream):
 
 
 def main():
-    args = parse_args(__doc__)
+    def options(parser):
+        parser.add_argument("--launcher", default="", help="command to run attn-serve under")
+        parser.add_argument("--idle", type=float, default=0, help="seconds between the parts")
+
+    args = parse_args(__doc__, options)
     expected = [attn_run(args.bin, args.model, p, TOKENS) for p in PROMPTS]
     check(len(set(expected)) > 8, "the prompts should give different continuations")
 
-    with Server(args.bin, args.model, "--parallel", "16", "--prefill-chunk", "16") as server:
+    with Server(args.bin, args.model, "--parallel", "16", "--prefill-chunk", "16",
+                launcher=shlex.split(args.launcher)) as server:
         # One at a time.
         for i, prompt in enumerate(PROMPTS):
             text, finish = complete(server, prompt, stream=i % 2 == 1)
@@ -53,6 +65,7 @@ def main():
                   f"alone, prompt {i}: server {text!r} != attn-run {expected[i]!r}")
             check(finish in ("length", "stop"), f"finish_reason {finish}")
 
+        time.sleep(args.idle)
         # All 16 at once, twice (the second round reuses the slots).
         for round_ in range(2):
             results = [None] * len(PROMPTS)

@@ -51,9 +51,10 @@ def parse_args(description, extra=None):
 class Server:
     """attn-serve MODEL --port 0 [args], until stop() (or the end of a with)."""
 
-    def __init__(self, bin_dir, model, *args, startup=120):
+    def __init__(self, bin_dir, model, *args, startup=120, launcher=()):
+        """`launcher`: a command the server runs under (mpirun -np N ...)."""
         self.bin = bin_dir
-        command = [os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
+        command = [*launcher, os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
                    "--compiler", os.path.join(bin_dir, "attn-compile"),
                    "--ctx", str(CONTEXT), *args]
         self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
@@ -93,9 +94,25 @@ class Server:
             self.proc.kill()
             self.proc.wait()
 
+    def leader(self):
+        """Under a launcher: the pid of the job's rank 0 (its environment
+        says OMPI_COMM_WORLD_RANK=0), else the server's."""
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    environ = f.read().split(b"\0")
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent == self.proc.pid and b"OMPI_COMM_WORLD_RANK=0" in environ:
+                return int(pid)
+        return self.proc.pid
+
     def stop(self, timeout=30):
-        """SIGTERM, and the exit code (it must come within `timeout` s)."""
-        self.proc.send_signal(signal.SIGTERM)
+        """SIGTERM (to rank 0 under a launcher: the group then ends on its
+        own), and the exit code (it must come within `timeout` s)."""
+        os.kill(self.leader(), signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:

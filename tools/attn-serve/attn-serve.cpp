@@ -21,7 +21,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Endpoints.h"
+#include "GroupModel.h"
 #include "Http.h"
+#include "ProcessGroup.h"
 #include "Protocol.h"
 #include "RuntimeModel.h"
 #include "Scheduler.h"
@@ -78,7 +80,10 @@ const char *const usage =
     "  --kv-format F        f32 (default), bf16 or f16\n"
     "  --threads N          threads the compiled code may use\n"
     "  --compiler PATH      the attn-compile to run for MODEL_DIR\n"
-    "  --cache-dir DIR      where MODEL_DIR's compiled library is cached\n";
+    "  --cache-dir DIR      where MODEL_DIR's compiled library is cached\n"
+    "\n"
+    "Under mpirun -np N: the model split N-way tensor parallel, rank 0 serving\n"
+    "and the other ranks running its model calls (docs/scale-out.md).\n";
 
 struct Options {
   std::string modelDir, host = "127.0.0.1", apiKey, chatTemplate, modelName;
@@ -235,10 +240,34 @@ int run(int argc, char **argv) {
   // A client that leaves mid-write must not kill the server.
   std::signal(SIGPIPE, SIG_IGN);
 
+  // Under mpirun -np N: rank 0 serves, the others run its model calls on
+  // their slices (GroupModel.h). A rank that fails ends the whole job.
+  ProcessGroup group;
   std::string message;
-  ModelPtr model(loadModelFolder(tool, options.modelDir, options.context, options.folder, message));
-  if (!model)
+  if (!group.start(&argc, &argv, message))
     return fail(tool, message);
+  auto failed = [&](const std::string &why) -> int {
+    if (group.communicator())
+      group.abort(std::string(tool) + ": error: " + why);
+    return fail(tool, why);
+  };
+
+  ModelPtr model(loadModelFolder(tool, options.modelDir, options.context, options.folder, message,
+                                 /*inspect=*/false, group.communicator()));
+  if (!model)
+    return failed(message);
+  if (!group.barrier(3600, message))
+    return failed("waiting for every rank to load the model: " + message);
+  if (options.folder.threads == 0 && group.communicator())
+    attnrt_model_set_num_threads(model.get(), group.threadsPerRank());
+  if (!group.leader()) {
+    std::unique_ptr<RuntimeModel> slots =
+        RuntimeModel::create(model.get(), static_cast<int>(options.parallel), message);
+    if (!slots)
+      return failed(message);
+    followLeader(*slots, group);
+    return 0;
+  }
   for (const char *w = attnrt_model_warnings(model.get()); *w;) {
     const char *end = std::strchr(w, '\n');
     size_t length = end ? static_cast<size_t>(end - w) : std::strlen(w);
@@ -251,13 +280,13 @@ int run(int argc, char **argv) {
   char error[1024];
   TokenizerPtr tokenizer(attnrt_tokenizer_load(options.modelDir.c_str(), error, sizeof(error)));
   if (!tokenizer)
-    return fail(tool, error);
+    return failed(error);
   if (!checkTokenizerFits(tokenizer.get(), model.get(), options.modelDir, message))
-    return fail(tool, message);
+    return failed(message);
   ChatTemplatePtr chatTemplate;
   std::string noTemplate;
   if (!loadChatTemplate(options, tokenizer.get(), chatTemplate, noTemplate, message))
-    return fail(tool, message);
+    return failed(message);
   if (!chatTemplate)
     warn(tool, "no chat template (" + noTemplate +
                    "): /v1/chat/completions answers 400; --chat-template FILE gives one");
@@ -265,11 +294,15 @@ int run(int argc, char **argv) {
   std::unique_ptr<RuntimeModel> batched =
       RuntimeModel::create(model.get(), static_cast<int>(options.parallel), message);
   if (!batched)
-    return fail(tool, message);
+    return failed(message);
+  // Destroyed after the scheduler: it then tells the other ranks to stop.
+  std::unique_ptr<LeaderModel> leader;
+  if (group.communicator())
+    leader = std::make_unique<LeaderModel>(*batched, group);
   SchedulerOptions schedulerOptions;
   schedulerOptions.prefillChunk = options.prefillChunk;
   schedulerOptions.maxQueue = static_cast<size_t>(options.queue);
-  Scheduler scheduler(*batched, schedulerOptions);
+  Scheduler scheduler(leader ? static_cast<BatchedModel &>(*leader) : *batched, schedulerOptions);
 
   HttpOptions http;
   http.host = options.host;
@@ -321,7 +354,7 @@ int run(int argc, char **argv) {
   server.get("/metrics", route(&Endpoints::metrics));
 
   if (!server.bind(message))
-    return fail(tool, message);
+    return failed(message);
   scheduler.start();
 
   // The first of SIGINT/SIGTERM, or the poke below when the server ended on
@@ -345,7 +378,7 @@ int run(int argc, char **argv) {
     pthread_kill(stopper.native_handle(), SIGTERM);
   stopper.join();
   if (!listened)
-    return fail(tool, "the listening socket failed");
+    return failed("the listening socket failed");
   return 0;
 }
 

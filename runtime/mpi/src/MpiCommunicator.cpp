@@ -259,16 +259,18 @@ attnrt_communicator *attnrt_mpi_init(int *argc, char ***argv, char *error,
   int provided = 0;
   int code = initialized
                  ? MPI_Query_thread(&provided)
-                 : MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+                 : MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
   if (code != MPI_SUCCESS) {
     setError(error, error_size, "MPI_Init_thread failed: %s",
              mpiMessage(code, mpi));
     return nullptr;
   }
-  if (provided < MPI_THREAD_FUNNELED) {
+  // attn-serve calls the model (and so the collectives) from its
+  // scheduler thread and a heartbeat thread, one at a time.
+  if (provided < MPI_THREAD_SERIALIZED) {
     setError(error, error_size,
              "MPI provides thread support level %d, below the "
-             "MPI_THREAD_FUNNELED tensor parallelism needs",
+             "MPI_THREAD_SERIALIZED tensor parallelism needs",
              provided);
     return nullptr;
   }

@@ -16,9 +16,9 @@
  *
  * Conventions are attnrt.h's: functions that can fail take `char *error,
  * size_t error_size` and write a one-line, NUL-terminated message there
- * (error may be NULL). Every function must be called from the thread that
- * called attnrt_mpi_init (MPI_THREAD_FUNNELED), and the collectives in the
- * same order on every rank.
+ * (error may be NULL). The functions and the collectives may be called
+ * from any thread, but one call at a time (MPI_THREAD_SERIALIZED: the
+ * caller serializes), and the collectives in the same order on every rank.
  *
  * Typical use by a tool:
  *   attnrt_communicator *comm = NULL;
@@ -59,7 +59,7 @@ enum { ATTNRT_MPI_ERROR_GROUP = 16 };
  * attnrt_mpi_init) when started on its own. */
 int attnrt_mpi_launched(void);
 
-/* Initializes MPI (MPI_Init_thread, MPI_THREAD_FUNNELED; an MPI the
+/* Initializes MPI (MPI_Init_thread, MPI_THREAD_SERIALIZED; an MPI the
  * application already initialized is used as it is and left initialized by
  * attnrt_mpi_finalize) and returns the group of all the job's ranks: a
  * private duplicate of MPI_COMM_WORLD whose errors are returned, not fatal.
@@ -69,7 +69,7 @@ int attnrt_mpi_launched(void);
  * attnrt_mpi_finalize.
  * Returns NULL with a message when ATTN_TP_TIMEOUT is not a positive number
  * (checked first, before MPI is initialized), when MPI fails or lacks
- * MPI_THREAD_FUNNELED. After a failure past MPI's initialization the process
+ * MPI_THREAD_SERIALIZED. After a failure past MPI's initialization the process
  * should report it and exit non-zero (the launcher then ends the job). */
 attnrt_communicator *attnrt_mpi_init(int *argc, char ***argv, char *error,
                                      size_t error_size);
