@@ -17,6 +17,13 @@ BIN_DIR holds attn-run, attn-compile and attn-make-model; MODE is one of
             misses its 3 s deadline and the job ends, non-zero, within 30 s.
   die       rank 1 is killed (SIGKILL) while decoding: the job ends,
             non-zero, within 30 s.
+  perplexity SHARED_DIR: the trained austen-llama (6 heads over 2 KV heads)
+            and austen-gpt2 (vocabulary 50257, tied: a padded slice) of
+            ../shared score Persuasion with attn-perplexity alone
+            (--save-logits) and under `mpirun -np 2` (--kl-divergence
+            against it): the same perplexity to 1e-5, mean KL below 1e-6,
+            the same top-1 token at (nearly) every position. Skipped (77)
+            without SHARED_DIR's models, except under CI=true.
 
 Models are written by attn-make-model into a temporary folder and compiled
 on first use by attn-run (one library per rank count, cached there).
@@ -196,9 +203,39 @@ def check_failure(runner, sig):
     print(f"signal {sig} to rank 1: the job ended with exit {code} {elapsed:.1f} s later")
 
 
+def check_perplexity(runner, shared):
+    text = os.path.join(shared, "text", "persuasion.txt")
+    for name in ("austen-llama", "austen-gpt2"):
+        source = os.path.join(shared, "models", name)
+        if not os.path.exists(os.path.join(source, "config.json")):
+            if os.environ.get("CI") == "true":
+                fail(f"{source} is missing: CI must run this test")
+            print(f"skipped: {source} is missing")
+            sys.exit(77)
+        base = os.path.join(runner.work, f"{name}.logp")
+        # A cache of this test's own (the shared folder may be read-only).
+        args = [runner.tool("attn-perplexity"), source, "-f", text, "--ctx", "128",
+                "--chunks", "6", "--cache-dir", os.path.join(runner.work, "cache")]
+        alone = subprocess.run([*args, "--save-logits", base], capture_output=True, text=True,
+                               env=runner.env, timeout=300)
+        if alone.returncode != 0:
+            fail(f"{name} alone: exit {alone.returncode}\n{alone.stderr}")
+        split = subprocess.run([*runner.mpirun, "-np", "2", *args, "--kl-divergence", base],
+                               capture_output=True, text=True, env=runner.env, timeout=300)
+        if split.returncode != 0:
+            fail(f"{name} on 2 ranks: exit {split.returncode}\n{split.stderr}")
+        ratio = float(re.search(r"ratio ([\d.]+)", split.stdout).group(1))
+        kl = float(re.search(r"kl divergence: mean ([\d.e-]+)", split.stdout).group(1))
+        top1 = float(re.search(r"top-1 agreement: ([\d.]+)%", split.stdout).group(1))
+        print(f"{name}, 2 ranks: {split.stdout.splitlines()[0]}; ratio {ratio}, "
+              f"mean KL {kl}, top-1 {top1}%")
+        if abs(ratio - 1) > 1e-5 or kl > 1e-6 or top1 < 99.9:
+            fail(f"{name} on 2 ranks differs from one process:\n{split.stdout}")
+
+
 def main():
     split = sys.argv.index("--")
-    bin_dir, mode = sys.argv[1:split]
+    bin_dir, mode, *extra = sys.argv[1:split]
     mpirun = sys.argv[split + 1:]
     with tempfile.TemporaryDirectory(prefix="attn-tp-") as work:
         runner = Runner(bin_dir, mpirun, work)
@@ -210,6 +247,8 @@ def main():
             check_failure(runner, signal.SIGSTOP)
         elif mode == "die":
             check_failure(runner, signal.SIGKILL)
+        elif mode == "perplexity":
+            check_perplexity(runner, extra[0])
         else:
             fail(f"unknown mode {mode}")
     print("PASS")

@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ProcessGroup.h"
 #include "ToolSupport.h"
 
 #include "attn/Support/Version.h"
@@ -67,7 +68,10 @@ const char *const usage =
     "  --weight-format F      how the projections are stored: f32 (default),\n"
     "                         bf16, q8_0 or q4_0\n"
     "  --kv-format F          how the KV cache stores keys and values: f32\n"
-    "                         (default), bf16 or f16\n";
+    "                         (default), bf16 or f16\n"
+    "\n"
+    "Under mpirun -np N: the model split N-way tensor parallel; rank 0 scores,\n"
+    "prints and writes the files (docs/scale-out.md).\n";
 
 constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'L', 'O', 'G', 'P'};
 constexpr uint32_t kVersion = 1;
@@ -222,39 +226,76 @@ int run(int argc, char **argv) {
   if (status >= 0)
     return status;
 
-  char error[1024];
+  // Under mpirun -np N: the model split over N ranks. Every rank prefills
+  // rank 0's windows; rank 0 scores them, prints and writes the files. A
+  // rank that fails ends the job.
+  ProcessGroup group;
   std::string message;
+  if (!group.start(&argc, &argv, message))
+    return fail(tool, message);
+  auto failed = [&](const std::string &why) -> int {
+    if (group.communicator())
+      group.abort(std::string(tool) + ": error: " + why);
+    return fail(tool, why);
+  };
+
+  char error[1024];
   TokenizerPtr tokenizer(
       attnrt_tokenizer_load(options.modelDir.c_str(), error, sizeof(error)));
   if (!tokenizer)
-    return fail(tool, error);
+    return failed(error);
   std::string text;
   std::vector<int32_t> ids;
   if (!readTextFile(options.file, text, message) ||
       !tokenize(tokenizer.get(), text, ATTNRT_TOKENIZE_DEFAULT,
                 "'" + options.file + "'", ids, message))
-    return fail(tool, message);
+    return failed(message);
   int64_t ctx = options.ctx;
   int64_t windows = static_cast<int64_t>(ids.size()) / ctx;
   if (windows == 0)
-    return fail(tool, "'" + options.file + "' encodes to " +
+    return failed("'" + options.file + "' encodes to " +
                           std::to_string(ids.size()) +
                           " tokens, fewer than one window of " +
                           std::to_string(ctx) + " (--ctx)");
   if (options.chunks > 0)
     windows = std::min(windows, options.chunks);
+  if (group.communicator()) {
+    // Rank 0's text, so that every rank runs the same windows.
+    int64_t count[2] = {static_cast<int64_t>(ids.size()), windows};
+    group.broadcast(count, sizeof count);
+    ids.resize(static_cast<size_t>(count[0]));
+    windows = count[1];
+    group.broadcast(ids.data(), count[0] * static_cast<int64_t>(sizeof(int32_t)));
+  }
 
-  ModelPtr model(loadModelFolder(tool, options.modelDir, ctx, options.folder, message));
+  ModelPtr model(loadModelFolder(tool, options.modelDir, ctx, options.folder, message,
+                                 /*inspect=*/false, group.communicator()));
   if (!model)
-    return fail(tool, message);
-  if (options.folder.threads > 0)
-    attnrt_model_set_num_threads(model.get(), static_cast<int32_t>(options.folder.threads));
+    return failed(message);
+  if (!group.barrier(3600, message))
+    return failed("waiting for every rank to load the model: " + message);
+  int32_t threads = static_cast<int32_t>(options.folder.threads);
+  if (threads == 0 && group.communicator())
+    threads = group.threadsPerRank();
+  if (threads > 0)
+    attnrt_model_set_num_threads(model.get(), threads);
   int64_t vocab = attnrt_model_vocab_size(model.get());
   if (!checkTokenizerFits(tokenizer.get(), model.get(), options.modelDir, message))
-    return fail(tool, message);
+    return failed(message);
   SessionPtr session(attnrt_session_create(model.get(), error, sizeof(error)));
   if (!session)
-    return fail(tool, error);
+    return failed(error);
+  if (!group.leader()) {
+    // The other ranks' share of each window's prefill; rank 0 scores.
+    std::vector<float> logits(static_cast<size_t>(ctx * vocab));
+    for (int64_t w = 0; w < windows; ++w) {
+      attnrt_session_reset(session.get());
+      if (attnrt_prefill(session.get(), ids.data() + w * ctx, ctx, logits.data(), 1, error,
+                         sizeof(error)) != ATTNRT_OK)
+        return failed(error);
+    }
+    return 0;
+  }
   int64_t scoredPerWindow = ctx - 1;
   size_t rowBytes = static_cast<size_t>(vocab) * sizeof(float);
 
@@ -269,7 +310,7 @@ int run(int argc, char **argv) {
                              : options.saveLogits.substr(0, options.saveLogits.rfind('/') + 1);
     if (statvfs(folder.c_str(), &fs) == 0 &&
         bytes > static_cast<double>(fs.f_bavail) * fs.f_frsize)
-      return fail(tool, "--save-logits needs " + std::to_string(bytes / 1e9).substr(0, 5) +
+      return failed("--save-logits needs " + std::to_string(bytes / 1e9).substr(0, 5) +
                             " GB (" + std::to_string(windows) + " windows x " +
                             std::to_string(scoredPerWindow) + " positions x " +
                             std::to_string(vocab) + " floats), more than the " +
@@ -281,7 +322,7 @@ int run(int argc, char **argv) {
         !save.write(kMagic, sizeof(kMagic), message) ||
         !save.write(header, sizeof(header), message) ||
         !save.write(windowTokens.data(), windowTokens.size() * sizeof(int32_t), message))
-      return fail(tool, message);
+      return failed(message);
   }
   if (!options.klBase.empty()) {
     char magic[8];
@@ -289,12 +330,12 @@ int run(int argc, char **argv) {
     if (!base.open(options.klBase, "rb", message) ||
         !base.read(magic, sizeof(magic), message) ||
         !base.read(header, sizeof(header), message))
-      return fail(tool, message);
+      return failed(message);
     if (std::memcmp(magic, kMagic, sizeof(magic)) != 0 || header[0] != kVersion)
-      return fail(tool, "'" + options.klBase +
+      return failed("'" + options.klBase +
                             "' is not a --save-logits file of this version");
     if (header[1] != vocab || header[2] != ctx || header[3] < windows)
-      return fail(tool, "'" + options.klBase + "' is for vocab " +
+      return failed("'" + options.klBase + "' is for vocab " +
                             std::to_string(header[1]) + ", ctx " +
                             std::to_string(header[2]) + ", " +
                             std::to_string(header[3]) + " windows; this run has vocab " +
@@ -302,10 +343,10 @@ int run(int argc, char **argv) {
                             ", " + std::to_string(windows) + " windows");
     std::vector<int32_t> baseTokens(static_cast<size_t>(header[3]) * ctx);
     if (!base.read(baseTokens.data(), baseTokens.size() * sizeof(int32_t), message))
-      return fail(tool, message);
+      return failed(message);
     for (size_t i = 0; i < windowTokens.size(); ++i)
       if (baseTokens[i] != windowTokens[i])
-        return fail(tool, "'" + options.klBase + "' scored other text: token " +
+        return failed("'" + options.klBase + "' scored other text: token " +
                               std::to_string(i) + " is " +
                               std::to_string(baseTokens[i]) + " there and " +
                               std::to_string(windowTokens[i]) + " here");
@@ -327,7 +368,7 @@ int run(int argc, char **argv) {
     auto start = std::chrono::steady_clock::now();
     if (attnrt_prefill(session.get(), window, ctx, logits.data(), 1, error,
                        sizeof(error)) != ATTNRT_OK)
-      return fail(tool, error);
+      return failed(error);
     modelSeconds += std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - start)
                         .count();
@@ -335,8 +376,8 @@ int run(int argc, char **argv) {
     // now): this is as much work as the prefill of a small model.
     std::vector<std::thread> workers;
     unsigned parts = std::max(1u, std::thread::hardware_concurrency());
-    if (options.folder.threads > 0)
-      parts = static_cast<unsigned>(options.folder.threads);
+    if (threads > 0)
+      parts = static_cast<unsigned>(threads);
     for (unsigned p = 0; p < parts; ++p)
       workers.emplace_back([&, p] {
         for (int64_t t = p; t + 1 < ctx; t += parts)
@@ -358,10 +399,10 @@ int run(int argc, char **argv) {
           row32[static_cast<size_t>(v)] = static_cast<float>(row[v] - lse);
       if (!options.saveLogits.empty() &&
           !save.write(row32.data(), rowBytes, message))
-        return fail(tool, message);
+        return failed(message);
       if (!options.klBase.empty()) {
         if (!base.read(base32.data(), rowBytes, message))
-          return fail(tool, message);
+          return failed(message);
         double divergence = 0;
         int64_t best = 0, baseBest = 0;
         for (int64_t v = 0; v < vocab; ++v) {
@@ -386,7 +427,7 @@ int run(int argc, char **argv) {
                  std::exp(running.mean));
   }
   if (!options.saveLogits.empty() && !save.close(message))
-    return fail(tool, message);
+    return failed(message);
 
   Summary total = summarize(nll);
   double perplexity = std::exp(total.mean);
