@@ -233,27 +233,22 @@ int run(int argc, char **argv) {
   std::string message;
   if (!group.start(&argc, &argv, message))
     return fail(tool, message);
-  auto failed = [&](const std::string &why) -> int {
-    if (group.communicator())
-      group.abort(std::string(tool) + ": error: " + why);
-    return fail(tool, why);
-  };
 
   char error[1024];
   TokenizerPtr tokenizer(
       attnrt_tokenizer_load(options.modelDir.c_str(), error, sizeof(error)));
   if (!tokenizer)
-    return failed(error);
+    return group.fail(tool, error);
   std::string text;
   std::vector<int32_t> ids;
   if (!readTextFile(options.file, text, message) ||
       !tokenize(tokenizer.get(), text, ATTNRT_TOKENIZE_DEFAULT,
                 "'" + options.file + "'", ids, message))
-    return failed(message);
+    return group.fail(tool, message);
   int64_t ctx = options.ctx;
   int64_t windows = static_cast<int64_t>(ids.size()) / ctx;
   if (windows == 0)
-    return failed("'" + options.file + "' encodes to " +
+    return group.fail(tool, "'" + options.file + "' encodes to " +
                           std::to_string(ids.size()) +
                           " tokens, fewer than one window of " +
                           std::to_string(ctx) + " (--ctx)");
@@ -271,20 +266,18 @@ int run(int argc, char **argv) {
   ModelPtr model(loadModelFolder(tool, options.modelDir, ctx, options.folder, message,
                                  /*inspect=*/false, group.communicator()));
   if (!model)
-    return failed(message);
-  if (!group.barrier(3600, message))
-    return failed("waiting for every rank to load the model: " + message);
-  int32_t threads = static_cast<int32_t>(options.folder.threads);
-  if (threads == 0 && group.communicator())
-    threads = group.threadsPerRank();
+    return group.fail(tool, message);
+  if (!group.waitForLoads(message))
+    return group.fail(tool, message);
+  int32_t threads = group.threadsFor(options.folder.threads);
   if (threads > 0)
     attnrt_model_set_num_threads(model.get(), threads);
   int64_t vocab = attnrt_model_vocab_size(model.get());
   if (!checkTokenizerFits(tokenizer.get(), model.get(), options.modelDir, message))
-    return failed(message);
+    return group.fail(tool, message);
   SessionPtr session(attnrt_session_create(model.get(), error, sizeof(error)));
   if (!session)
-    return failed(error);
+    return group.fail(tool, error);
   if (!group.leader()) {
     // The other ranks' share of each window's prefill; rank 0 scores.
     std::vector<float> logits(static_cast<size_t>(ctx * vocab));
@@ -292,7 +285,7 @@ int run(int argc, char **argv) {
       attnrt_session_reset(session.get());
       if (attnrt_prefill(session.get(), ids.data() + w * ctx, ctx, logits.data(), 1, error,
                          sizeof(error)) != ATTNRT_OK)
-        return failed(error);
+        return group.fail(tool, error);
     }
     return 0;
   }
@@ -310,7 +303,7 @@ int run(int argc, char **argv) {
                              : options.saveLogits.substr(0, options.saveLogits.rfind('/') + 1);
     if (statvfs(folder.c_str(), &fs) == 0 &&
         bytes > static_cast<double>(fs.f_bavail) * fs.f_frsize)
-      return failed("--save-logits needs " + std::to_string(bytes / 1e9).substr(0, 5) +
+      return group.fail(tool, "--save-logits needs " + std::to_string(bytes / 1e9).substr(0, 5) +
                             " GB (" + std::to_string(windows) + " windows x " +
                             std::to_string(scoredPerWindow) + " positions x " +
                             std::to_string(vocab) + " floats), more than the " +
@@ -322,7 +315,7 @@ int run(int argc, char **argv) {
         !save.write(kMagic, sizeof(kMagic), message) ||
         !save.write(header, sizeof(header), message) ||
         !save.write(windowTokens.data(), windowTokens.size() * sizeof(int32_t), message))
-      return failed(message);
+      return group.fail(tool, message);
   }
   if (!options.klBase.empty()) {
     char magic[8];
@@ -330,12 +323,12 @@ int run(int argc, char **argv) {
     if (!base.open(options.klBase, "rb", message) ||
         !base.read(magic, sizeof(magic), message) ||
         !base.read(header, sizeof(header), message))
-      return failed(message);
+      return group.fail(tool, message);
     if (std::memcmp(magic, kMagic, sizeof(magic)) != 0 || header[0] != kVersion)
-      return failed("'" + options.klBase +
+      return group.fail(tool, "'" + options.klBase +
                             "' is not a --save-logits file of this version");
     if (header[1] != vocab || header[2] != ctx || header[3] < windows)
-      return failed("'" + options.klBase + "' is for vocab " +
+      return group.fail(tool, "'" + options.klBase + "' is for vocab " +
                             std::to_string(header[1]) + ", ctx " +
                             std::to_string(header[2]) + ", " +
                             std::to_string(header[3]) + " windows; this run has vocab " +
@@ -343,10 +336,10 @@ int run(int argc, char **argv) {
                             ", " + std::to_string(windows) + " windows");
     std::vector<int32_t> baseTokens(static_cast<size_t>(header[3]) * ctx);
     if (!base.read(baseTokens.data(), baseTokens.size() * sizeof(int32_t), message))
-      return failed(message);
+      return group.fail(tool, message);
     for (size_t i = 0; i < windowTokens.size(); ++i)
       if (baseTokens[i] != windowTokens[i])
-        return failed("'" + options.klBase + "' scored other text: token " +
+        return group.fail(tool, "'" + options.klBase + "' scored other text: token " +
                               std::to_string(i) + " is " +
                               std::to_string(baseTokens[i]) + " there and " +
                               std::to_string(windowTokens[i]) + " here");
@@ -368,7 +361,7 @@ int run(int argc, char **argv) {
     auto start = std::chrono::steady_clock::now();
     if (attnrt_prefill(session.get(), window, ctx, logits.data(), 1, error,
                        sizeof(error)) != ATTNRT_OK)
-      return failed(error);
+      return group.fail(tool, error);
     modelSeconds += std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - start)
                         .count();
@@ -399,10 +392,10 @@ int run(int argc, char **argv) {
           row32[static_cast<size_t>(v)] = static_cast<float>(row[v] - lse);
       if (!options.saveLogits.empty() &&
           !save.write(row32.data(), rowBytes, message))
-        return failed(message);
+        return group.fail(tool, message);
       if (!options.klBase.empty()) {
         if (!base.read(base32.data(), rowBytes, message))
-          return failed(message);
+          return group.fail(tool, message);
         double divergence = 0;
         int64_t best = 0, baseBest = 0;
         for (int64_t v = 0; v < vocab; ++v) {
@@ -427,7 +420,7 @@ int run(int argc, char **argv) {
                  std::exp(running.mean));
   }
   if (!options.saveLogits.empty() && !save.close(message))
-    return failed(message);
+    return group.fail(tool, message);
 
   Summary total = summarize(nll);
   double perplexity = std::exp(total.mean);

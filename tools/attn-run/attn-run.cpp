@@ -253,11 +253,6 @@ int run(int argc, char **argv) {
     if (!group.start(&argc, &argv, message))
       return fail(tool, message);
   }
-  auto failed = [&](const std::string &message) -> int {
-    if (group.communicator())
-      group.abort(std::string(tool) + ": error: " + message);
-    return fail(tool, message);
-  };
   // Writes `text` to stdout now (the user watches it stream).
   auto emit = [&](const char *text, size_t length) {
     if (!group.leader())
@@ -274,23 +269,22 @@ int run(int argc, char **argv) {
     model.reset(loadModelFolder(tool, options.modelDir, options.context, options.folder,
                                 message, /*inspect=*/false, group.communicator()));
     if (!model)
-      return failed(message);
+      return group.fail(tool, message);
     // The tokenizer is optional with --tokens (the output is then ids).
     tokenizer.reset(
         attnrt_tokenizer_load(options.modelDir.c_str(), error, sizeof(error)));
     if (!tokenizer && !options.haveTokens)
-      return failed(error);
+      return group.fail(tool, error);
   } else {
     model.reset(attnrt_model_load_parallel(options.lib.c_str(), options.weights.c_str(),
                                            group.communicator(), error, sizeof(error)));
     if (!model)
-      return failed(error);
+      return group.fail(tool, error);
   }
-  // Compiling on first use may take a while on some ranks.
   {
     std::string message;
-    if (!group.barrier(3600, message))
-      return failed("waiting for every rank to load the model: " + message);
+    if (!group.waitForLoads(message))
+      return group.fail(tool, message);
   }
   // Warnings come one per line, each ending in '\n'.
   for (const char *w = group.leader() ? attnrt_model_warnings(model.get()) : ""; *w;) {
@@ -299,40 +293,36 @@ int run(int argc, char **argv) {
     warn(tool, std::string(w, length));
     w += length + (end ? 1 : 0);
   }
-  if (options.folder.threads > 0 &&
-      !attnrt_model_set_num_threads(model.get(),
-                                    static_cast<int32_t>(options.folder.threads)))
+  if (int32_t threads = group.threadsFor(options.folder.threads);
+      threads > 0 && !attnrt_model_set_num_threads(model.get(), threads))
     warn(tool, "the library does not export attn_model_set_num_threads; "
                "--threads ignored");
-  // The ranks on this machine share its cores.
-  if (options.folder.threads == 0 && group.communicator())
-    attnrt_model_set_num_threads(model.get(), group.threadsPerRank());
 
   int64_t vocab = attnrt_model_vocab_size(model.get());
   int64_t maxSeq = attnrt_model_max_seq(model.get());
   std::string message, promptText;
   if (tokenizer &&
       !checkTokenizerFits(tokenizer.get(), model.get(), options.modelDir, message))
-    return failed(message);
+    return group.fail(tool, message);
 
   // The prompt.
   std::vector<int32_t> prompt;
   if (options.haveTokens) {
     if (!parseTokenList(options.tokens, "--tokens", prompt, message))
-      return failed(message);
+      return group.fail(tool, message);
   } else {
     std::string what = "-p";
     promptText = options.prompt;
     if (options.haveFile) {
       if (!readTextFile(options.file, promptText, message))
-        return failed(message);
+        return group.fail(tool, message);
       what = "'" + options.file + "'";
     }
     if (!tokenize(tokenizer.get(), promptText, ATTNRT_TOKENIZE_DEFAULT, what,
                   prompt, message))
-      return failed(message);
+      return group.fail(tool, message);
     if (prompt.empty())
-      return failed("the prompt encodes to no tokens (this tokenizer adds "
+      return group.fail(tool, "the prompt encodes to no tokens (this tokenizer adds "
                         "no BOS): give some text");
   }
   if (group.communicator()) {
@@ -344,18 +334,18 @@ int run(int argc, char **argv) {
   int64_t promptLength = static_cast<int64_t>(prompt.size());
   for (int64_t i = 0; i < promptLength; ++i)
     if (prompt[i] >= vocab)
-      return failed("token " + std::to_string(prompt[i]) + " at index " +
+      return group.fail(tool, "token " + std::to_string(prompt[i]) + " at index " +
                             std::to_string(i) +
                             " is outside the vocabulary [0, " +
                             std::to_string(vocab) + ")");
   if (promptLength > maxSeq)
-    return failed("the prompt is " + std::to_string(promptLength) +
+    return group.fail(tool, "the prompt is " + std::to_string(promptLength) +
                           " tokens, longer than the context of " +
                           std::to_string(maxSeq) + " positions" +
                           (folder ? " (--ctx)" : ""));
   int64_t generate = options.generate < 0 ? maxSeq - promptLength : options.generate;
   if (generate > maxSeq - promptLength)
-    return failed("prompt of " + std::to_string(promptLength) +
+    return group.fail(tool, "prompt of " + std::to_string(promptLength) +
                           " tokens plus " + std::to_string(generate) +
                           " generated exceeds the context of " +
                           std::to_string(maxSeq) + " positions");
@@ -367,10 +357,10 @@ int run(int argc, char **argv) {
   params.seed = options.seed;
   SamplerPtr sampler(attnrt_sampler_create(&params, vocab, error, sizeof(error)));
   if (!sampler)
-    return failed(error);
+    return group.fail(tool, error);
   SessionPtr session(attnrt_session_create(model.get(), error, sizeof(error)));
   if (!session)
-    return failed(error);
+    return group.fail(tool, error);
 
   // Text output: the prompt as written, then the continuation streamed by a
   // detokenizer primed with the prompt (so " the" after it keeps its
@@ -380,14 +370,14 @@ int run(int argc, char **argv) {
     detokenizer.reset(
         attnrt_detokenizer_create(tokenizer.get(), 1, error, sizeof(error)));
     if (!detokenizer)
-      return failed(error);
+      return group.fail(tool, error);
     for (int32_t id : prompt)
       if (!attnrt_detokenizer_step(detokenizer.get(), id, nullptr, error,
                                    sizeof(error)))
-        return failed(error);
+        return group.fail(tool, error);
     if (options.haveTokens &&
         !detokenize(tokenizer.get(), prompt, true, promptText, message))
-      return failed(message);
+      return group.fail(tool, message);
   }
 
   // Every buffer exists before the clock starts. With --dump-logits each
@@ -403,7 +393,7 @@ int run(int argc, char **argv) {
     // Fail on an unwritable path now, not after the run.
     FILE *probe = std::fopen(options.dumpLogits.c_str(), "wb");
     if (!probe)
-      return failed("cannot write '" + options.dumpLogits +
+      return group.fail(tool, "cannot write '" + options.dumpLogits +
                             "': " + std::strerror(errno));
     std::fclose(probe);
   }
@@ -414,7 +404,7 @@ int run(int argc, char **argv) {
   auto prefillStart = Clock::now();
   if (attnrt_prefill(session.get(), prompt.data(), promptLength, logits.data(),
                      dump ? 1 : 0, error, sizeof(error)) != ATTNRT_OK)
-    return failed(error);
+    return group.fail(tool, error);
   auto prefillEnd = Clock::now();
 
   // Decode time covers sampling and printing too: it is the cost per
@@ -429,7 +419,7 @@ int run(int argc, char **argv) {
     int32_t token = attnrt_sample(sampler.get(), row, vocab);
     group.broadcast(&token, sizeof token);
     if (token < 0)
-      return failed("every logit is NaN: nothing to sample");
+      return group.fail(tool, "every logit is NaN: nothing to sample");
     generated.push_back(token);
     // The end-of-sequence token ends the text; it is not fed back.
     if (tokenizer && !options.ignoreEos &&
@@ -448,13 +438,13 @@ int run(int argc, char **argv) {
       const char *piece = attnrt_detokenizer_step(detokenizer.get(), token,
                                                   &length, error, sizeof(error));
       if (!piece)
-        return failed(error);
+        return group.fail(tool, error);
       emit(piece, length);
     }
     float *out = dump ? logits.data() + (promptLength + i) * vocab : logits.data();
     if (attnrt_decode(session.get(), token, out, error, sizeof(error)) !=
         ATTNRT_OK)
-      return failed(error);
+      return group.fail(tool, error);
     ++decoded;
     row = out;
   }
@@ -473,7 +463,7 @@ int run(int argc, char **argv) {
     const char *rest =
         attnrt_detokenizer_flush(detokenizer.get(), &length, error, sizeof(error));
     if (!rest)
-      return failed(error);
+      return group.fail(tool, error);
     emit(rest, length);
     emit("\n", 1);
     rates = stderr;
@@ -500,7 +490,7 @@ int run(int argc, char **argv) {
     int64_t shape[2] = {rows, vocab};
     if (attnrt_npy_write_f32(options.dumpLogits.c_str(), logits.data(), 2,
                              shape, error, sizeof(error)) != ATTNRT_OK)
-      return failed(error);
+      return group.fail(tool, error);
   }
   return 0;
 }

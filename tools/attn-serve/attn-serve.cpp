@@ -246,25 +246,21 @@ int run(int argc, char **argv) {
   std::string message;
   if (!group.start(&argc, &argv, message))
     return fail(tool, message);
-  auto failed = [&](const std::string &why) -> int {
-    if (group.communicator())
-      group.abort(std::string(tool) + ": error: " + why);
-    return fail(tool, why);
-  };
 
   ModelPtr model(loadModelFolder(tool, options.modelDir, options.context, options.folder, message,
                                  /*inspect=*/false, group.communicator()));
   if (!model)
-    return failed(message);
-  if (!group.barrier(3600, message))
-    return failed("waiting for every rank to load the model: " + message);
-  if (options.folder.threads == 0 && group.communicator())
-    attnrt_model_set_num_threads(model.get(), group.threadsPerRank());
+    return group.fail(tool, message);
+  if (!group.waitForLoads(message))
+    return group.fail(tool, message);
+  if (int32_t threads = group.threadsFor(options.folder.threads);
+      threads > 0 && !attnrt_model_set_num_threads(model.get(), threads))
+    warn(tool, "the library does not export attn_model_set_num_threads; --threads ignored");
   if (!group.leader()) {
     std::unique_ptr<RuntimeModel> slots =
         RuntimeModel::create(model.get(), static_cast<int>(options.parallel), message);
     if (!slots)
-      return failed(message);
+      return group.fail(tool, message);
     followLeader(*slots, group);
     return 0;
   }
@@ -274,19 +270,16 @@ int run(int argc, char **argv) {
     warn(tool, std::string(w, length));
     w += length + (end ? 1 : 0);
   }
-  if (options.folder.threads > 0 &&
-      !attnrt_model_set_num_threads(model.get(), static_cast<int32_t>(options.folder.threads)))
-    warn(tool, "the library does not export attn_model_set_num_threads; --threads ignored");
   char error[1024];
   TokenizerPtr tokenizer(attnrt_tokenizer_load(options.modelDir.c_str(), error, sizeof(error)));
   if (!tokenizer)
-    return failed(error);
+    return group.fail(tool, error);
   if (!checkTokenizerFits(tokenizer.get(), model.get(), options.modelDir, message))
-    return failed(message);
+    return group.fail(tool, message);
   ChatTemplatePtr chatTemplate;
   std::string noTemplate;
   if (!loadChatTemplate(options, tokenizer.get(), chatTemplate, noTemplate, message))
-    return failed(message);
+    return group.fail(tool, message);
   if (!chatTemplate)
     warn(tool, "no chat template (" + noTemplate +
                    "): /v1/chat/completions answers 400; --chat-template FILE gives one");
@@ -294,7 +287,7 @@ int run(int argc, char **argv) {
   std::unique_ptr<RuntimeModel> batched =
       RuntimeModel::create(model.get(), static_cast<int>(options.parallel), message);
   if (!batched)
-    return failed(message);
+    return group.fail(tool, message);
   // Destroyed after the scheduler: it then tells the other ranks to stop.
   std::unique_ptr<LeaderModel> leader;
   if (group.communicator())
@@ -354,7 +347,7 @@ int run(int argc, char **argv) {
   server.get("/metrics", route(&Endpoints::metrics));
 
   if (!server.bind(message))
-    return failed(message);
+    return group.fail(tool, message);
   scheduler.start();
 
   // The first of SIGINT/SIGTERM, or the poke below when the server ended on
@@ -378,7 +371,7 @@ int run(int argc, char **argv) {
     pthread_kill(stopper.native_handle(), SIGTERM);
   stopper.join();
   if (!listened)
-    return failed("the listening socket failed");
+    return group.fail(tool, "the listening socket failed");
   return 0;
 }
 

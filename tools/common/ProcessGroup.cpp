@@ -2,6 +2,8 @@
 
 #include "ProcessGroup.h"
 
+#include "ToolSupport.h"
+
 #ifdef ATTN_HAVE_MPI
 #include "attnrt/mpi.h"
 #endif
@@ -12,6 +14,26 @@
 #include <thread>
 
 using namespace attn::tools;
+
+int ProcessGroup::fail(const char *tool, const std::string &message) {
+  if (communicator())
+    abort(std::string(tool) + ": error: " + message);
+  return tools::fail(tool, message);
+}
+
+bool ProcessGroup::waitForLoads(std::string &error) {
+  std::string message;
+  if (barrier(3600, message))
+    return true;
+  error = "waiting for every rank to load the model: " + message;
+  return false;
+}
+
+int32_t ProcessGroup::threadsFor(int64_t requested) const {
+  if (requested > 0)
+    return static_cast<int32_t>(requested);
+  return communicator() ? threadsPerRank() : 0;
+}
 
 #ifdef ATTN_HAVE_MPI
 

@@ -45,6 +45,18 @@ public:
 
   /// Ends every rank of the job with `message` (from this rank) on stderr.
   [[noreturn]] void abort(const std::string &message);
+  /// A tool's error: "<tool>: error: <message>"; in a group it ends every
+  /// rank (so that none waits for this one), else it is fail()'s line and
+  /// exit code.
+  int fail(const char *tool, const std::string &message);
+  /// After this rank loaded its model: waits for every rank's (compiling
+  /// on first use may take minutes on some), at most an hour; false with a
+  /// message when one does not arrive.
+  bool waitForLoads(std::string &error);
+  /// The threads to give the model: `requested` (--threads) when given,
+  /// else in a group the cores shared by the ranks on this machine, else 0
+  /// (the library's default).
+  int32_t threadsFor(int64_t requested) const;
   /// Rank 0's bytes[0, n) to every rank.
   void broadcast(void *bytes, int64_t n);
   /// Waits at most `seconds` for every rank (e.g. "every rank has loaded
