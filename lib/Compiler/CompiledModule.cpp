@@ -46,8 +46,17 @@ CompiledModule::compile(const std::string &source,
   AttnPipelineOptions pipelineOptions;
   pipelineOptions.queryBlock = options.queryBlock;
   pipelineOptions.kvBlock = options.kvBlock;
+  // The host's vectors and int8 dot product, unless the test says otherwise.
+  pipelineOptions.vectorWidth = hostVectorWidth();
+  std::string hostDot = pipelineOptions.int8Dot;
+  if (std::optional<llvm::StringRef> dot = hostInt8Dot(pipelineOptions.vectorWidth))
+    hostDot = dot->str();
+  pipelineOptions.int8Dot = hostDot;
   if (options.configure)
     options.configure(pipelineOptions);
+  if (pipelineOptions.int8Dot == hostDot)
+    if (std::optional<llvm::StringRef> dot = hostInt8Dot(pipelineOptions.vectorWidth))
+      pipelineOptions.int8Dot = dot->str();
   buildAttnToLLVMPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return nullptr;

@@ -128,20 +128,27 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
     return llvm::createStringError(
         "--inspect and --tensor-parallel cannot be combined: inspect a model "
         "in one process");
+  AttnPipelineOptions pipeline;
+  pipeline.copyOptionValuesFrom(options.pipeline);
   if (isQuantized(options.weightFormat)) {
     const char *name = weightFormatName(options.weightFormat);
-    if (options.pipeline.vectorWidth != 16)
+    int64_t width = pipeline.vectorWidth;
+    if (width != 16 && width != 8)
       return llvm::createStringError(
           llvm::Twine("--weight-format ") + name +
-          " needs 16-lane (AVX-512) vectors for its int8 dot products, got "
-          "--vector-width " + llvm::Twine(options.pipeline.vectorWidth));
+          " needs 8-lane (AVX2) or 16-lane (AVX-512) vectors for its int8 dot "
+          "products, got --vector-width " + llvm::Twine(width));
     bool native = options.emit == EmitKind::Llvm || options.emit == EmitKind::Object ||
                   options.emit == EmitKind::Library;
-    if (native && !hostHasInt8Dot())
+    std::optional<llvm::StringRef> dot = hostInt8Dot(width);
+    if (native && !dot)
       return llvm::createStringError(
-          llvm::Twine("--weight-format ") + name +
-          " needs the AVX-512 VNNI int8 dot product (vpdpbusd), which this CPU (" +
+          llvm::Twine("--weight-format ") + name + " at --vector-width " +
+          llvm::Twine(width) + " needs an int8 dot product (" +
+          (width == 16 ? "AVX-512BW" : "AVX2") + "), which this CPU (" +
           hostCpuName() + ") lacks; use --weight-format bf16 or f32");
+    // IR for another machine: VNNI on AVX-512, the AVX2 sequence otherwise.
+    pipeline.int8Dot = dot ? dot->str() : width == 16 ? "vpdpbusd" : "vpmaddubsw";
   }
 
   // A packed weight block is two vectors of the target: the register tile's
@@ -168,7 +175,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   {
     StageTimer timer(progress, "attn -> linalg");
     if (failed(runStage(context, *module, options, [&](OpPassManager &pm) {
-          buildAttnToLinalgPipeline(pm, options.pipeline);
+          buildAttnToLinalgPipeline(pm, pipeline);
         })))
       return llvm::createStringError("lowering to linalg failed");
   }
@@ -179,8 +186,8 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
     StageTimer timer(progress, "bufferize, lower to LLVM");
     if (failed(runStage(context, *module, options, [&](OpPassManager &pm) {
           buildBufferizePipeline(pm);
-          buildLowerToLoopsPipeline(pm, options.pipeline);
-          buildLowerToLLVMPipeline(pm, options.pipeline);
+          buildLowerToLoopsPipeline(pm, pipeline);
+          buildLowerToLLVMPipeline(pm, pipeline);
         })))
       return llvm::createStringError("lowering to the LLVM dialect failed");
     if (failed(addModelCAbi(*module, config, build)))

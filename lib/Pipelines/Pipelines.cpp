@@ -61,6 +61,7 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
   gemm.tileRows = options.tileRows;
   gemm.kUnroll = options.kUnroll;
   gemm.prefetchBytes = options.prefetchBytes;
+  gemm.int8Dot = options.int8Dot;
   pm.addPass(createLowerGemmPass(gemm));
   LowerAttentionPassOptions attention;
   attention.vectorWidth = options.vectorWidth;
@@ -81,6 +82,8 @@ void mlir::attn::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Polynomial exp/tanh/erf: vector code instead of one libm call per lane.
   if (options.fastMath)
     pm.addPass(createApproximateMathPass());
+  // bf16 conversions the same on every CPU, with no runtime-library call.
+  pm.addPass(createExpandBF16Pass());
   // The kernels' scf.parallel loops run on OpenMP's thread pool.
   if (options.threads)
     pm.addPass(createParallelToOpenMPPass());

@@ -62,10 +62,20 @@ int64_t mlir::attn::hostVectorWidth() {
   return features.lookup("avx512f") ? 16 : 8;
 }
 
-bool mlir::attn::hostHasInt8Dot() {
+std::optional<llvm::StringRef> mlir::attn::hostInt8Dot(int64_t width) {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  return features.lookup("avx512f") && features.lookup("avx512bw") &&
-         features.lookup("avx512vnni");
+  auto has = [&](llvm::StringRef name) { return features.lookup(name); };
+  if (width == 16 && has("avx512f") && has("avx512bw"))
+    return llvm::StringRef(has("avx512vnni") ? "vpdpbusd" : "vpmaddubsw");
+  if (width == 8 && has("avx2"))
+    return llvm::StringRef((has("avx512vnni") && has("avx512vl")) || has("avxvnni")
+                               ? "vpdpbusd"
+                               : "vpmaddubsw");
+  return std::nullopt;
+}
+
+bool mlir::attn::hostHasInt8Dot() {
+  return hostInt8Dot(hostVectorWidth()).has_value();
 }
 
 std::string mlir::attn::hostCpuName() { return llvm::sys::getHostCPUName().str(); }

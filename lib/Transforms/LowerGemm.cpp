@@ -19,9 +19,10 @@
 //
 // A q8_0 / q4_0 weight (PackedWeight.h) keeps the same blocks and tiles, but
 // the k loop walks blocks of 32 inputs: the input rows, quantized to int8
-// per block of 32 once per gemm, meet the weight bytes in VNNI dot products
-// (4 products per 32-bit lane, summed in int32), and each block's sums join
-// the f32 accumulators times the two scales.
+// per block of 32 once per gemm, meet the weight bytes in int8 dot products
+// (4 products per 32-bit lane, summed in int32: one vpdpbusd with VNNI,
+// vpmaddubsw then vpmaddwd without), and each block's sums join the f32
+// accumulators times the two scales.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +38,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 
@@ -53,6 +55,9 @@ using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
+
+/// The instruction of the quantized kernels' int8 dot products.
+enum class Int8Dot { Vpdpbusd, Vpmaddubsw };
 
 /// Shapes and operands of one gemm, shared by the tiles.
 struct GemmKernel {
@@ -74,8 +79,15 @@ struct GemmKernel {
   /// 32: int8 quads [M, K/4] (i32), scales [M, K/32] and the weight bytes'
   /// offset times each block's sum [M, K/32] (i32).
   PackedFormat format = PackedFormat::F32;
+  Int8Dot dot = Int8Dot::Vpdpbusd;
   Value slabs, slabs2, quads, scales, corrections;
   int64_t groups = 0, slabBytes = 0;
+
+  /// q8_0 through vpmaddubsw multiplies signed weights (the stored byte
+  /// less 128) by the activations' magnitudes: no offset term to subtract.
+  bool signedWeights() const {
+    return dot == Int8Dot::Vpmaddubsw && format == PackedFormat::Q8_0;
+  }
 };
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
@@ -238,13 +250,58 @@ SmallVector<Value> emitFloatProducts(OpBuilder &b, Location loc, const GemmKerne
   return totals;
 }
 
+Value callIntrinsic(OpBuilder &b, Location loc, Type type, StringRef name,
+                    ValueRange operands) {
+  return LLVM::CallIntrinsicOp::create(b, loc, type, b.getStringAttr(name), operands)
+      ->getResult(0);
+}
+
 /// vpdpbusd: each i32 lane of `acc` plus the 4 products of its unsigned
 /// bytes of `weights` with its signed bytes of `inputs`.
-Value dotInt8(OpBuilder &b, Location loc, Value acc, Value weights, Value inputs) {
-  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(),
-                                       b.getStringAttr("llvm.x86.avx512.vpdpbusd.512"),
-                                       ValueRange{acc, weights, inputs})
-      ->getResult(0);
+Value dotInt8(OpBuilder &b, Location loc, int64_t width, Value acc, Value weights,
+              Value inputs) {
+  return callIntrinsic(b, loc, acc.getType(),
+                       width == 16 ? "llvm.x86.avx512.vpdpbusd.512"
+                                   : "llvm.x86.avx512.vpdpbusd.256",
+                       ValueRange{acc, weights, inputs});
+}
+
+/// vpmaddubsw: each i16 lane the sum of the products of its two unsigned
+/// bytes of `a` with its two signed bytes of `s` (saturating, which the
+/// callers' bounds rule out).
+Value multiplyBytePairs(OpBuilder &b, Location loc, int64_t width, Value a, Value s) {
+  auto type = VectorType::get({2 * width}, b.getI16Type());
+  return callIntrinsic(b, loc, type,
+                       width == 16 ? "llvm.x86.avx512.pmaddubs.w.512"
+                                   : "llvm.x86.avx2.pmadd.ub.sw",
+                       ValueRange{a, s});
+}
+
+/// vpmaddwd by ones: each i32 lane the sum of its two i16 lanes of `pairs`.
+Value sumPairs(OpBuilder &b, Location loc, int64_t width, Value pairs) {
+  auto type = VectorType::get({width}, b.getI32Type());
+  Value ones = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(cast<VectorType>(pairs.getType()),
+                                     b.getI16IntegerAttr(1)));
+  return callIntrinsic(b, loc, type,
+                       width == 16 ? "llvm.x86.avx512.pmaddw.d.512"
+                                   : "llvm.x86.avx2.pmadd.wd",
+                       ValueRange{pairs, ones});
+}
+
+/// `bytes` negated where `signs` is negative and zeroed where it is zero
+/// (vpsignb; AVX-512 has none, so a compare and a masked negation there).
+Value applySigns(OpBuilder &b, Location loc, int64_t width, Value bytes, Value signs) {
+  if (width == 8)
+    return callIntrinsic(b, loc, bytes.getType(), "llvm.x86.avx2.psign.b",
+                         ValueRange{bytes, signs});
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(cast<VectorType>(bytes.getType()),
+                                     b.getI8IntegerAttr(0)));
+  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, signs, zero);
+  // Where the sign is zero the other factor, |signs|, is zero too.
+  return arith::SelectOp::create(b, loc, negative,
+                                 arith::SubIOp::create(b, loc, zero, bytes), bytes);
 }
 
 /// emitFloatProducts for a q8_0 / q4_0 weight and the quantized input rows.
@@ -255,20 +312,34 @@ SmallVector<Value> emitQuantizedProducts(OpBuilder &b, Location loc,
   const int64_t vectors = g.vectorsPerBlock, width = g.width;
   const int64_t weights = g.weight2 ? 2 : 1;
   const bool q8 = g.format == PackedFormat::Q8_0;
+  const bool vnni = g.dot == Int8Dot::Vpdpbusd;
+  // q4_0 without VNNI: a block's nibble products, at most 16 * 15 * 127 per
+  // lane, add up in int16 and are widened once per block.
+  const bool int16Sums = !vnni && !q8;
   const int64_t quadsPerBlock = kQuantBlock / 4;
   Type i8 = b.getI8Type(), i32 = b.getI32Type();
   auto intType = VectorType::get({width}, i32);
   auto byteType = VectorType::get({4 * width}, i8);
+  auto sumType = int16Sums ? VectorType::get({2 * width}, b.getI16Type()) : intType;
+  const int64_t perChain = weights * rows * vectors;
   // One row: two integer chains per block (even and odd quads) so the dot
-  // products' latency does not bound it.
-  const int64_t chains = rows == 1 ? 2 : 1;
+  // products' latency does not bound it, where the registers hold them
+  // (32 with AVX-512, 16 with AVX2) beside the weights and the inputs.
+  const int64_t registers = width == 16 ? 32 : 16;
+  const int64_t chains =
+      rows == 1 && 3 * perChain + weights * vectors + 2 <= registers ? 2 : 1;
   auto accIndex = [&](int64_t w, int64_t r, int64_t j) {
     return (w * rows + r) * vectors + j;
   };
-  const int64_t perChain = weights * rows * vectors;
   SmallVector<Value> zeros(perChain, splat(b, loc, g.vectorType, 0.0));
-  Value zeroInt = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(intType, b.getI32IntegerAttr(0)));
+  Value zeroSum = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(sumType, int16Sums ? b.getI16IntegerAttr(0)
+                                                : b.getI32IntegerAttr(0)));
+  auto byteSplat = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
+    return arith::ConstantOp::create(
+        nb, l, DenseElementsAttr::get(byteType, nb.getI8IntegerAttr(v)));
+  };
   const int64_t nr = g.blockSize;
   const int64_t scaleStart = quantWeightBytes(g.format) * nr;
 
@@ -279,7 +350,7 @@ SmallVector<Value> emitQuantizedProducts(OpBuilder &b, Location loc,
         if (rows == 1 && g.prefetchRows > 0)
           emitPrefetch(nb, l, {g.slabs, g.slabs2}, g.blocks, g.groups, g.prefetchRows,
                        g.slabBytes, 1, block, group);
-        SmallVector<Value> sums(chains * perChain, zeroInt);
+        SmallVector<Value> sums(chains * perChain, zeroSum);
         Value firstQuad = arith::MulIOp::create(nb, l, group,
                                                 indexConstant(nb, l, quadsPerBlock));
         SmallVector<Value> packedBytes[2];
@@ -289,9 +360,14 @@ SmallVector<Value> emitQuantizedProducts(OpBuilder &b, Location loc,
             Value slabs = w == 0 ? g.slabs : g.slabs2;
             for (int64_t j = 0; j < vectors; ++j) {
               if (q8) {
-                w8[w].push_back(vector::LoadOp::create(
+                Value bytes = vector::LoadOp::create(
                     nb, l, byteType, slabs,
-                    ValueRange{block, group, indexConstant(nb, l, (q * nr + j * width) * 4)}));
+                    ValueRange{block, group, indexConstant(nb, l, (q * nr + j * width) * 4)});
+                // The stored byte is the weight plus 128: flipping its top
+                // bit gives the signed weight.
+                if (g.signedWeights())
+                  bytes = arith::XOrIOp::create(nb, l, bytes, byteSplat(nb, l, -128));
+                w8[w].push_back(bytes);
                 continue;
               }
               // q4_0: quads q and q + 4 share bytes (low, high nibble).
@@ -300,13 +376,9 @@ SmallVector<Value> emitQuantizedProducts(OpBuilder &b, Location loc,
                     nb, l, byteType, slabs,
                     ValueRange{block, group, indexConstant(nb, l, (q * nr + j * width) * 4)}));
               Value bytes = packedBytes[w][(q % (quadsPerBlock / 2)) * vectors + j];
-              auto nibbleSplat = [&](int64_t v) -> Value {
-                return arith::ConstantOp::create(
-                    nb, l, DenseElementsAttr::get(byteType, nb.getI8IntegerAttr(v)));
-              };
               w8[w].push_back(q < quadsPerBlock / 2
-                                  ? arith::AndIOp::create(nb, l, bytes, nibbleSplat(15)).getResult()
-                                  : arith::ShRUIOp::create(nb, l, bytes, nibbleSplat(4)).getResult());
+                                  ? arith::AndIOp::create(nb, l, bytes, byteSplat(nb, l, 15)).getResult()
+                                  : arith::ShRUIOp::create(nb, l, bytes, byteSplat(nb, l, 4)).getResult());
             }
           }
           Value quad = arith::AddIOp::create(nb, l, firstQuad, indexConstant(nb, l, q));
@@ -315,13 +387,31 @@ SmallVector<Value> emitQuantizedProducts(OpBuilder &b, Location loc,
             Value word = memref::LoadOp::create(nb, l, g.quads, ValueRange{rowIndex[r], quad});
             Value inputs = vector::BitCastOp::create(
                 nb, l, byteType, vector::BroadcastOp::create(nb, l, intType, word));
+            Value magnitudes;
+            if (g.signedWeights())
+              magnitudes = math::AbsIOp::create(nb, l, inputs);
             for (int64_t w = 0; w < weights; ++w)
               for (int64_t j = 0; j < vectors; ++j) {
                 Value &slot = sums[chain * perChain + accIndex(w, r, j)];
-                slot = dotInt8(nb, l, slot, w8[w][j], inputs);
+                if (vnni) {
+                  slot = dotInt8(nb, l, width, slot, w8[w][j], inputs);
+                } else if (int16Sums) {
+                  slot = arith::AddIOp::create(
+                      nb, l, slot, multiplyBytePairs(nb, l, width, w8[w][j], inputs));
+                } else {
+                  // x * w = |x| * (w with the sign of x): a pair of these is
+                  // at most 2 * 127 * 127, inside int16.
+                  Value pairs = multiplyBytePairs(
+                      nb, l, width, magnitudes,
+                      applySigns(nb, l, width, w8[w][j], inputs));
+                  slot = arith::AddIOp::create(nb, l, slot, sumPairs(nb, l, width, pairs));
+                }
               }
           }
         }
+        if (int16Sums)
+          for (Value &sum : sums)
+            sum = sumPairs(nb, l, width, sum);
         // acc += (sum - offset * sum(inputs)) * d_weight * d_input.
         SmallVector<Value> acc(carried);
         auto halfType = VectorType::get({width}, nb.getF16Type());
@@ -340,15 +430,18 @@ SmallVector<Value> emitQuantizedProducts(OpBuilder &b, Location loc,
           Value inputScale = vector::BroadcastOp::create(
               nb, l, g.vectorType,
               memref::LoadOp::create(nb, l, g.scales, ValueRange{rowIndex[r], group}));
-          Value correction = vector::BroadcastOp::create(
-              nb, l, intType,
-              memref::LoadOp::create(nb, l, g.corrections, ValueRange{rowIndex[r], group}));
+          Value correction;
+          if (g.corrections)
+            correction = vector::BroadcastOp::create(
+                nb, l, intType,
+                memref::LoadOp::create(nb, l, g.corrections, ValueRange{rowIndex[r], group}));
           for (int64_t w = 0; w < weights; ++w)
             for (int64_t j = 0; j < vectors; ++j) {
               Value sum = sums[accIndex(w, r, j)];
               for (int64_t c = 1; c < chains; ++c)
                 sum = arith::AddIOp::create(nb, l, sum, sums[c * perChain + accIndex(w, r, j)]);
-              sum = arith::SubIOp::create(nb, l, sum, correction);
+              if (correction)
+                sum = arith::SubIOp::create(nb, l, sum, correction);
               Value scale = arith::MulFOp::create(nb, l, weightScale[w][j], inputScale);
               Value &slot = acc[accIndex(w, r, j)];
               slot = vector::FMAOp::create(
@@ -466,7 +559,8 @@ void emitBlock(OpBuilder &b, Location loc, const GemmKernel &g, int64_t tileRows
 /// quantizes activations to q8_0: per row and block of 32, d = amax / 127
 /// and q = round(x / d) (to nearest even, the x86 rounding llama.cpp's AVX
 /// code uses; d stays f32). Also records offset * sum(q) per block, which
-/// the unsigned weight bytes add to every dot product.
+/// the unsigned weight bytes add to every dot product (unless the kernel
+/// multiplies signed weights).
 LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
                                  Value rows) {
   auto inputType = cast<MemRefType>(g.input.getType());
@@ -482,8 +576,9 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
                                     ValueRange{rows});
   g.scales = memref::AllocOp::create(b, loc, MemRefType::get({dyn, g.groups}, f32),
                                      ValueRange{rows});
-  g.corrections = memref::AllocOp::create(
-      b, loc, MemRefType::get({dyn, g.groups}, i32), ValueRange{rows});
+  if (!g.signedWeights())
+    g.corrections = memref::AllocOp::create(
+        b, loc, MemRefType::get({dyn, g.groups}, i32), ValueRange{rows});
   auto valuesType = VectorType::get({kQuantBlock}, f32);
   auto intsType = VectorType::get({kQuantBlock}, i32);
   auto bytesType = VectorType::get({kQuantBlock}, i8);
@@ -513,10 +608,6 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
               nb, l, x, vector::BroadcastOp::create(nb, l, valuesType, id));
           Value q = arith::FPToSIOp::create(
               nb, l, intsType, math::RoundEvenOp::create(nb, l, scaled));
-          Value sum = vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD, q);
-          Value correction = arith::MulIOp::create(
-              nb, l, sum,
-              arith::ConstantIntOp::create(nb, l, quantOffset(g.format), 32));
           Value bytes = arith::TruncIOp::create(nb, l, bytesType, q);
           Value firstQuad = arith::MulIOp::create(
               nb, l, group, indexConstant(nb, l, kQuantBlock / 4));
@@ -524,8 +615,14 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
                                   vector::BitCastOp::create(nb, l, quadsType, bytes),
                                   g.quads, ValueRange{row, firstQuad});
           memref::StoreOp::create(nb, l, d, g.scales, ValueRange{row, group});
-          memref::StoreOp::create(nb, l, correction, g.corrections,
-                                  ValueRange{row, group});
+          if (g.corrections) {
+            Value sum = vector::ReductionOp::create(nb, l, vector::CombiningKind::ADD, q);
+            Value correction = arith::MulIOp::create(
+                nb, l, sum,
+                arith::ConstantIntOp::create(nb, l, quantOffset(g.format), 32));
+            memref::StoreOp::create(nb, l, correction, g.corrections,
+                                    ValueRange{row, group});
+          }
           scf::YieldOp::create(nb, l);
         });
   };
@@ -548,6 +645,7 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
 /// Tile shape and cache budget of the generated kernels.
 struct GemmOptions {
   int64_t width, tileRows, kUnroll, l2Budget, prefetchBytes;
+  Int8Dot dot;
 };
 
 LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
@@ -580,12 +678,13 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   // (attn-compile packs blocks of two full vectors).
   while (g.blockSize % width != 0)
     width /= 2;
-  if (quantized && width != 16)
+  if (quantized && width != 16 && width != 8)
     return op.emitOpError()
            << "with a " << packedFormatName(g.format)
-           << " weight needs blocks of whole 16-lane vectors (vector-width 16, "
-              "the AVX-512 VNNI dot product), got vector-width "
+           << " weight needs blocks of whole 8- or 16-lane vectors (the int8 "
+              "dot products of AVX2 and AVX-512), got vector-width "
            << options.width << " and blocks of " << g.blockSize;
+  g.dot = options.dot;
   g.width = width;
   g.vectorsPerBlock = g.blockSize / width;
   g.kUnroll = g.k % kUnroll == 0 ? kUnroll : 1;
@@ -614,12 +713,13 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   Value rows = memref::DimOp::create(rewriter, loc, g.output, 0);
   if (quantized) {
     // The slabs as rows of bytes; the register tile shrinks so that the
-    // integer sums fit in the registers beside the f32 accumulators.
+    // integer sums fit in the registers beside the f32 accumulators (half as
+    // many rows in AVX2's 16 registers as in AVX-512's 32).
     SmallVector<ReassociationIndices> slabDims = {{0}, {1}, {2, 3}};
     g.slabs = memref::CollapseShapeOp::create(rewriter, loc, g.weight, slabDims);
     if (g.weight2)
       g.slabs2 = memref::CollapseShapeOp::create(rewriter, loc, g.weight2, slabDims);
-    tileRows = std::min<int64_t>(tileRows, g.weight2 ? 2 : 4);
+    tileRows = std::min<int64_t>(tileRows, (g.weight2 ? 2 : 4) * width / 16);
     if (failed(emitQuantizedInput(rewriter, loc, g, rows)))
       return failure();
   }
@@ -689,7 +789,17 @@ struct LowerGemmPass
           << kUnroll.getValue() << ", " << prefetchBytes.getValue();
       return signalPassFailure();
     }
-    GemmOptions options{vectorWidth, tileRows, kUnroll, l2Budget, prefetchBytes};
+    std::optional<Int8Dot> dot = llvm::StringSwitch<std::optional<Int8Dot>>(int8Dot)
+                                     .Case("vpdpbusd", Int8Dot::Vpdpbusd)
+                                     .Case("vpmaddubsw", Int8Dot::Vpmaddubsw)
+                                     .Default(std::nullopt);
+    if (!dot) {
+      emitError(getOperation()->getLoc())
+          << "attn-lower-gemm: int8-dot must be vpdpbusd or vpmaddubsw, got '"
+          << int8Dot.getValue() << "'";
+      return signalPassFailure();
+    }
+    GemmOptions options{vectorWidth, tileRows, kUnroll, l2Budget, prefetchBytes, *dot};
     SmallVector<GemmOp> gemms;
     getOperation()->walk([&](GemmOp op) { gemms.push_back(op); });
     IRRewriter rewriter(&getContext());

@@ -1,4 +1,6 @@
 // RUN: attn-opt %s -split-input-file --attn-lower-gemm --canonicalize --cse | FileCheck %s
+// RUN: attn-opt %s -split-input-file --attn-lower-gemm="vector-width=8 int8-dot=vpmaddubsw" --canonicalize --cse | FileCheck %s --check-prefix=AVX2
+// RUN: attn-opt %s -split-input-file --attn-lower-gemm="int8-dot=vpmaddubsw" --canonicalize --cse | FileCheck %s --check-prefix=BW
 // attn-lower-gemm on q8_0 and q4_0 weights (PackedWeight.h). Numbers: the
 // PackedGemm e2e tests (q8_0 / q4_0 against the scalar reference of the
 // format) and ModelE2EWeightFormats.
@@ -16,9 +18,9 @@
 // CHECK: %[[SUMS:.*]] = memref.alloc(%{{.*}}) : memref<?x2xi32>
 // CHECK: vector.reduction <maxnumf>, %{{.*}} : vector<32xf32> into f32
 // CHECK: math.roundeven %{{.*}} : vector<32xf32>
+// CHECK: vector.store %{{.*}}, %[[QUADS]]
 // CHECK: %[[SUM:.*]] = vector.reduction <add>, %{{.*}} : vector<32xi32> into i32
 // CHECK: arith.muli %[[SUM]], %c128_i32 : i32
-// CHECK: vector.store %{{.*}}, %[[QUADS]]
 // CHECK: scf.parallel
 // CHECK: vector.load %[[SLABS]][%{{.*}}, %{{.*}}, %c0] : memref<2x2x1088xi8>, vector<64xi8>
 // CHECK: %[[WORD:.*]] = memref.load %[[QUADS]]
@@ -37,6 +39,30 @@
 // CHECK-NEXT: arith.addi %[[G]], %c7 : index
 // CHECK-COUNT-17: memref.prefetch %[[SLABS]]
 // CHECK: memref.dealloc %[[QUADS]]
+// Without VNNI (int8-dot=vpmaddubsw; AVX2's 8 lanes here): the stored
+// byte's top bit flipped is the signed weight, which takes the sign of the
+// input (vpsignb) to meet the input's magnitude in vpmaddubsw, a pair of
+// products in int16 (at most 2 * 127 * 127), then vpmaddwd by ones sums the
+// pairs to int32. No offset term: the sums of the inputs are not kept.
+// AVX2-LABEL: func.func @q8_0_weight
+// AVX2: %[[QUADS:.*]] = memref.alloc(%{{.*}}) : memref<?x16xi32>
+// AVX2-NEXT: memref.alloc(%{{.*}}) : memref<?x2xf32>
+// AVX2-NOT: memref.alloc
+// AVX2: %[[W:.*]] = arith.xori %{{.*}}, %{{.*}} : vector<32xi8>
+// AVX2: %[[X:.*]] = vector.bitcast %{{.*}} : vector<8xi32> to vector<32xi8>
+// AVX2-NEXT: %[[MAG:.*]] = math.absi %[[X]] : vector<32xi8>
+// AVX2-NEXT: %[[SW:.*]] = llvm.call_intrinsic "llvm.x86.avx2.psign.b"(%[[W]], %[[X]]) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
+// AVX2-NEXT: %[[PAIRS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[MAG]], %[[SW]]) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+// AVX2-NEXT: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[PAIRS]], %{{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// AVX2-NOT: arith.subi %{{.*}} : vector<8xi32>
+// AVX2: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
+// AVX-512BW has no vpsignb: a compare and a select negate the weight.
+// BW-LABEL: func.func @q8_0_weight
+// BW: arith.cmpi slt, %{{.*}}, %{{.*}} : vector<64xi8>
+// BW: arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<64xi1>, vector<64xi8>
+// BW: llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"(%{{.*}}, %{{.*}}) : (vector<64xi8>, vector<64xi8>) -> vector<32xi16>
+// BW: llvm.call_intrinsic "llvm.x86.avx512.pmaddw.d.512"(%{{.*}}, %{{.*}}) : (vector<32xi16>, vector<32xi16>) -> vector<16xi32>
+// BW-NOT: vpdpbusd
 func.func @q8_0_weight(%x: memref<?x64xf32>, %w: memref<2x2x32x34xi8>, %out: memref<?x64xf32>) {
   attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x2x32x34xi8>) outs(%out : memref<?x64xf32>)
   return
@@ -54,6 +80,20 @@ func.func @q8_0_weight(%x: memref<?x64xf32>, %w: memref<2x2x32x34xi8>, %out: mem
 // CHECK: arith.andi %[[RAW]], %{{.*}} : vector<64xi8>
 // CHECK: arith.shrui %[[RAW]], %{{.*}} : vector<64xi8>
 // CHECK: vector.load %[[SLABS]][%{{.*}}, %{{.*}}, %c512] : memref<2x2x576xi8>, vector<32xi8>
+// Without VNNI, q4_0's nibbles (0..15) times the signed inputs go straight
+// into vpmaddubsw, and a block's 8 quads add up in int16 (at most
+// 16 * 15 * 127 per lane) before one vpmaddwd; the offset 8 is subtracted.
+// AVX2-LABEL: func.func @q4_0_weight
+// AVX2: memref.alloc(%{{.*}}) : memref<?x2xi32>
+// AVX2: %[[P0:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%{{.*}}, %{{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+// AVX2-NOT: pmadd.wd
+// AVX2: arith.addi %[[P0]], %{{.*}} : vector<16xi16>
+// AVX2-NOT: pmadd.wd
+// AVX2: arith.shrui
+// AVX2-NOT: pmadd.wd
+// AVX2: arith.addi %{{.*}}, %{{.*}} : vector<16xi16>
+// AVX2: %[[WIDE:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%{{.*}}, %{{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// AVX2: arith.subi %{{.*}}, %{{.*}} : vector<8xi32>
 func.func @q4_0_weight(%x: memref<?x64xf32>, %w: memref<2x2x32x18xi8>, %out: memref<?x64xf32>) {
   attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x2x32x18xi8>) outs(%out : memref<?x64xf32>)
   return

@@ -4,6 +4,8 @@
 // RUN: echo "module {}" | not attn-opt --attn-lower-gemm="tile-rows=0" 2>&1 | FileCheck %s --check-prefix=GEMM
 // RUN: echo "module {}" | not attn-opt --attn-lower-attention="block-rows=-1" 2>&1 | FileCheck %s --check-prefix=ATTENTION
 // RUN: echo "module {}" | not attn-opt --attn-lower-gemm="prefetch-bytes=-64" 2>&1 | FileCheck %s --check-prefix=PREFETCH
+// RUN: echo "module {}" | not attn-opt --attn-lower-gemm="int8-dot=vpdpwssd" 2>&1 | FileCheck %s --check-prefix=DOT
+// DOT: error: attn-lower-gemm: int8-dot must be vpdpbusd or vpmaddubsw, got 'vpdpwssd'
 // GEMM: error: attn-lower-gemm: vector-width, tile-rows and k-unroll must be positive and prefetch-bytes not negative, got 16, 0, 4, 4096
 // PREFETCH: error: {{.*}} got 16, 8, 4, -64
 // GEMM-NOT: builtin.module
@@ -25,10 +27,11 @@ func.func @attention_on_tensors(%q: tensor<?x64xf32>, %k: tensor<?x64xf32>, %ini
 
 // -----
 
-// The int8 dot product works on 64-byte vectors: 16 lanes of 4 inputs.
-func.func @q8_0_needs_16_lanes(%x: memref<?x64xf32>, %w: memref<1x2x8x34xi8>, %out: memref<?x8xf32>) {
-  // expected-error @+1 {{with a q8_0 weight needs blocks of whole 16-lane vectors (vector-width 16, the AVX-512 VNNI dot product), got vector-width 16 and blocks of 8}}
-  attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<1x2x8x34xi8>) outs(%out : memref<?x8xf32>)
+// The int8 dot products work on 32- or 64-byte vectors: 8 or 16 lanes of 4
+// inputs; a block of 4 features would narrow the vectors to 4 lanes.
+func.func @q8_0_needs_8_lanes(%x: memref<?x64xf32>, %w: memref<1x2x4x34xi8>, %out: memref<?x4xf32>) {
+  // expected-error @+1 {{with a q8_0 weight needs blocks of whole 8- or 16-lane vectors (the int8 dot products of AVX2 and AVX-512), got vector-width 16 and blocks of 4}}
+  attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<1x2x4x34xi8>) outs(%out : memref<?x4xf32>)
   return
 }
 

@@ -48,7 +48,8 @@ static cl::opt<std::string> weightFormat(
     "weight-format",
     cl::desc("How projection weights are stored: f32 (default), bf16 (half "
              "the bytes), or llama.cpp's q8_0 / q4_0 blocks of 32 (8.5 and 4.5 "
-             "bits per weight; AVX-512 VNNI kernels); the runtime converts the "
+             "bits per weight; int8 kernels for AVX2 and AVX-512, VNNI where "
+             "the CPU has it); the runtime converts the "
              "checkpoint's weights as it packs them"),
     cl::init("f32"), cl::cat(category));
 static cl::opt<std::string> kvFormat(

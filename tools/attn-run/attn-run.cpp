@@ -66,7 +66,7 @@ const char *const usage =
     "                      max_position_embeddings, at most 4096)\n"
     "  --weight-format F   how MODEL_DIR's projections are stored: f32 (default),\n"
     "                      bf16 (half the bytes to stream per token), or\n"
-    "                      llama.cpp's q8_0 / q4_0 blocks (needs AVX-512 VNNI)\n"
+    "                      llama.cpp's q8_0 / q4_0 blocks (AVX2 or AVX-512)\n"
     "  --kv-format F       how MODEL_DIR's KV cache stores keys and values: f32\n"
     "                      (default), bf16 or f16 (half the bytes per position)\n"
     "  --temperature T     0 = greedy (default); > 0 samples\n"

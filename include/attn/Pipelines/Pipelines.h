@@ -39,6 +39,11 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
       llvm::cl::desc("How far ahead one-row gemm tiles prefetch the weight "
                      "(0: not at all, nor decode attention its next keys)"),
       llvm::cl::init(4096)};
+  PassOptions::Option<std::string> int8Dot{
+      *this, "int8-dot",
+      llvm::cl::desc("The q8_0 / q4_0 kernels' int8 dot product: vpdpbusd "
+                     "(VNNI) or vpmaddubsw (AVX2, AVX-512BW)"),
+      llvm::cl::init("vpdpbusd")};
   PassOptions::Option<bool> fusion{
       *this, "fusion",
       llvm::cl::desc("Fuse elementwise ops into projection epilogues"),

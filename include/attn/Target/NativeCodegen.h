@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,14 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine();
 /// f32 lanes of the host's widest vector registers: 16 with AVX-512, else 8.
 int64_t hostVectorWidth();
 
-/// Whether the host has the AVX-512 VNNI int8 dot product (vpdpbusd) the
-/// q8_0 and q4_0 kernels use, and its CPU name for messages.
+/// The int8 dot product the q8_0 / q4_0 kernels use at `width` f32 lanes on
+/// this host (attn-lower-gemm's int8-dot): "vpdpbusd" with AVX-512 VNNI (or
+/// AVX-VNNI at 8 lanes), else "vpmaddubsw" with AVX-512BW (16) or AVX2 (8);
+/// none without them.
+std::optional<llvm::StringRef> hostInt8Dot(int64_t width);
+
+/// Whether the host runs the q8_0 / q4_0 kernels at its own vector width,
+/// and its CPU name for messages.
 bool hostHasInt8Dot();
 std::string hostCpuName();
 

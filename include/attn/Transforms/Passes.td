@@ -72,8 +72,15 @@ def LowerGemmPass : Pass<"attn-lower-gemm"> {
     AVX-512 VNNI int8 dot products (`vpdpbusd`, unsigned weight bytes times
     signed activations, the weights' offset subtracted once per block) summed
     in int32, and scaled into the f32 accumulators by the weight's and the
-    activation's scales. These need `vector-width` 16 and a CPU with
-    AVX-512 VNNI.
+    activation's scales. `int8-dot` picks the instruction: `vpdpbusd`
+    (AVX-512 VNNI at 16 lanes, AVX-VNNI or AVX512-VL at 8) or, on CPUs
+    without VNNI, `vpmaddubsw` (AVX-512BW at 16 lanes, AVX2 at 8), whose
+    pairs of products are summed in int16 and then in int32 by `vpmaddwd`:
+    q4_0's unsigned nibbles times signed activations stay below 2^15 for a
+    whole block, summed in int16; q8_0's signed weights meet the
+    activations' magnitudes with the activations' signs moved onto them
+    (`vpsignb`), which bounds a pair by 2 * 127 * 127 and needs no offset
+    term. A block of the weight must be whole vectors of 8 or 16 lanes.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -94,6 +101,9 @@ def LowerGemmPass : Pass<"attn-lower-gemm"> {
            "Bytes of input rows kept in L2 per chunk">,
     Option<"prefetchBytes", "prefetch-bytes", "int64_t", /*default=*/"4096",
            "How far ahead one-row tiles prefetch the weight (0: not at all)">,
+    Option<"int8Dot", "int8-dot", "std::string", /*default=*/"\"vpdpbusd\"",
+           "The quantized kernels' int8 dot product: vpdpbusd (VNNI) or "
+           "vpmaddubsw (AVX2, AVX-512BW)">,
   ];
 }
 
@@ -177,6 +187,22 @@ def ApproximateMathPass : Pass<"attn-approximate-math"> {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def ExpandBF16Pass : Pass<"attn-expand-bf16"> {
+  let summary = "Convert between f32 and bf16 with integer arithmetic";
+  let description = [{
+    `arith.truncf` f32 -> bf16 (round to nearest even, NaN kept a quiet NaN)
+    and `arith.extf` bf16 -> f32 as shifts and adds on the bits, MLIR's
+    bf16 patterns of `arith-expand`. Without it LLVM calls `__truncsfbf2` on
+    a CPU without AVX-512 BF16, which the libraries a model links do not
+    define, and rounds denormals differently (to zero) on one with it; the
+    expansion gives every CPU the same bits. The truncations run where
+    weights are packed and where a bf16 KV cache is written, not in the
+    kernels' inner loops.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::vector::VectorDialect"];
 }
 

@@ -1237,7 +1237,9 @@ int roundPackedSources(CompiledModel &m, mlir::attn::WeightFormat format) {
     ADD_FAILURE() << llvm::toString(config.takeError());
     return 0;
   }
-  mlir::attn::ModelLayout layout = mlir::attn::planModelLayout(*config, 32, format);
+  // The library's blocks: two of the host's vectors.
+  mlir::attn::ModelLayout layout =
+      mlir::attn::planModelLayout(*config, 2 * mlir::attn::hostVectorWidth(), format);
   int rounded = 0;
   for (const mlir::attn::PackedWeight &packed : layout.packed) {
     if (packed.vector || packed.format == mlir::attn::WeightFormat::F32)
@@ -1351,7 +1353,7 @@ std::vector<float> tiedBlocks(int64_t size, int64_t in, bool outIn, bool q8,
 // nearest even, or rounds q4_0 instead of truncating, fails here.
 TEST(ModelE2EWeightFormats, QuantizedPackingRoundsAsLlamaCpp) {
   if (!mlir::attn::hostHasInt8Dot())
-    GTEST_SKIP() << "the q8_0 / q4_0 kernels need AVX-512 VNNI";
+    GTEST_SKIP() << "the q8_0 / q4_0 kernels need AVX2 or AVX-512BW";
   for (mlir::attn::WeightFormat format :
        {mlir::attn::WeightFormat::Q8_0, mlir::attn::WeightFormat::Q4_0}) {
     for (const char *name : {"tiny-llama-tied", "tiny-gpt2", "tiny-phi3"}) {
@@ -1363,7 +1365,9 @@ TEST(ModelE2EWeightFormats, QuantizedPackingRoundsAsLlamaCpp) {
       llvm::Expected<mlir::attn::ModelConfig> config =
           mlir::attn::loadModelConfig(m->dir.path);
       ASSERT_TRUE(static_cast<bool>(config));
-      mlir::attn::ModelLayout layout = mlir::attn::planModelLayout(*config, 32, format);
+      // The library's blocks: two of the host's vectors.
+  mlir::attn::ModelLayout layout =
+      mlir::attn::planModelLayout(*config, 2 * mlir::attn::hostVectorWidth(), format);
       void *library = dlopen((m->dir.path + "/libmodel.so").c_str(), RTLD_NOW | RTLD_LOCAL);
       ASSERT_TRUE(library) << dlerror();
       auto pack = reinterpret_cast<int32_t (*)(float *const *, int32_t)>(
@@ -1441,7 +1445,7 @@ TEST(ModelE2EWeightFormats, QuantizedPackingRoundsAsLlamaCpp) {
 // layout bug moves every row. Prompt, decode and recomputation.
 TEST(ModelE2EWeightFormats, QuantizedMatchTheReferenceComputedAlike) {
   if (!mlir::attn::hostHasInt8Dot())
-    GTEST_SKIP() << "the q8_0 / q4_0 kernels need AVX-512 VNNI";
+    GTEST_SKIP() << "the q8_0 / q4_0 kernels need AVX2 or AVX-512BW";
   for (mlir::attn::WeightFormat format :
        {mlir::attn::WeightFormat::Q8_0, mlir::attn::WeightFormat::Q4_0}) {
     for (const char *name : {"tiny-llama", "tiny-llama-tied", "tiny-gpt2", "tiny-phi3",
