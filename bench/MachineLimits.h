@@ -14,8 +14,8 @@ bool hostHasAvx512();
 double measureFmaPeak(int threads);
 
 /// int8 multiply-add ops/s (2 per product, as FLOPs count) of independent
-/// AVX-512 VNNI vpdpbusd chains on `threads` threads; 0 without VNNI. The
-/// peak of the q8_0 / q4_0 kernels' products.
+/// chains on `threads` threads of the q8_0 / q4_0 kernels' dot product:
+/// AVX-512 VNNI vpdpbusd, else AVX2 vpmaddubsw; 0 with neither.
 bool hostHasAvx512Vnni();
 double measureInt8DotPeak(int threads);
 

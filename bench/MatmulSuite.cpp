@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MachineLimits.h"
 #include "Suites.h"
 
 #include "attn/Compiler/CompiledModule.h"
@@ -144,7 +145,8 @@ void attn::bench::printMachine(const MachineFigures &machine,
   for (int t : options.threads)
     std::printf(" %.0f |", machine.fmaPeak.at(t) / 1e9);
   if (machine.int8Peak.at(options.threads.front()) > 0) {
-    std::printf("\n| int8 VNNI dot peak (GOP/s) |");
+    std::printf("\n| int8 dot peak (GOP/s; %s) |",
+                hostHasAvx512Vnni() ? "vpdpbusd" : "vpmaddubsw");
     for (int t : options.threads)
       std::printf(" %.0f |", machine.int8Peak.at(t) / 1e9);
   }

@@ -126,7 +126,7 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
   constexpr int kRounds = 3;
   std::printf("\n## Models: prefill of %lld tokens, then %lld decode steps, per "
               "weight format (tokens/s, median (range) of %d interleaved rounds; "
-              "prefill %% of the format's product peak: fp32 FMA, int8 VNNI dot for "
+              "prefill %% of the format's product peak: fp32 FMA, int8 dot for "
               "q8_0/q4_0; decode GB/s of weights and KV cache "
               "and %% of the read bandwidth, of the medians)\n",
               (long long)kPrompt, (long long)kGenerated, kRounds);
