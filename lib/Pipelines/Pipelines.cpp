@@ -58,7 +58,8 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
                                            const AttnPipelineOptions &options) {
   LowerGemmPassOptions gemm;
   gemm.vectorWidth = options.vectorWidth;
-  gemm.tileRows = options.tileRows;
+  gemm.tileRows =
+      options.tileRows > 0 ? options.tileRows : defaultTileRows(options.vectorWidth);
   gemm.kUnroll = options.kUnroll;
   gemm.prefetchBytes = options.prefetchBytes;
   gemm.int8Dot = options.int8Dot;
@@ -90,6 +91,8 @@ void mlir::attn::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertVectorToLLVMPass());
+  // Sequential scf.parallel loops keep their per-iteration stack scope.
+  pm.addPass(createScopeParallelAllocasPass());
   // scf.for first: a memref.alloca_scope in a loop body lowers to several
   // blocks, which an scf.for cannot hold.
   pm.addPass(createSCFToControlFlowPass());

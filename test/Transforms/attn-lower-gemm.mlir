@@ -76,6 +76,7 @@ func.func @geglu_and_relu(%x: memref<?x16xf32>, %g: memref<2x16x8xf32>, %u: memr
 // next block once past this one's end (the last block's last row at most);
 // a row of 32 bf16 is one cache line.
 // CHECK-LABEL: func.func @bf16_weight
+// CHECK-NOT: memref.alloca
 // CHECK: scf.for %{{.*}} step %c4 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // CHECK: %[[AHEAD:.*]] = arith.addi %{{.*}}, %c64
 // CHECK: %[[NEXT:.*]] = arith.divui %[[AHEAD]], %c64
@@ -89,6 +90,20 @@ func.func @geglu_and_relu(%x: memref<?x16xf32>, %g: memref<2x16x8xf32>, %u: memr
 // CHECK: %[[WF:.*]] = arith.extf %[[W]] : vector<16xbf16> to vector<16xf32>
 // CHECK: vector.fma %{{.*}}, %[[WF]], %{{.*}} : vector<16xf32>
 // CHECK-NOT: attn.gemm
+// With 8 lanes (AVX2's 4-row tiles) a chunk of 16 rows or more first widens
+// the block to f32 on the stack once; its tiles then load f32. Fewer rows
+// (decode) widen in the tile.
+// AVX2-LABEL: func.func @bf16_weight
+// AVX2: %[[MANY:.*]] = arith.cmpi uge, %{{.*}}, %c16 : index
+// AVX2: %[[COPY:.*]] = memref.alloca() : memref<1x64x32xf32>
+// AVX2: scf.if %[[MANY]] {
+// AVX2: %[[BITS:.*]] = vector.load %{{.*}} : memref<2x64x32xbf16>, vector<8xbf16>
+// AVX2-NEXT: %[[WIDE:.*]] = arith.extf %[[BITS]] : vector<8xbf16> to vector<8xf32>
+// AVX2-NEXT: vector.store %[[WIDE]], %[[COPY]][%c0, %{{.*}}, %c0] : memref<1x64x32xf32>, vector<8xf32>
+// AVX2: vector.load %[[COPY]][%c0, %{{.*}}, %c0] : memref<1x64x32xf32>, vector<8xf32>
+// AVX2: } else {
+// AVX2-NOT: %[[COPY]]
+// AVX2: vector.load %{{.*}} : memref<2x64x32xbf16>, vector<8xbf16>
 func.func @bf16_weight(%x: memref<?x64xf32>, %w: memref<2x64x32xbf16>, %out: memref<?x64xf32>) {
   attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x64x32xbf16>) outs(%out : memref<?x64xf32>)
   return

@@ -91,9 +91,11 @@ static cl::opt<int64_t> vectorWidth(
     "vector-width",
     cl::desc("f32 lanes per vector; 0 = the host's (16 with AVX-512, else 8)"),
     cl::init(0), cl::cat(category));
-static cl::opt<int64_t> tileRows("tile-rows",
-                                 cl::desc("Rows of a gemm register tile"),
-                                 cl::init(8), cl::cat(category));
+static cl::opt<int64_t> tileRows(
+    "tile-rows",
+    cl::desc("Rows of a gemm register tile; 0 = by the vector width (8 with "
+             "16 lanes, 4 with 8)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<int64_t> prefetchBytes(
     "prefetch-bytes",
     cl::desc("How far ahead decode's projections prefetch their weights (0: "
@@ -165,8 +167,9 @@ int main(int argc, char **argv) {
       return 0;
     return fail("no output file: pass -o <path> (or --summary alone)");
   }
-  if (queryBlock <= 0 || kvBlock <= 0 || tileRows <= 0)
-    return fail("--query-block, --kv-block and --tile-rows must be positive");
+  if (queryBlock <= 0 || kvBlock <= 0 || tileRows < 0)
+    return fail("--query-block and --kv-block must be positive and --tile-rows "
+                "not negative");
   if (prefetchBytes < 0)
     return fail("--prefetch-bytes must not be negative");
 

@@ -176,6 +176,21 @@ def ParallelToOpenMPPass : Pass<"attn-parallel-to-openmp", "::mlir::ModuleOp"> {
   ];
 }
 
+def ScopeParallelAllocasPass : Pass<"attn-scope-parallel-allocas"> {
+  let summary = "Free an scf.parallel body's stack buffers every iteration";
+  let description = [{
+    `scf.parallel` is an automatic allocation scope: a `memref.alloca` in
+    its body lives for one iteration. Where such a loop becomes a sequential
+    loop (`threads=0`, or a parallel loop nested in a thread's work),
+    LLVM's `alloca` in a loop would grow the stack with every iteration;
+    this pass saves the stack pointer at the top of each such body
+    (`llvm.intr.stacksave`) and restores it at its end. It runs right
+    before scf-to-cf, after anything that would hoist the allocas out again
+    (canonicalization).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def ApproximateMathPass : Pass<"attn-approximate-math"> {
   let summary = "Replace f32 exp, tanh and erf by polynomial approximations";
   let description = [{
