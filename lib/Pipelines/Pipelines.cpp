@@ -74,6 +74,9 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
   // A prefill's norms, RoPE and copies over its rows on every thread.
   if (options.threads)
     pm.addPass(createParallelizeRowsPass());
+  // Their one-row ops, and decode's, as vector code; the rest to loops.
+  if (options.vectorizeRows)
+    pm.addPass(createVectorizeRowsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -90,6 +93,11 @@ void mlir::attn::buildLowerToLLVMPipeline(OpPassManager &pm,
     pm.addPass(createParallelToOpenMPPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // Intrinsics where LLVM has them (exp, tanh, sin, cos, pow, sqrt), libm
+  // for the rest (erf, when not approximated). Before the vector
+  // conversion: libm's scalar calls on a vector's lanes are vector ops.
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertVectorToLLVMPass());
   // Sequential scf.parallel loops keep their per-iteration stack scope.
   pm.addPass(createScopeParallelAllocasPass());
@@ -97,11 +105,9 @@ void mlir::attn::buildLowerToLLVMPipeline(OpPassManager &pm,
   // blocks, which an scf.for cannot hold.
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  // Intrinsics where LLVM has them (exp, tanh, sin, cos, pow, sqrt), libm
-  // for the rest (erf, when not approximated).
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
+  // ub.poison: the vectorizer's undefined start for a vector it fills.
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Transforms/Passes.h"
+#include "RowTiling.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -33,12 +34,7 @@ namespace {
 
 /// Whether `op` runs over a dynamic number of rows that may go in parallel.
 bool overDynamicRows(linalg::LinalgOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumLoops() == 0 ||
-      op->getParentOfType<scf::ParallelOp>())
-    return false;
-  if (op.getIteratorTypesArray().front() != utils::IteratorType::parallel)
-    return false;
-  return ShapedType::isDynamic(op.getStaticLoopRanges().front());
+  return attn::overDynamicRows(op) && !op->getParentOfType<scf::ParallelOp>();
 }
 
 struct ParallelizeRowsPass
@@ -51,17 +47,11 @@ struct ParallelizeRowsPass
     });
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : ops) {
-      SmallVector<int64_t> tiles(op.getNumLoops(), 0);
-      tiles.front() = 1;
-      linalg::LinalgTilingOptions options;
-      options.setTileSizes(tiles).setLoopType(linalg::LinalgTilingLoopType::ParallelLoops);
-      rewriter.setInsertionPoint(op);
-      FailureOr<linalg::TiledLinalgOp> tiled = linalg::tileLinalgOp(rewriter, op, options);
-      if (failed(tiled)) {
+      if (failed(attn::tileRowByRow(rewriter, op,
+                                    linalg::LinalgTilingLoopType::ParallelLoops))) {
         op.emitError("attn-parallelize-rows: could not tile the rows");
         return signalPassFailure();
       }
-      rewriter.eraseOp(op);
     }
   }
 };

@@ -104,6 +104,11 @@ static cl::opt<int64_t> prefetchBytes(
 static cl::opt<bool> noFusion(
     "no-fusion", cl::desc("Do not fuse elementwise ops into projections"),
     cl::cat(category));
+static cl::opt<bool> noVectorizeRows(
+    "no-vectorize-rows",
+    cl::desc("Scalar loops instead of vector code for the ops between the "
+             "kernels (norms, RoPE, KV appends), for comparisons"),
+    cl::cat(category));
 static cl::opt<bool> noAttentionKernel(
     "no-attention-kernel",
     cl::desc("Lower attention through linalg loops instead of the flash kernel"),
@@ -192,6 +197,7 @@ int main(int argc, char **argv) {
   options.pipeline.tileRows = tileRows;
   options.pipeline.prefetchBytes = prefetchBytes;
   options.pipeline.fusion = !noFusion;
+  options.pipeline.vectorizeRows = !noVectorizeRows;
   options.pipeline.attentionKernel = !noAttentionKernel;
   options.pipeline.threads = !noThreads;
   options.pipeline.fastMath = !noFastMath;

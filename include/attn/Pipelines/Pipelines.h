@@ -55,6 +55,11 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
       llvm::cl::desc("Attention through the vectorized flash-attention "
                      "kernel (otherwise linalg ops)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> vectorizeRows{
+      *this, "vectorize-rows",
+      llvm::cl::desc("Vector code for the ops between the kernels (norms, "
+                     "RoPE, copies); otherwise scalar loops"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> threads{
       *this, "threads",
       llvm::cl::desc("Run kernel loops on OpenMP threads"), llvm::cl::init(true)};

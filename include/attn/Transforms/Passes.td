@@ -49,6 +49,33 @@ def ParallelizeRowsPass : Pass<"attn-parallelize-rows"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def VectorizeRowsPass : Pass<"attn-vectorize-rows"> {
+  let summary = "Vectorize the linalg ops between the kernels (norms, RoPE, copies, activations)";
+  let description = [{
+    Each linalg op on memrefs with static loop ranges (after
+    `attn-parallelize-rows`, a prefill's one-row ops; decode's ops as they
+    are) whose iteration space holds at most `max-lanes` elements is
+    vectorized whole with linalg's vectorizer and its vector ops lowered to
+    one-dimensional loads, stores and arithmetic: vector code instead of
+    the scalar loops convert-linalg-to-loops would make. A reduction over
+    the row (RMSNorm's and LayerNorm's sums) becomes an explicit tree of
+    lane-wise partial sums: a fixed order, so the result does not depend on
+    the thread count. Ops the vectorizer cannot take (the embedding gather's
+    indirect load) and larger ones stay for convert-linalg-to-loops.
+  }];
+  let options = [
+    Option<"maxLanes", "max-lanes", "int64_t", /*default=*/"16384",
+           "Largest iteration space (elements) vectorized whole">,
+    Option<"reportLeft", "report-left", "bool", /*default=*/"false",
+           "A remark on each linalg op left to scalar loops, saying why">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def LowerGemmPass : Pass<"attn-lower-gemm"> {
   let summary = "Lower attn.gemm on memrefs to register-tiled, threaded vector code";
   let description = [{

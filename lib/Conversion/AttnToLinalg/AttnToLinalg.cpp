@@ -670,8 +670,8 @@ static Value dynamicNtkBase(OpBuilder &b, Location loc, RopeOp op, Value x,
 /// position's angle. The rotary part (the whole head, or the first
 /// rotary_dims features: a slice of the [seq, heads, head_dim] view) is
 /// viewed as [seq, heads, 2, r/2] (rotate_half) or [seq, heads, r/2, 2]
-/// (interleaved) so both members of a pair are reachable through constant
-/// indices in the indexing maps; a partial rotation is inserted back into the
+/// (interleaved), and its pairs' first and second members sliced out of
+/// that view; a partial rotation is inserted back into the
 /// input, so the other features pass through.
 struct RopeLowering : OpConversionPattern<RopeOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -781,21 +781,35 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
                                                rotaryPart, reassociation,
                                                viewSizes);
 
+    // The pairs' first and second members as [seq, heads, half] slices of
+    // the view: plain (projected permutation) indexing maps, which linalg's
+    // vectorizer takes.
+    unsigned memberDim = rotateHalf ? 2 : 3;
+    auto memberType = RankedTensorType::get({type.getDimSize(0), heads, half},
+                                            type.getElementType());
+    auto member = [&](int64_t index) {
+      SmallVector<OpFoldResult> offsets(4, rewriter.getIndexAttr(0));
+      offsets[memberDim] = rewriter.getIndexAttr(index);
+      SmallVector<OpFoldResult> sizes = viewSizes;
+      sizes[memberDim] = rewriter.getIndexAttr(1);
+      SmallVector<OpFoldResult> strides(4, rewriter.getIndexAttr(1));
+      return tensor::ExtractSliceOp::create(rewriter, loc, memberType, view, offsets,
+                                            sizes, strides)
+          .getResult();
+    };
+    Value firstMembers = member(0), secondMembers = member(1);
+
     // Loop dims (s, h, p, q): the member index is p (rotate_half) or q.
     AffineExpr s, h, p, q;
     bindDims(ctx, s, h, p, q);
-    AffineExpr c0 = getAffineConstantExpr(0, ctx), c1 = getAffineConstantExpr(1, ctx);
-    AffineMap firstMap = rotateHalf ? AffineMap::get(4, 0, {s, h, c0, q}, ctx)
-                                    : AffineMap::get(4, 0, {s, h, p, c0}, ctx);
-    AffineMap secondMap = rotateHalf ? AffineMap::get(4, 0, {s, h, c1, q}, ctx)
-                                     : AffineMap::get(4, 0, {s, h, p, c1}, ctx);
+    AffineMap memberMap = rotateHalf ? AffineMap::get(4, 0, {s, h, q}, ctx)
+                                     : AffineMap::get(4, 0, {s, h, p}, ctx);
     AffineMap tableMap = rotateHalf ? AffineMap::get(4, 0, {s, q}, ctx)
                                     : AffineMap::get(4, 0, {s, p}, ctx);
-    unsigned memberDim = rotateHalf ? 2 : 3;
     Value init = emptyTensor(rewriter, loc, viewSizes);
     Value rotated = buildGeneric(
-        rewriter, loc, {view, view, cosTable, sinTable},
-        {firstMap, secondMap, tableMap, tableMap}, init,
+        rewriter, loc, {firstMembers, secondMembers, cosTable, sinTable},
+        {memberMap, memberMap, tableMap, tableMap}, init,
         rewriter.getMultiDimIdentityMap(4), iteratorTypes(4),
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value a = args[0], bv = args[1], c = args[2], sn = args[3];
