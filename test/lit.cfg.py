@@ -24,6 +24,9 @@ if platform.machine() in ("x86_64", "AMD64"):
         # (attn-compile uses 16 lanes wherever there is AVX-512F.)
         if "avx2" in flags and ("avx512f" not in flags or "avx512bw" in flags):
             config.available_features.add("int8-dot")
+        # vpdpbusd on 8-lane vectors: AVX-512 VNNI with VL, or AVX-VNNI.
+        if ("avx512_vnni" in flags and "avx512vl" in flags) or "avx_vnni" in flags:
+            config.available_features.add("vnni-256")
     except OSError:
         pass
 
