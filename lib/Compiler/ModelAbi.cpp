@@ -81,6 +81,8 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
     manifest["inspect"] = true;
   if (options.tensorParallel > 1)
     manifest["tensor_parallel"] = options.tensorParallel;
+  if (options.amxTiles)
+    manifest["amx_tiles"] = true;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(manifest));

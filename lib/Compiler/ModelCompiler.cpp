@@ -160,6 +160,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   build.kvFormat = options.kvFormat;
   build.inspect = options.inspect;
   build.tensorParallel = options.tensorParallel;
+  build.amxTiles = pipeline.amx && options.weightFormat == WeightFormat::BF16;
   OwningOpRef<ModuleOp> module;
   {
     StageTimer timer(progress, "build attn IR");

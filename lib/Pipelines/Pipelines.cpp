@@ -63,6 +63,7 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
   gemm.kUnroll = options.kUnroll;
   gemm.prefetchBytes = options.prefetchBytes;
   gemm.int8Dot = options.int8Dot;
+  gemm.amx = options.amx;
   pm.addPass(createLowerGemmPass(gemm));
   LowerAttentionPassOptions attention;
   attention.vectorWidth = options.vectorWidth;
@@ -98,7 +99,9 @@ void mlir::attn::buildLowerToLLVMPipeline(OpPassManager &pm,
   // conversion: libm's scalar calls on a vector's lanes are vector ops.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createConvertVectorToLLVMPass());
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.amx = true; // the AMX kernels' tile ops, where there are any
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   // Sequential scf.parallel loops keep their per-iteration stack scope.
   pm.addPass(createScopeParallelAllocasPass());
   // scf.for first: a memref.alloca_scope in a loop body lowers to several

@@ -78,6 +78,11 @@ bool mlir::attn::hostHasInt8Dot() {
   return hostInt8Dot(hostVectorWidth()).has_value();
 }
 
+bool mlir::attn::hostHasAmxBf16() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return features.lookup("amx-tile") && features.lookup("amx-bf16");
+}
+
 std::string mlir::attn::hostCpuName() { return llvm::sys::getHostCPUName().str(); }
 
 llvm::Expected<std::unique_ptr<llvm::Module>>

@@ -24,6 +24,11 @@
 // vpmaddubsw then vpmaddwd without), and each block's sums join the f32
 // accumulators times the two scales.
 //
+// With AMX (bf16 weights, a prefill's rows) the register tile is a group of
+// 32 rows times the block in 16 x 16 f32 tiles, fed by tdpbf16ps from the
+// input rows rounded to bf16 and the block interleaved into pairs of k rows
+// (the tiles' layout) once per chunk.
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn/Transforms/Passes.h"
@@ -31,6 +36,7 @@
 #include "attn/Dialect/Attn/IR/AttnOps.h"
 #include "attn/Dialect/Attn/IR/PackedWeight.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -91,6 +97,18 @@ struct GemmKernel {
   bool signedWeights() const {
     return dot == Int8Dot::Vpmaddubsw && format == PackedFormat::Q8_0;
   }
+
+  /// AMX tiles for a bf16 weight: the input rows rounded to bf16 [M, K].
+  bool amx = false;
+  Value inputBf16;
+  /// A thread's stack buffers: each weight's block interleaved into pairs of
+  /// k rows ([K/2, 2 NR] bf16), and the tiles' sums ([weights * amxRows, NR]
+  /// f32) for the epilogue.
+  SmallVector<Value, 2> amxPairs;
+  Value amxSums;
+  /// Rows of one AMX group: 32 (two tiles of rows), 16 with a second weight
+  /// (its accumulators take the other tile registers).
+  int64_t amxRows() const { return weight2 ? 16 : 32; }
 };
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
@@ -458,31 +476,23 @@ SmallVector<Value> emitQuantizedProducts(OpBuilder &b, Location loc,
   return SmallVector<Value>(groupLoop.getResults());
 }
 
-/// One tile: `rows` rows from `row0` of output block `block`. `validLanes[j]`
-/// is how many lanes of the block's vector j lie below N (a partial last
-/// block has fewer).
-void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
-              Value block, int64_t rows, ArrayRef<int64_t> validLanes) {
+/// The sum of products for weight w, tile row r and vector j of the block.
+using TotalFn = llvm::function_ref<Value(int64_t w, int64_t r, int64_t j)>;
+
+/// The epilogue of the rows `rowIndex` of output block `block`: row scale,
+/// bias, activation, gate, residual, then one store per output vector.
+/// `validLanes[j]` is how many lanes of the block's vector j lie below N (a
+/// partial last block has fewer).
+void emitEpilogue(OpBuilder &b, Location loc, const GemmKernel &g,
+                  ArrayRef<Value> rowIndex, Value block,
+                  ArrayRef<int64_t> validLanes, TotalFn total) {
   const int64_t vectors = g.vectorsPerBlock;
-  SmallVector<Value> rowIndex;
-  for (int64_t r = 0; r < rows; ++r)
-    rowIndex.push_back(r == 0 ? row0
-                              : arith::AddIOp::create(b, loc, row0,
-                                                      indexConstant(b, loc, r)));
   SmallVector<Value> lane;
   for (int64_t j = 0; j < vectors; ++j)
     lane.push_back(indexConstant(b, loc, j * g.width));
-  SmallVector<Value> totals =
-      isQuantized(g.format) ? emitQuantizedProducts(b, loc, g, rowIndex, block, rows)
-                            : emitFloatProducts(b, loc, g, rowIndex, block, rows);
-  auto total = [&](int64_t w, int64_t r, int64_t j) {
-    return totals[(w * rows + r) * vectors + j];
-  };
-
-  // The epilogue, one store per output vector.
   Value blockStart =
       arith::MulIOp::create(b, loc, block, indexConstant(b, loc, g.blockSize));
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0, rows = rowIndex.size(); r < rows; ++r) {
     Value scale;
     if (g.rowScale) {
       Value s = memref::LoadOp::create(b, loc, g.rowScale, ValueRange{rowIndex[r]});
@@ -537,6 +547,118 @@ void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
   }
 }
 
+/// One register tile: `rows` rows from `row0` of output block `block`.
+void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
+              Value block, int64_t rows, ArrayRef<int64_t> validLanes) {
+  SmallVector<Value> rowIndex;
+  for (int64_t r = 0; r < rows; ++r)
+    rowIndex.push_back(r == 0 ? row0
+                              : arith::AddIOp::create(b, loc, row0,
+                                                      indexConstant(b, loc, r)));
+  SmallVector<Value> totals =
+      isQuantized(g.format) ? emitQuantizedProducts(b, loc, g, rowIndex, block, rows)
+                            : emitFloatProducts(b, loc, g, rowIndex, block, rows);
+  emitEpilogue(b, loc, g, rowIndex, block, validLanes,
+               [&](int64_t w, int64_t r, int64_t j) {
+                 return totals[(w * rows + r) * g.vectorsPerBlock + j];
+               });
+}
+
+/// AMX tiles: 16 rows by 16 f32 outputs, fed 32 bf16 of k at a time.
+constexpr int64_t kAmxRows = 16, kAmxColumns = 16, kAmxDepth = 32;
+
+/// Interleaves output block `block` of a bf16 weight ([blocks, K, NR]) into
+/// `pairs` ([K/2, 2 NR]): row kk holds (w[2kk][n], w[2kk+1][n]) for each n,
+/// the layout of tdpbf16ps's second operand.
+void emitPairRows(OpBuilder &b, Location loc, const GemmKernel &g, Value weight,
+                  Value block, Value pairs) {
+  auto halfType = VectorType::get({g.width}, b.getBF16Type());
+  scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, g.k / 2),
+      indexConstant(b, loc, 1), ValueRange{},
+      [&](OpBuilder &nb, Location l, Value kk, ValueRange) {
+        Value even = arith::MulIOp::create(nb, l, kk, indexConstant(nb, l, 2));
+        Value odd = arith::AddIOp::create(nb, l, even, indexConstant(nb, l, 1));
+        for (int64_t j = 0; j < g.vectorsPerBlock; ++j) {
+          Value lane = indexConstant(nb, l, j * g.width);
+          Value lo = vector::LoadOp::create(nb, l, halfType, weight,
+                                            ValueRange{block, even, lane});
+          Value hi = vector::LoadOp::create(nb, l, halfType, weight,
+                                            ValueRange{block, odd, lane});
+          vector::StoreOp::create(nb, l, vector::InterleaveOp::create(nb, l, lo, hi),
+                                  pairs,
+                                  ValueRange{kk, indexConstant(nb, l, 2 * j * g.width)});
+        }
+        scf::YieldOp::create(nb, l);
+      });
+}
+
+/// One AMX group: g.amxRows() rows from `row0` of output block `block`,
+/// from the interleaved blocks `pairs` (one per weight). The tiles
+/// accumulate across the whole k loop, unrolled (a tile cannot be a loop's
+/// carried value through the LLVM lowering), then land in `sums`
+/// ([weights * amxRows, NR] f32) for the epilogue, one row at a time.
+void emitAmxGroup(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
+                  Value block, ArrayRef<Value> pairs, Value sums,
+                  ArrayRef<int64_t> validLanes) {
+  const int64_t rowTiles = g.amxRows() / kAmxRows;
+  const int64_t columnTiles = g.blockSize / kAmxColumns;
+  const int64_t weights = pairs.size();
+  auto operandType = amx::TileType::get({kAmxRows, kAmxDepth}, b.getBF16Type());
+  auto accType = amx::TileType::get({kAmxRows, kAmxColumns}, b.getF32Type());
+  auto accIndex = [&](int64_t w, int64_t i, int64_t j) {
+    return (w * rowTiles + i) * columnTiles + j;
+  };
+  SmallVector<Value> acc;
+  for (int64_t t = 0; t < weights * rowTiles * columnTiles; ++t)
+    acc.push_back(amx::TileZeroOp::create(b, loc, accType));
+  SmallVector<Value> rowStart;
+  for (int64_t i = 0; i < rowTiles; ++i)
+    rowStart.push_back(arith::AddIOp::create(b, loc, row0,
+                                             indexConstant(b, loc, i * kAmxRows)));
+  for (int64_t k0 = 0; k0 < g.k; k0 += kAmxDepth) {
+    Value k = indexConstant(b, loc, k0);
+    Value pairRow = indexConstant(b, loc, k0 / 2);
+    SmallVector<Value> a;
+    for (int64_t i = 0; i < rowTiles; ++i)
+      a.push_back(amx::TileLoadOp::create(b, loc, operandType, g.inputBf16,
+                                          ValueRange{rowStart[i], k}));
+    for (int64_t w = 0; w < weights; ++w)
+      for (int64_t j = 0; j < columnTiles; ++j) {
+        Value bTile = amx::TileLoadOp::create(
+            b, loc, operandType, pairs[w],
+            ValueRange{pairRow, indexConstant(b, loc, 2 * j * kAmxColumns)});
+        for (int64_t i = 0; i < rowTiles; ++i) {
+          Value &slot = acc[accIndex(w, i, j)];
+          slot = amx::TileMulFOp::create(b, loc, accType, a[i], bTile, slot);
+        }
+      }
+  }
+  for (int64_t w = 0; w < weights; ++w)
+    for (int64_t i = 0; i < rowTiles; ++i)
+      for (int64_t j = 0; j < columnTiles; ++j)
+        amx::TileStoreOp::create(
+            b, loc, sums,
+            ValueRange{indexConstant(b, loc, w * g.amxRows() + i * kAmxRows),
+                       indexConstant(b, loc, j * kAmxColumns)},
+            acc[accIndex(w, i, j)]);
+  scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, g.amxRows()),
+      indexConstant(b, loc, 1), ValueRange{},
+      [&](OpBuilder &nb, Location l, Value r, ValueRange) {
+        Value row = arith::AddIOp::create(nb, l, row0, r);
+        emitEpilogue(nb, l, g, {row}, block, validLanes,
+                     [&](int64_t w, int64_t, int64_t j) -> Value {
+                       Value sumRow = arith::AddIOp::create(
+                           nb, l, r, indexConstant(nb, l, w * g.amxRows()));
+                       return vector::LoadOp::create(
+                           nb, l, g.vectorType, sums,
+                           ValueRange{sumRow, indexConstant(nb, l, j * g.width)});
+                     });
+        scf::YieldOp::create(nb, l);
+      });
+}
+
 void emitTiles(OpBuilder &b, Location loc, const GemmKernel &g, int64_t tileRows,
                Value rowBegin, Value rowEnd, Value block,
                ArrayRef<int64_t> validLanes);
@@ -556,6 +678,30 @@ constexpr int64_t kWidenBytes = 256 * 1024;
 void emitBlock(OpBuilder &b, Location loc, const GemmKernel &g, int64_t tileRows,
                Value rowBegin, Value rowEnd, Value block,
                ArrayRef<int64_t> validLanes) {
+  if (g.amx) {
+    // Whole AMX groups, then the f32 kernel for the rows left over.
+    Value groupRows = indexConstant(b, loc, g.amxRows());
+    Value groups = arith::DivUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, rowEnd, rowBegin), groupRows);
+    Value amxEnd = arith::AddIOp::create(
+        b, loc, rowBegin, arith::MulIOp::create(b, loc, groups, groupRows));
+    Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, groups,
+                                      indexConstant(b, loc, 0));
+    scf::IfOp::create(b, loc, any, [&](OpBuilder &tb, Location tl) {
+      emitPairRows(tb, tl, g, g.weight, block, g.amxPairs[0]);
+      if (g.weight2)
+        emitPairRows(tb, tl, g, g.weight2, block, g.amxPairs[1]);
+      scf::ForOp::create(tb, tl, rowBegin, amxEnd, groupRows, ValueRange{},
+                         [&](OpBuilder &nb, Location l, Value row, ValueRange) {
+                           emitAmxGroup(nb, l, g, row, block, g.amxPairs, g.amxSums,
+                                        validLanes);
+                           scf::YieldOp::create(nb, l);
+                         });
+      scf::YieldOp::create(tb, tl);
+    });
+    emitTiles(b, loc, g, tileRows, amxEnd, rowEnd, block, validLanes);
+    return;
+  }
   int64_t staticRows = cast<MemRefType>(g.output.getType()).getDimSize(0);
   if (g.weightVectorType == g.vectorType || isQuantized(g.format) || g.width >= 16 ||
       g.k * g.blockSize * 4 > kWidenBytes ||
@@ -715,10 +861,38 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
   return success();
 }
 
+/// Rounds the input rows to bf16 ([M, K], round to nearest even) for the
+/// AMX tiles, a prefill's rows on every thread.
+void emitBf16Input(OpBuilder &b, Location loc, GemmKernel &g, Value rows) {
+  g.inputBf16 = memref::AllocOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, g.k}, b.getBF16Type()),
+      ValueRange{rows});
+  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+  auto halfType = VectorType::get({g.width}, b.getBF16Type());
+  scf::ParallelOp::create(
+      b, loc, ValueRange{zero}, ValueRange{rows}, ValueRange{one},
+      [&](OpBuilder &pb, Location pl, ValueRange ivs) {
+        scf::ForOp::create(
+            pb, pl, zero, indexConstant(pb, pl, g.k), indexConstant(pb, pl, g.width),
+            ValueRange{}, [&](OpBuilder &nb, Location l, Value k, ValueRange) {
+              Value x = vector::LoadOp::create(nb, l, g.vectorType, g.input,
+                                               ValueRange{ivs[0], k});
+              vector::StoreOp::create(nb, l, arith::TruncFOp::create(nb, l, halfType, x),
+                                      g.inputBf16, ValueRange{ivs[0], k});
+              scf::YieldOp::create(nb, l);
+            });
+      });
+}
+
+/// The largest interleaved weight block an AMX kernel copies to a thread's
+/// stack (K x NR bf16; libomp's threads have 4 MiB).
+constexpr int64_t kPairBytes = 1024 * 1024;
+
 /// Tile shape and cache budget of the generated kernels.
 struct GemmOptions {
   int64_t width, tileRows, kUnroll, l2Budget, prefetchBytes;
   Int8Dot dot;
+  bool amx;
 };
 
 LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
@@ -796,6 +970,16 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
     if (failed(emitQuantizedInput(rewriter, loc, g, rows)))
       return failure();
   }
+  // AMX for a prefill's (dynamic) rows of a bf16 weight whose blocks are
+  // whole tiles of columns and whose k is whole tiles of depth.
+  auto inputType = cast<MemRefType>(g.input.getType());
+  g.amx = options.amx && g.format == PackedFormat::BF16 && width == 16 &&
+          g.blockSize % kAmxColumns == 0 && g.k % kAmxDepth == 0 &&
+          g.k * g.blockSize * 2 <= kPairBytes &&
+          ShapedType::isDynamic(cast<MemRefType>(g.output.getType()).getDimSize(0)) &&
+          inputType.isLastDimUnitStride();
+  if (g.amx)
+    emitBf16Input(rewriter, loc, g, rows);
 
   // Lanes below N in each vector of a full block and of the last block.
   SmallVector<int64_t> full(g.vectorsPerBlock, width), last;
@@ -808,6 +992,11 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   // L2 while every block of outputs is computed from them.
   int64_t chunkRows =
       std::max<int64_t>(tileRows, l2Budget / (g.k * 4) / tileRows * tileRows);
+  // AMX: whole groups of bf16 rows, and each interleaved block copied once
+  // per chunk serves as many of them as fit.
+  if (g.amx)
+    chunkRows = std::max<int64_t>(g.amxRows(),
+                                  l2Budget / (g.k * 2) / g.amxRows() * g.amxRows());
   scf::ForOp::create(
       rewriter, loc, zero, rows, indexConstant(rewriter, loc, chunkRows),
       ValueRange{}, [&](OpBuilder &b, Location l, Value chunk, ValueRange) {
@@ -819,8 +1008,24 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
             ValueRange{one},
             [&](OpBuilder &pb, Location pl, ValueRange ivs) {
               Value block = ivs[0];
+              // Fixed-size buffers first in the body: one per thread
+              // (ParallelToOpenMP), not one per block.
+              GemmKernel local = g;
+              if (g.amx) {
+                auto pairsType =
+                    MemRefType::get({g.k / 2, 2 * g.blockSize}, pb.getBF16Type());
+                for (Value weight : {g.weight, g.weight2})
+                  if (weight)
+                    local.amxPairs.push_back(memref::AllocaOp::create(pb, pl, pairsType));
+                local.amxSums = memref::AllocaOp::create(
+                    pb, pl,
+                    MemRefType::get({static_cast<int64_t>(local.amxPairs.size()) *
+                                         g.amxRows(),
+                                     g.blockSize},
+                                    pb.getF32Type()));
+              }
               if (!partialLast) {
-                emitBlock(pb, pl, g, tileRows, chunk, chunkEnd, block, full);
+                emitBlock(pb, pl, local, tileRows, chunk, chunkEnd, block, full);
                 return;
               }
               Value isLast = arith::CmpIOp::create(
@@ -829,11 +1034,11 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
               scf::IfOp::create(
                   pb, pl, isLast,
                   [&](OpBuilder &tb, Location tl) {
-                    emitBlock(tb, tl, g, tileRows, chunk, chunkEnd, block, last);
+                    emitBlock(tb, tl, local, tileRows, chunk, chunkEnd, block, last);
                     scf::YieldOp::create(tb, tl);
                   },
                   [&](OpBuilder &eb, Location el) {
-                    emitBlock(eb, el, g, tileRows, chunk, chunkEnd, block, full);
+                    emitBlock(eb, el, local, tileRows, chunk, chunkEnd, block, full);
                     scf::YieldOp::create(eb, el);
                   });
             });
@@ -842,7 +1047,7 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
         blocks->setAttr(kContiguousScheduleAttr, b.getUnitAttr());
         scf::YieldOp::create(b, l);
       });
-  for (Value buffer : {g.quads, g.scales, g.corrections})
+  for (Value buffer : {g.quads, g.scales, g.corrections, g.inputBf16})
     if (buffer)
       memref::DeallocOp::create(rewriter, loc, buffer);
   rewriter.eraseOp(op);
@@ -872,7 +1077,7 @@ struct LowerGemmPass
           << int8Dot.getValue() << "'";
       return signalPassFailure();
     }
-    GemmOptions options{vectorWidth, tileRows, kUnroll, l2Budget, prefetchBytes, *dot};
+    GemmOptions options{vectorWidth, tileRows, kUnroll, l2Budget, prefetchBytes, *dot, amx};
     SmallVector<GemmOp> gemms;
     getOperation()->walk([&](GemmOp op) { gemms.push_back(op); });
     IRRewriter rewriter(&getContext());

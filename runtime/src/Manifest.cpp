@@ -235,6 +235,14 @@ bool parseManifest(std::string_view json, Manifest &manifest,
     return false;
   }
 
+  if (const Json *amx = jsonFind(root, "amx_tiles")) {
+    if (!amx->is_boolean()) {
+      error = "\"amx_tiles\" must be true or false, got " + amx->dump();
+      return false;
+    }
+    manifest.amxTiles = amx->get<bool>();
+  }
+
   const Json *kvCache = jsonFind(root, "kv_cache");
   if (!kvCache || !kvCache->is_object()) {
     error = "\"kv_cache\" is missing or not an object";

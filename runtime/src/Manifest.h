@@ -48,6 +48,8 @@ struct Manifest {
   /// Ranks of the tensor-parallel split the library is one rank of (1: the
   /// whole model).
   int64_t tensorParallel = 1;
+  /// The code uses AMX tiles, whose state Linux grants a process on request.
+  bool amxTiles = false;
   std::vector<WeightSpec> weights;
   std::vector<PackedSpec> packed;
   std::vector<std::string> namePrefixes;

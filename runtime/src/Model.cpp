@@ -159,6 +159,11 @@ static bool loadLibrary(attnrt_model &model, const char *path,
     error = where + "manifest " + message;
     return false;
   }
+  if (model.manifest.amxTiles && !allowAmxTiles(message)) {
+    error = where + "uses AMX tiles (compiled on a CPU with amx-bf16), but " +
+            message + "; recompile without them (attn-compile --no-amx)";
+    return false;
+  }
   // Compiled code takes its temporaries from the calling session's cache.
   if (model.setAllocator)
     model.setAllocator(scratchAllocate, scratchRelease);

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cerrno>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace attnrt {
@@ -140,6 +142,26 @@ void AlignedBuffer::reset() {
   std::free(ptr);
   ptr = nullptr;
   bytes = 0;
+}
+
+bool allowAmxTiles(std::string &reason) {
+#if defined(__linux__) && defined(__x86_64__)
+  // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): asm/prctl.h's
+  // values, which older headers lack. Granting twice is harmless.
+  constexpr long kRequestPermission = 0x1023, kTileData = 18;
+  if (syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0)
+    return true;
+  int error = errno;
+  reason = std::string("the kernel does not grant this process AMX tile state "
+                       "(arch_prctl ARCH_REQ_XCOMP_PERM: ") +
+           std::strerror(error) +
+           (error == EINVAL ? "; no AMX on this CPU, or a kernel older than 5.16)"
+                            : ")");
+  return false;
+#else
+  reason = "AMX tiles are only enabled on x86-64 Linux";
+  return false;
+#endif
 }
 
 } // namespace attnrt

@@ -56,6 +56,11 @@ bool shapeElements(const std::vector<int64_t> &shape, int64_t &elements);
 /// which, for messages.
 uint64_t availableMemory(const char *&source);
 
+/// Asks the kernel to let this process use AMX tiles (Linux 5.16 and later
+/// grant their state per process on request; without it the first tile
+/// instruction raises SIGILL). False, with why in `reason`, when refused.
+bool allowAmxTiles(std::string &reason);
+
 /// A heap buffer, aligned and zero-filled at allocation so its pages are
 /// faulted in once here rather than on the first token.
 class AlignedBuffer {

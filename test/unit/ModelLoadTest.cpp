@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <dlfcn.h>
+#include <fstream>
+#include <iterator>
 #include <limits>
 
 using namespace attnrt;
@@ -517,6 +519,32 @@ TEST_F(LibraryTest, BadManifests) {
   EXPECT_EQ(manifestError(mockManifestWith("[\".attn.bias\",", "[1,")),
             where() + "manifest \"ignored_suffixes\" holds a number, not "
                       "only strings");
+  EXPECT_EQ(manifestError(mockManifestWith("\"architecture\": \"mock\",",
+                                           "\"architecture\": \"mock\", \"amx_tiles\": 1,")),
+            where() + "manifest \"amx_tiles\" must be true or false, got 1");
+}
+
+// A library whose gemms use AMX tiles loads where Linux grants the process
+// their state (a CPU with amx_tile, kernel 5.16 or later), and elsewhere
+// fails before any tile instruction could raise SIGILL, saying why.
+TEST_F(LibraryTest, AmxTilesAreRequestedOrRefusedByName) {
+  ManifestOverride manifest(mockManifestWith("\"architecture\": \"mock\",",
+                                             "\"architecture\": \"mock\", \"amx_tiles\": true,"));
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string text((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  bool cpuHasTiles = text.find(" amx_tile") != std::string::npos;
+  std::string error;
+  ModelPtr model = loadModel(mockLibrary(), path, error);
+  if (model)
+    EXPECT_TRUE(cpuHasTiles) << "granted AMX state on a CPU without amx_tile";
+  else
+    EXPECT_EQ(error.rfind(where() + "uses AMX tiles (compiled on a CPU with amx-bf16), but "
+                                    "the kernel does not grant this process AMX tile state",
+                          0),
+              0u)
+        << error;
+  if (cpuHasTiles)
+    EXPECT_TRUE(model) << error;
 }
 
 /// `text` with its first `from` replaced by `to`.

@@ -109,6 +109,11 @@ static cl::opt<bool> noVectorizeRows(
     cl::desc("Scalar loops instead of vector code for the ops between the "
              "kernels (norms, RoPE, KV appends), for comparisons"),
     cl::cat(category));
+static cl::opt<bool> noAmx(
+    "no-amx",
+    cl::desc("bf16 prefill through AVX-512 FMAs even where the CPU has AMX "
+             "tiles, for comparisons or a process that may not use them"),
+    cl::cat(category));
 static cl::opt<bool> noAttentionKernel(
     "no-attention-kernel",
     cl::desc("Lower attention through linalg loops instead of the flash kernel"),
@@ -198,6 +203,7 @@ int main(int argc, char **argv) {
   options.pipeline.prefetchBytes = prefetchBytes;
   options.pipeline.fusion = !noFusion;
   options.pipeline.vectorizeRows = !noVectorizeRows;
+  options.pipeline.amx = !noAmx && lanes == 16 && attn::hostHasAmxBf16();
   options.pipeline.attentionKernel = !noAttentionKernel;
   options.pipeline.threads = !noThreads;
   options.pipeline.fastMath = !noFastMath;

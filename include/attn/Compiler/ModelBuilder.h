@@ -83,6 +83,9 @@ struct ModelBuildOptions {
   /// the library is one rank's (its heads, KV heads, MLP columns and
   /// vocabulary slice), the rank a runtime value. 1: the whole model.
   int64_t tensorParallel = 1;
+  /// The gemms may run on AMX tiles (attn-lower-gemm amx with bf16
+  /// weights): the manifest says so, and the runtime asks Linux for them.
+  bool amxTiles = false;
 };
 
 /// The attn-dialect module of `config` (see the file comment).

@@ -46,6 +46,11 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
       llvm::cl::desc("The q8_0 / q4_0 kernels' int8 dot product: vpdpbusd "
                      "(VNNI) or vpmaddubsw (AVX2, AVX-512BW)"),
       llvm::cl::init("vpdpbusd")};
+  PassOptions::Option<bool> amx{
+      *this, "amx",
+      llvm::cl::desc("bf16 prefill gemms through AMX tiles (Sapphire Rapids "
+                     "and later; the runtime asks Linux for them)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> fusion{
       *this, "fusion",
       llvm::cl::desc("Fuse elementwise ops into projection epilogues"),

@@ -51,6 +51,11 @@ std::optional<llvm::StringRef> hostInt8Dot(int64_t width);
 bool hostHasInt8Dot();
 std::string hostCpuName();
 
+/// Whether the host CPU has AMX tiles with bf16 dot products (amx-tile and
+/// amx-bf16: Sapphire Rapids and later). Linux still has to grant the
+/// process their state (the runtime asks when a library uses them).
+bool hostHasAmxBf16();
+
 /// Translates `module` (fully in the LLVM dialect) to LLVM IR for `machine`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(ModuleOp module, llvm::LLVMContext &context,

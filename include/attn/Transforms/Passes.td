@@ -108,8 +108,20 @@ def LowerGemmPass : Pass<"attn-lower-gemm"> {
     activations' magnitudes with the activations' signs moved onto them
     (`vpsignb`), which bounds a pair by 2 * 127 * 127 and needs no offset
     term. A block of the weight must be whole vectors of 8 or 16 lanes.
+
+    With `amx`, a bf16 weight meets a prefill's rows in AMX tiles
+    (`tdpbf16ps`, Sapphire Rapids and later): the input rows are rounded to
+    bf16 once per gemm, each weight block is interleaved into the tiles'
+    pairs of k rows once per chunk of rows, and groups of 32 rows (16 for a
+    gate and up pair) accumulate in 16 x 16 f32 tiles across a fully
+    unrolled k loop, then run the same epilogue from a stack copy. Decode's
+    one row and a chunk's rows left over keep the f32 kernel. The process
+    must be allowed to use the tiles (Linux: arch_prctl
+    ARCH_REQ_XCOMP_PERM), which the runtime asks for when the manifest says
+    the library needs it.
   }];
   let dependentDialects = [
+    "::mlir::amx::AMXDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
@@ -131,6 +143,8 @@ def LowerGemmPass : Pass<"attn-lower-gemm"> {
     Option<"int8Dot", "int8-dot", "std::string", /*default=*/"\"vpdpbusd\"",
            "The quantized kernels' int8 dot product: vpdpbusd (VNNI) or "
            "vpmaddubsw (AVX2, AVX-512BW)">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "bf16 prefill through AMX tiles (needs amx-tile and amx-bf16)">,
   ];
 }
 

@@ -102,12 +102,14 @@ using ConfigEdit = std::function<void(mlir::attn::ModelConfig &)>;
 /// reads it, then `edit`ed) and loads it with the runtime. With
 /// `viaDescription` the config goes through its model description file
 /// first (describeModel, then parseModelConfig), as a user's edited copy of
-/// `attn-compile --emit=description` would.
+/// `attn-compile --emit=description` would. `amx`: bf16 prefill on AMX
+/// tiles (attn-compile's default where the CPU has them; off here, so the
+/// other tests see the kernels that widen bf16 exactly).
 bool compileAndLoad(CompiledModel &compiled, int64_t maxSeq,
                     const ConfigEdit &edit, bool viaDescription = false,
                     mlir::attn::WeightFormat format = mlir::attn::WeightFormat::F32,
                     mlir::attn::KvFormat kvFormat = mlir::attn::KvFormat::F32,
-                    bool inspect = false) {
+                    bool inspect = false, bool amx = false) {
   const std::string &dir = compiled.dir.path;
   llvm::Expected<mlir::attn::ModelConfig> config =
       mlir::attn::loadModelConfig(dir);
@@ -134,6 +136,7 @@ bool compileAndLoad(CompiledModel &compiled, int64_t maxSeq,
   options.inspect = inspect;
   options.output = dir + "/libmodel.so";
   options.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
+  options.pipeline.amx = amx;
   if (llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls())) {
     ADD_FAILURE() << "compiling: " << llvm::toString(std::move(err));
     return false;
@@ -154,14 +157,16 @@ std::unique_ptr<CompiledModel> prepare(
     const modelgen::ModelSpec &spec, int64_t maxSeq = 0, const ConfigEdit &edit = nullptr,
     bool viaDescription = false,
     mlir::attn::WeightFormat format = mlir::attn::WeightFormat::F32,
-    mlir::attn::KvFormat kvFormat = mlir::attn::KvFormat::F32, bool inspect = false) {
+    mlir::attn::KvFormat kvFormat = mlir::attn::KvFormat::F32, bool inspect = false,
+    bool amx = false) {
   auto compiled = std::make_unique<CompiledModel>();
   std::string error;
   if (!modelgen::writeModel(spec, compiled->dir.path, error)) {
     ADD_FAILURE() << "writing the model: " << error;
     return nullptr;
   }
-  if (!compileAndLoad(*compiled, maxSeq, edit, viaDescription, format, kvFormat, inspect))
+  if (!compileAndLoad(*compiled, maxSeq, edit, viaDescription, format, kvFormat, inspect,
+                      amx))
     return nullptr;
   std::unique_ptr<ref::ModelReference> reference =
       ref::ModelReference::load(compiled->dir.path, error);
@@ -1304,6 +1309,43 @@ TEST(ModelE2EWeightFormats, Bf16MatchesTheReferenceOnRoundedWeights) {
     printf("%s: bf16 vs f32, max |error| / max |logit| = %.3g\n", name, relative);
     EXPECT_LT(relative, 5e-2);
     EXPECT_GT(relative, 1e-5) << "the weights were not rounded";
+  }
+}
+
+// On a CPU with AMX-BF16, bf16 prefill multiplies in AMX tiles: the input
+// rows are rounded to bf16 too (as llama.cpp's and oneDNN's AMX kernels
+// do), groups of 32 rows (16 for gate and up) run on the tiles and the rows
+// left over on the f32 kernel. A 40-token prompt takes both. The logits stay
+// within a stated distance of the reference on the rounded weights, and of
+// the kernel that widens bf16 exactly, from which they must differ.
+TEST(ModelE2EWeightFormats, Bf16AmxPrefillRoundsOnlyTheInputs) {
+  if (!mlir::attn::hostHasAmxBf16())
+    GTEST_SKIP() << "this CPU (" << mlir::attn::hostCpuName() << ") has no AMX-BF16";
+  for (const char *name : {"tiny-llama", "tiny-gpt2", "tiny-phi3"}) {
+    SCOPED_TRACE(name);
+    modelgen::ModelSpec spec = preset(name);
+    spec.sharp = true;
+    using mlir::attn::KvFormat;
+    using mlir::attn::WeightFormat;
+    std::unique_ptr<CompiledModel> amx =
+        prepare(spec, 0, nullptr, false, WeightFormat::BF16, KvFormat::F32, false, true);
+    std::unique_ptr<CompiledModel> widened =
+        prepare(spec, 0, nullptr, false, WeightFormat::BF16, KvFormat::F32, false, false);
+    ASSERT_TRUE(amx && widened);
+    std::vector<int32_t> prompt = promptTokens(40, amx->vocab);
+    std::vector<float> tiles, exact;
+    prefillRows(*amx, prompt, tiles);
+    prefillRows(*widened, prompt, exact);
+    if (::testing::Test::HasFatalFailure())
+      return;
+    // 4.6e-3 to 1.1e-2 of the largest logit (2026-12-02, Sapphire Rapids);
+    // the weight's pairs of k rows interleaved the wrong way round: 1.5.
+    double relative = relativeToMax(tiles, exact);
+    printf("%s: AMX vs widened bf16, max |error| / max |logit| = %.3g\n", name, relative);
+    EXPECT_LT(relative, 3e-2);
+    EXPECT_GT(relative, 1e-6) << "no row ran on the AMX tiles";
+    EXPECT_GT(roundPackedSources(*amx, WeightFormat::BF16), 0);
+    checkGeneration(*amx, prompt, 4, false, /*looseTolerance=*/5e-2);
   }
 }
 
