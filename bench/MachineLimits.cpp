@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <sys/syscall.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace attn::bench {
@@ -90,6 +92,44 @@ __attribute__((target("avx2"))) double int8MaddKernelAvx2(int64_t iterations) {
   volatile int64_t keep = sink;
   (void)keep;
   return 2.0 * 12 * 32 * static_cast<double>(iterations);
+}
+
+/// FLOPs of `iterations` rounds of 4 independent AMX bf16 tile products
+/// (tdpbf16ps: 16 x 16 f32 accumulators += 16 x 32 bf16 times 16 pairs of
+/// k rows x 16 outputs, 16384 FLOPs each), the instruction of the bf16
+/// prefill kernel; four accumulator tiles cover its latency.
+__attribute__((target("amx-tile,amx-bf16"))) double amxBf16Kernel(int64_t iterations) {
+  // Palette 1, tiles 0-7 of 16 rows by 64 bytes.
+  alignas(64) unsigned char config[64] = {};
+  config[0] = 1;
+  for (int t = 0; t < 8; ++t) {
+    config[16 + 2 * t] = 64;
+    config[48 + t] = 16;
+  }
+  _tile_loadconfig(config);
+  alignas(64) uint16_t operand[16 * 32];
+  for (int i = 0; i < 16 * 32; ++i)
+    operand[i] = 0x3c00 + (i % 7); // bf16 values near 2^-7
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(5, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t it = 0; it < iterations; ++it) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float sums[16 * 16];
+  _tile_stored(0, sums, 64);
+  _tile_release();
+  volatile float keep = sums[0];
+  (void)keep;
+  return 4.0 * 16384 * static_cast<double>(iterations);
 }
 
 __attribute__((target("avx2,fma"))) double fmaKernelAvx2(int64_t iterations) {
@@ -246,6 +286,25 @@ double measureInt8DotPeak(int threads) {
   for (int rep = 0; rep < 5; ++rep)
     best = std::max(best, parallelRate(threads, run));
   return best;
+}
+
+double measureAmxBf16Peak(int threads) {
+#if defined(__linux__) && defined(__x86_64__)
+  // Linux grants the tiles' state per process on request
+  // (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), as the runtime
+  // asks for a library that uses them.
+  if (syscall(SYS_arch_prctl, 0x1023, 18) != 0)
+    return 0;
+  const int64_t iterations = 2'000'000;
+  auto run = [&](int) { return amxBf16Kernel(iterations); };
+  run(0);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep)
+    best = std::max(best, parallelRate(threads, run));
+  return best;
+#else
+  return 0;
+#endif
 }
 
 double measureFmaPeak(int threads) {

@@ -19,6 +19,11 @@ double measureFmaPeak(int threads);
 bool hostHasAvx512Vnni();
 double measureInt8DotPeak(int threads);
 
+/// bf16 FLOP/s of independent AMX tile products (tdpbf16ps) on `threads`
+/// threads, for a host with amx-tile and amx-bf16 (the caller checks);
+/// 0 when Linux does not grant the process the tiles' state.
+double measureAmxBf16Peak(int threads);
+
 /// Bytes/s of summing a `bytes`-sized array split across `threads`
 /// threads: the best of one stream, four streams and software prefetch per
 /// thread, over 3 rounds. Use >= 1 GiB so that it measures DRAM, not the

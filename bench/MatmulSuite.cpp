@@ -150,6 +150,12 @@ void attn::bench::printMachine(const MachineFigures &machine,
     for (int t : options.threads)
       std::printf(" %.0f |", machine.int8Peak.at(t) / 1e9);
   }
+  if (machine.amxBf16Peak.count(options.threads.front()) &&
+      machine.amxBf16Peak.at(options.threads.front()) > 0) {
+    std::printf("\n| AMX bf16 tile peak (GFLOP/s; tdpbf16ps) |");
+    for (int t : options.threads)
+      std::printf(" %.0f |", machine.amxBf16Peak.at(t) / 1e9);
+  }
   for (const auto &[bytes, byThreads] : machine.bandwidthAt) {
     std::printf("\n| read bandwidth, %zu MiB (GB/s) |", bytes >> 20);
     for (int t : options.threads)

@@ -127,7 +127,7 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
   std::printf("\n## Models: prefill of %lld tokens, then %lld decode steps, per "
               "weight format (tokens/s, median (range) of %d interleaved rounds; "
               "prefill %% of the format's product peak: fp32 FMA, int8 dot for "
-              "q8_0/q4_0; decode GB/s of weights and KV cache "
+              "q8_0/q4_0, AMX bf16 tiles for bf16 where the CPU has them; decode GB/s of weights and KV cache "
               "and %% of the read bandwidth, of the medians)\n",
               (long long)kPrompt, (long long)kGenerated, kRounds);
   std::printf("| model | weights | compile (s) | threads | prefill tok/s | %% peak | "
@@ -174,6 +174,7 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
       compileOptions.output =
           dir + "/libmodel-" + mlir::attn::weightFormatName(format) + ".so";
       compileOptions.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
+      compileOptions.pipeline.amx = mlir::attn::hostHasAmxBf16();
       auto start = std::chrono::steady_clock::now();
       if (llvm::Error failure =
               mlir::attn::compileModel(*config, compileOptions, llvm::nulls())) {
@@ -295,8 +296,12 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
              m->batchDecode.median() / m->decode.median()});
         double prefillRate = m->prefill.median(), decodeRate = m->decode.median();
         double gbps = decodeBytes(m->format) / (kGenerated / decodeRate) / 1e9;
+        // bf16 prefill runs on AMX tiles where the host has them.
+        double amxPeak = machine.amxBf16Peak.count(threads) ? machine.amxBf16Peak.at(threads) : 0;
         double peak = mlir::attn::isQuantized(m->format) ? machine.int8Peak.at(threads)
-                                                         : machine.fmaPeak.at(threads);
+                      : m->format == mlir::attn::WeightFormat::BF16 && amxPeak > 0
+                          ? amxPeak
+                          : machine.fmaPeak.at(threads);
         std::printf("| %s | %s | %.1f | %d | %s | %.0f%% | %s | %.1f | %.0f%% |\n", preset,
                     mlir::attn::weightFormatName(m->format), m->compileSeconds, threads,
                     m->prefill.format(0).c_str(),

@@ -18,6 +18,7 @@
 #include "Suites.h"
 
 #include "attn/Support/Version.h"
+#include "attn/Target/NativeCodegen.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -107,6 +108,9 @@ int main(int argc, char **argv) {
       machine.fmaPeak[threads] = std::max(machine.fmaPeak[threads], peak);
       machine.int8Peak[threads] =
           std::max(machine.int8Peak[threads], measureInt8DotPeak(threads));
+      if (mlir::attn::hostHasAmxBf16())
+        machine.amxBf16Peak[threads] =
+            std::max(machine.amxBf16Peak[threads], measureAmxBf16Peak(threads));
       for (size_t bytes : kBandwidthProbeSizes) {
         double bandwidth = measureReadBandwidth(threads, bytes);
         double &best = machine.bandwidthAt[bytes][threads];
