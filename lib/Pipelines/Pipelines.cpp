@@ -73,8 +73,11 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
   attention.prefetch = options.prefetchBytes > 0;
   pm.addPass(createLowerAttentionPass(attention));
   // A prefill's norms, RoPE and copies over its rows on every thread.
-  if (options.threads)
-    pm.addPass(createParallelizeRowsPass());
+  if (options.threads) {
+    ParallelizeRowsPassOptions rows;
+    rows.fuse = options.fuseRowLoops;
+    pm.addPass(createParallelizeRowsPass(rows));
+  }
   // Their one-row ops, and decode's, as vector code; the rest to loops.
   if (options.vectorizeRows)
     pm.addPass(createVectorizeRowsPass());

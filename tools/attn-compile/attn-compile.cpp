@@ -114,6 +114,11 @@ static cl::opt<bool> noAmx(
     cl::desc("bf16 prefill through AVX-512 FMAs even where the CPU has AMX "
              "tiles, for comparisons or a process that may not use them"),
     cl::cat(category));
+static cl::opt<bool> noFuseRowLoops(
+    "no-fuse-row-loops",
+    cl::desc("One thread-team loop per op over a prefill's rows instead of "
+             "one per run of neighbouring ops, for comparisons"),
+    cl::cat(category));
 static cl::opt<bool> noAttentionKernel(
     "no-attention-kernel",
     cl::desc("Lower attention through linalg loops instead of the flash kernel"),
@@ -203,6 +208,7 @@ int main(int argc, char **argv) {
   options.pipeline.prefetchBytes = prefetchBytes;
   options.pipeline.fusion = !noFusion;
   options.pipeline.vectorizeRows = !noVectorizeRows;
+  options.pipeline.fuseRowLoops = !noFuseRowLoops;
   options.pipeline.amx = !noAmx && lanes == 16 && attn::hostHasAmxBf16();
   options.pipeline.attentionKernel = !noAttentionKernel;
   options.pipeline.threads = !noThreads;

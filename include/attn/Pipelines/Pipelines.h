@@ -65,6 +65,11 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
       llvm::cl::desc("Vector code for the ops between the kernels (norms, "
                      "RoPE, copies); otherwise scalar loops"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> fuseRowLoops{
+      *this, "fuse-row-loops",
+      llvm::cl::desc("One thread-team loop for neighbouring ops over a "
+                     "prefill's rows (a norm's four, RoPE's three)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> threads{
       *this, "threads",
       llvm::cl::desc("Run kernel loops on OpenMP threads"), llvm::cl::init(true)};

@@ -43,10 +43,20 @@ def ParallelizeRowsPass : Pass<"attn-parallelize-rows"> {
     `attn-parallel-to-openmp` runs on the thread team; convert-linalg-to-loops
     then lowers the one-row op inside. Ops over static extents (decode's
     single row) and ops already inside an `scf.parallel` are left alone.
+
+    With `fuse`, neighbouring row loops over the same extent become one
+    (a norm's four ops, RoPE's three: one fork and join of the thread team
+    instead of several) when every buffer one writes and the other
+    touches is accessed by both only as row iv of the same view, and
+    nothing but allocations and pure ops lies between them.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
+  let options = [
+    Option<"fuse", "fuse", "bool", /*default=*/"true",
+           "Fuse neighbouring row loops where that is safe">,
+  ];
 }
 
 def VectorizeRowsPass : Pass<"attn-vectorize-rows"> {
