@@ -295,7 +295,8 @@ double measureAmxBf16Peak(int threads) {
   // Linux grants the tiles' state per process on request
   // (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), as the runtime
   // asks for a library that uses them.
-  if (syscall(SYS_arch_prctl, 0x1023, 18) != 0)
+  constexpr long kRequestPermission = 0x1023, kTileData = 18; // asm/prctl.h
+  if (syscall(SYS_arch_prctl, kRequestPermission, kTileData) != 0)
     return 0;
   const int64_t iterations = 2'000'000;
   auto run = [&](int) { return amxBf16Kernel(iterations); };
@@ -329,7 +330,7 @@ double measureReadBandwidth(int threads, size_t bytes) {
   // Room past the end for the prefetches of the last step. In 2 MiB pages
   // where the kernel gives them, as the runtime's weights are: on a VM
   // whose page walks are nested, 4 KiB pages held this probe to 29-31 GB/s
-  // on 2 threads while q4_0 decode streamed its weights at 44.5 GB/s.
+  // on 2 threads while q4_0 decode streamed its weights at 33-36 GB/s.
   constexpr size_t kHugePage = 2 << 20;
   size_t allocated = ((count + 2 * kFarPrefetchFloats) * sizeof(float) + kHugePage - 1) /
                      kHugePage * kHugePage;
