@@ -755,7 +755,10 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
     input quantized per row and block of 32) and `init` `[M, N]`:
 
     ```
-    acc[m, n] = sum_k input[m, k] * weight[n / NR, k, n % NR]
+    x = norm(input)                           (when present: rms_norm or
+                                               layer_norm of each row, as
+                                               attn.rms_norm / attn.layer_norm)
+    acc[m, n] = sum_k x[m, k] * weight[n / NR, k, n % NR]
     v = acc * row_scale[m] + bias[n]          (each when present)
     v = epilogue(v)                           (none, gelu_tanh, gelu_erf, silu;
                                                swiglu: silu(v) * v2, with v2 the
@@ -765,7 +768,14 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
 
     Every input element is read once per output tile and every output
     element written once: the bias, activation, gating and residual add cost
-    no pass over memory of their own.
+    no pass over memory of their own. The input norm (fused from the norm
+    that feeds the projection) is applied where the kernel prepares its
+    input anyway: as the rows are quantized for q8_0 / q4_0 or rounded to
+    bf16 for AMX tiles, so the normalized rows are never stored in f32.
+
+    The norm is written as the op it replaces: `rms_norm(%gamma : type)
+    epsilon(e)` with an optional `gain_offset(c)`, or `layer_norm(%gamma,
+    %beta : type, type) epsilon(e)`; `gamma` and `beta` are `[K]`.
 
     Example (the down projection of a LLaMA MLP, added to the residual
     stream):
@@ -773,18 +783,31 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
     %y = attn.gemm none ins(%h, %w : tensor<?x2048xf32>, tensor<24x2048x32xf32>)
         residual(%x : tensor<?x768xf32>) outs(%init : tensor<?x768xf32>) -> tensor<?x768xf32>
     ```
+    and the query/key/value projection of its attention with the RMSNorm
+    before it:
+    ```mlir
+    %qkv = attn.gemm none ins(%x, %w : tensor<?x768xf32>, tensor<72x24x32x34xi8>)
+        rms_norm(%g : tensor<768xf32>) epsilon(1.0e-05)
+        outs(%init : tensor<?x2304xf32>) -> tensor<?x2304xf32>
+    ```
   }];
   let arguments = (ins Attn_TensorOrMemRef:$input,
                        Attn_WeightTensorOrMemRef:$weight,
                        Optional<Attn_WeightTensorOrMemRef>:$weight2,
+                       Optional<Attn_TensorOrMemRef>:$norm_gamma,
+                       Optional<Attn_TensorOrMemRef>:$norm_beta,
                        Optional<Attn_TensorOrMemRef>:$bias,
                        Optional<Attn_TensorOrMemRef>:$row_scale,
                        Optional<Attn_TensorOrMemRef>:$residual,
                        Attn_TensorOrMemRef:$init,
-                       Attn_GemmEpilogue:$epilogue);
+                       Attn_GemmEpilogue:$epilogue,
+                       OptionalAttr<F32Attr>:$norm_epsilon,
+                       OptionalAttr<F32Attr>:$norm_gain_offset);
   let results = (outs Variadic<RankedTensorOf<[F32]>>:$result);
   let assemblyFormat = [{
     $epilogue `ins` `(` $input `,` $weight (`,` $weight2^)? `:` type($input) `,` type($weight) (`,` type($weight2)^)? `)`
+    `` custom<InputNorm>($norm_gamma, type($norm_gamma), $norm_beta, type($norm_beta),
+                      $norm_epsilon, $norm_gain_offset)
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`row_scale` `(` $row_scale^ `:` type($row_scale) `)`)?
     (`residual` `(` $residual^ `:` type($residual) `)`)?
@@ -795,6 +818,8 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
     int64_t getBlockSize() {
       return cast<ShapedType>(getWeight().getType()).getDimSize(2);
     }
+    /// Whether the input is normalized first (rms_norm or layer_norm).
+    bool hasInputNorm() { return static_cast<bool>(getNormGamma()); }
   }];
   let hasVerifier = 1;
 }

@@ -21,8 +21,11 @@ using namespace mlir::attn;
 
 void mlir::attn::buildAttnToLinalgPipeline(OpPassManager &pm,
                                            const AttnPipelineOptions &options) {
-  if (options.fusion)
-    pm.addPass(createFuseLinearEpiloguesPass());
+  if (options.fusion) {
+    FuseLinearEpiloguesPassOptions fusion;
+    fusion.inputNorms = options.fuseNorms;
+    pm.addPass(createFuseLinearEpiloguesPass(fusion));
+  }
   ConvertAttnToLinalgPassOptions lowering;
   lowering.queryBlock = options.queryBlock;
   lowering.kvBlock = options.kvBlock;

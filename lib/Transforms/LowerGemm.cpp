@@ -29,6 +29,10 @@
 // input rows rounded to bf16 and the block interleaved into pairs of k rows
 // (the tiles' layout) once per chunk.
 //
+// A gemm with an input norm (rms_norm / layer_norm fused into it) computes
+// each row's statistics, then normalizes the row as it quantizes it; the
+// kernels that read f32 rows as they are get a normalized copy first.
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn/Transforms/Passes.h"
@@ -70,6 +74,13 @@ struct GemmKernel {
   GemmOp op;
   Value input, weight, weight2, bias, rowScale, residual, output;
   int64_t k, n, blocks, blockSize;
+  /// The input norm: per-feature gain (and shift, for a layer norm), its
+  /// epsilon and Gemma's gain offset; normGamma is null without one.
+  Value normGamma, normBeta;
+  double normEpsilon = 0.0;
+  std::optional<double> normGainOffset;
+  /// The input rows normalized in f32, when a kernel reads them as they are.
+  Value normalizedInput;
   /// Lanes per vector and vectors per block row (blockSize / width).
   int64_t width, vectorsPerBlock;
   int64_t kUnroll;
@@ -774,6 +785,142 @@ void emitTiles(OpBuilder &b, Location loc, const GemmKernel &g, int64_t tileRows
                      });
 }
 
+/// Runs `body` for each of the `rows` input rows: a prefill's on every
+/// thread, decode's one row on the calling thread.
+void forEachInputRow(OpBuilder &b, Location loc, const GemmKernel &g, Value rows,
+                     llvm::function_ref<void(OpBuilder &, Location, Value)> body) {
+  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+  if (ShapedType::isDynamic(cast<MemRefType>(g.output.getType()).getDimSize(0))) {
+    scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{rows}, ValueRange{one},
+                            [&](OpBuilder &pb, Location pl, ValueRange ivs) {
+                              body(pb, pl, ivs[0]);
+                            });
+    return;
+  }
+  scf::ForOp::create(b, loc, zero, rows, one, ValueRange{},
+                     [&](OpBuilder &rb, Location rl, Value row, ValueRange) {
+                       body(rb, rl, row);
+                       scf::YieldOp::create(rb, rl);
+                     });
+}
+
+/// `scalar` (f32) as a value of `like`'s type: itself, or broadcast.
+Value broadcastLike(OpBuilder &b, Location loc, Value scalar, Value like) {
+  if (auto type = dyn_cast<VectorType>(like.getType()))
+    return vector::BroadcastOp::create(b, loc, type, scalar);
+  return scalar;
+}
+
+/// One row's input-norm statistics: the normalized value is
+/// (x - mean) * scale, with no mean for an RMS norm.
+struct RowNorm {
+  Value mean, scale;
+};
+
+/// The input norm's statistics of row `row`, in the arithmetic of
+/// convert-attn-to-linalg's attn.rms_norm / attn.layer_norm (sum / K, + eps,
+/// sqrt, 1 / root; a layer norm's variance in a second pass, about the mean);
+/// the sums are taken in vectors of the kernel's width, then across lanes.
+RowNorm emitRowNorm(OpBuilder &b, Location loc, const GemmKernel &g, Value row) {
+  auto scalar = [&](OpBuilder &nb, Location l, double v) -> Value {
+    return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+  };
+  const int64_t vectorEnd = g.k / g.width * g.width;
+  // sum_k f(x[row, k]), f applied to vectors, then to the scalar tail.
+  auto rowSum = [&](llvm::function_ref<Value(OpBuilder &, Location, Value)> f) {
+    auto loop = scf::ForOp::create(
+        b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, vectorEnd),
+        indexConstant(b, loc, g.width), ValueRange{splat(b, loc, g.vectorType, 0.0)},
+        [&](OpBuilder &nb, Location l, Value k, ValueRange carried) {
+          Value x = vector::LoadOp::create(nb, l, g.vectorType, g.input,
+                                           ValueRange{row, k});
+          scf::YieldOp::create(
+              nb, l, ValueRange{arith::AddFOp::create(nb, l, carried[0], f(nb, l, x))});
+        });
+    Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                            loop.getResult(0));
+    for (int64_t k = vectorEnd; k < g.k; ++k) {
+      Value x = memref::LoadOp::create(b, loc, g.input,
+                                       ValueRange{row, indexConstant(b, loc, k)});
+      sum = arith::AddFOp::create(b, loc, sum, f(b, loc, x));
+    }
+    return sum;
+  };
+  Value count = scalar(b, loc, static_cast<double>(g.k));
+  auto inverseRootMean = [&](Value sum) -> Value {
+    Value mean = arith::DivFOp::create(b, loc, sum, count);
+    Value root = math::SqrtOp::create(
+        b, loc, arith::AddFOp::create(b, loc, mean, scalar(b, loc, g.normEpsilon)));
+    return arith::DivFOp::create(b, loc, scalar(b, loc, 1.0), root);
+  };
+  if (!g.normBeta)
+    return {Value(), inverseRootMean(rowSum([](OpBuilder &nb, Location l, Value x) {
+              return arith::MulFOp::create(nb, l, x, x).getResult();
+            }))};
+  Value mean = arith::DivFOp::create(
+      b, loc, rowSum([](OpBuilder &, Location, Value x) { return x; }), count);
+  Value scale = inverseRootMean(rowSum([&](OpBuilder &nb, Location l, Value x) {
+    Value diff = arith::SubFOp::create(nb, l, x, broadcastLike(nb, l, mean, x));
+    return arith::MulFOp::create(nb, l, diff, diff).getResult();
+  }));
+  return {mean, scale};
+}
+
+/// Input elements `x` (a vector, or one scalar) from feature `k0` on,
+/// normalized: ((x - mean) * scale) * (gamma + offset) (+ beta), in the
+/// order of the unfused norm's ops.
+Value emitNormalized(OpBuilder &b, Location loc, const GemmKernel &g,
+                     const RowNorm &norm, Value x, Value k0) {
+  auto param = [&](Value buffer) -> Value {
+    if (auto type = dyn_cast<VectorType>(x.getType()))
+      return vector::LoadOp::create(b, loc, type, buffer, ValueRange{k0});
+    return memref::LoadOp::create(b, loc, buffer, ValueRange{k0});
+  };
+  if (norm.mean)
+    x = arith::SubFOp::create(b, loc, x, broadcastLike(b, loc, norm.mean, x));
+  x = arith::MulFOp::create(b, loc, x, broadcastLike(b, loc, norm.scale, x));
+  Value gain = param(g.normGamma);
+  if (g.normGainOffset)
+    gain = arith::AddFOp::create(
+        b, loc, gain,
+        broadcastLike(b, loc,
+                      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(*g.normGainOffset)),
+                      gain));
+  x = arith::MulFOp::create(b, loc, x, gain);
+  if (g.normBeta)
+    x = arith::AddFOp::create(b, loc, x, param(g.normBeta));
+  return x;
+}
+
+/// The normalized input rows in a new [M, K] f32 buffer, which becomes the
+/// input the f32 kernels read (f32 and bf16 weights; AMX rounds it).
+void emitNormalizedInput(OpBuilder &b, Location loc, GemmKernel &g, Value rows) {
+  Value normalized = memref::AllocOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic, g.k}, b.getF32Type()),
+      ValueRange{rows});
+  const int64_t vectorEnd = g.k / g.width * g.width;
+  forEachInputRow(b, loc, g, rows, [&](OpBuilder &rb, Location rl, Value row) {
+    RowNorm norm = emitRowNorm(rb, rl, g, row);
+    scf::ForOp::create(
+        rb, rl, indexConstant(rb, rl, 0), indexConstant(rb, rl, vectorEnd),
+        indexConstant(rb, rl, g.width), ValueRange{},
+        [&](OpBuilder &nb, Location l, Value k, ValueRange) {
+          Value x = vector::LoadOp::create(nb, l, g.vectorType, g.input,
+                                           ValueRange{row, k});
+          vector::StoreOp::create(nb, l, emitNormalized(nb, l, g, norm, x, k),
+                                  normalized, ValueRange{row, k});
+          scf::YieldOp::create(nb, l);
+        });
+    for (int64_t k = vectorEnd; k < g.k; ++k) {
+      Value index = indexConstant(rb, rl, k);
+      Value x = memref::LoadOp::create(rb, rl, g.input, ValueRange{row, index});
+      memref::StoreOp::create(rb, rl, emitNormalized(rb, rl, g, norm, x, index),
+                              normalized, ValueRange{row, index});
+    }
+  });
+  g.input = g.normalizedInput = normalized;
+}
+
 /// Quantizes the input rows for the int8 dot products, as llama.cpp
 /// quantizes activations to q8_0: per row and block of 32, d = amax / 127
 /// and q = round(x / d) (to nearest even, the x86 rounding llama.cpp's AVX
@@ -804,6 +951,9 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
   auto quadsType = VectorType::get({kQuantBlock / 4}, i32);
   Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
   auto quantizeRow = [&](OpBuilder &rb, Location rl, Value row) {
+    RowNorm norm;
+    if (g.normGamma)
+      norm = emitRowNorm(rb, rl, g, row);
     scf::ForOp::create(
         rb, rl, zero, indexConstant(rb, rl, g.groups), one, ValueRange{},
         [&](OpBuilder &nb, Location l, Value group, ValueRange) {
@@ -811,6 +961,8 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
                                            indexConstant(nb, l, kQuantBlock));
           Value x = vector::LoadOp::create(nb, l, valuesType, g.input,
                                            ValueRange{row, k0});
+          if (g.normGamma)
+            x = emitNormalized(nb, l, g, norm, x, k0);
           Value amax = vector::ReductionOp::create(
               nb, l, vector::CombiningKind::MAXNUMF,
               math::AbsFOp::create(nb, l, x));
@@ -845,19 +997,7 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
           scf::YieldOp::create(nb, l);
         });
   };
-  // A prefill's rows on every thread; decode's one row where it is.
-  if (ShapedType::isDynamic(cast<MemRefType>(g.output.getType()).getDimSize(0))) {
-    scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{rows}, ValueRange{one},
-                            [&](OpBuilder &pb, Location pl, ValueRange ivs) {
-                              quantizeRow(pb, pl, ivs[0]);
-                            });
-  } else {
-    scf::ForOp::create(b, loc, zero, rows, one, ValueRange{},
-                       [&](OpBuilder &rb, Location rl, Value row, ValueRange) {
-                         quantizeRow(rb, rl, row);
-                         scf::YieldOp::create(rb, rl);
-                       });
-  }
+  forEachInputRow(b, loc, g, rows, quantizeRow);
   return success();
 }
 
@@ -913,6 +1053,13 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   g.bias = op.getBias();
   g.rowScale = op.getRowScale();
   g.residual = op.getResidual();
+  g.normGamma = op.getNormGamma();
+  g.normBeta = op.getNormBeta();
+  if (g.normGamma) {
+    g.normEpsilon = op.getNormEpsilonAttr().getValueAsDouble();
+    if (FloatAttr offset = op.getNormGainOffsetAttr())
+      g.normGainOffset = offset.getValueAsDouble();
+  }
   g.output = op.getInit();
   g.format = info->format;
   g.blocks = info->blocks;
@@ -978,6 +1125,10 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
           g.k * g.blockSize * 2 <= kPairBytes &&
           ShapedType::isDynamic(cast<MemRefType>(g.output.getType()).getDimSize(0)) &&
           inputType.isLastDimUnitStride();
+  // The float kernels read the input as it is: normalized first. (With AMX
+  // too: a chunk's rows left over from the tiles take the f32 kernel.)
+  if (g.normGamma && !quantized)
+    emitNormalizedInput(rewriter, loc, g, rows);
   if (g.amx)
     emitBf16Input(rewriter, loc, g, rows);
 
@@ -1047,7 +1198,7 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
         blocks->setAttr(kContiguousScheduleAttr, b.getUnitAttr());
         scf::YieldOp::create(b, l);
       });
-  for (Value buffer : {g.quads, g.scales, g.corrections, g.inputBf16})
+  for (Value buffer : {g.quads, g.scales, g.corrections, g.inputBf16, g.normalizedInput})
     if (buffer)
       memref::DeallocOp::create(rewriter, loc, buffer);
   rewriter.eraseOp(op);

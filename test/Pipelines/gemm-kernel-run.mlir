@@ -1,6 +1,7 @@
 // The fused, packed projection path (attn-fuse-linear-epilogues,
 // attn.gemm, attn-lower-gemm) against the linalg lowering of the same
-// projections with unpacked weights, run in mlir-runner. 19 rows make two
+// projections with unpacked weights (and the norms before them), run in
+// mlir-runner. 19 rows make two
 // full 8-row register tiles and three single-row tiles; 72 output features
 // make a last weight block with 8 live lanes of 32, whose padding is NaN so
 // a padded lane that leaks into a stored output shows.
@@ -16,6 +17,10 @@
 // CHECK: silu 1 row
 // CHECK-NEXT: 1
 // CHECK: gelu_erf 1 row
+// CHECK-NEXT: 1
+// CHECK: rms_norm_silu 19 rows
+// CHECK-NEXT: 1
+// CHECK: layer_norm_residual 1 row
 // CHECK-NEXT: 1
 
 // Deterministic values in [-scale, scale] that differ in every element.
@@ -171,5 +176,36 @@ func.func @main() {
   %ok4 = call @close(%g4, %h4) : (tensor<?x72xf32>, tensor<?x72xf32>) -> i1
   vector.print str "gelu_erf 1 row\n"
   vector.print %ok4 : i1
+
+  // A norm before the projection: fused into the gemm's input (fusion on),
+  // against the same norm before the unpacked linalg projection. The rows
+  // of r serve as a gain around 1 and a shift.
+  %gain0 = tensor.extract_slice %rd[0, 0] [1, 64] [1, 1] : tensor<?x?xf32> to tensor<1x64xf32>
+  %gain1 = tensor.collapse_shape %gain0 [[0, 1]] : tensor<1x64xf32> into tensor<64xf32>
+  %ones = arith.constant dense<1.0> : tensor<64xf32>
+  %gain = attn.residual_add %gain1, %ones : tensor<64xf32>
+  %shift0 = tensor.extract_slice %rd[1, 0] [1, 64] [1, 1] : tensor<?x?xf32> to tensor<1x64xf32>
+  %shift = tensor.collapse_shape %shift0 [[0, 1]] : tensor<1x64xf32> into tensor<64xf32>
+  %n5 = attn.rms_norm %x, %gain epsilon(1.0e-05) : tensor<?x64xf32>, tensor<64xf32>
+  %p5 = attn.linear %n5, %wp layout(packed) : tensor<?x64xf32>, tensor<3x64x32xf32> -> tensor<?x72xf32>
+  %g5 = attn.silu %p5 : tensor<?x72xf32>
+  %m5 = attn.rms_norm %x, %gain epsilon(1.0e-05) : tensor<?x64xf32>, tensor<64xf32>
+  %q5 = attn.linear %m5, %w layout(in_out) : tensor<?x64xf32>, tensor<64x72xf32> -> tensor<?x72xf32>
+  %h5 = attn.silu %q5 : tensor<?x72xf32>
+  %ok5 = call @close(%g5, %h5) : (tensor<?x72xf32>, tensor<?x72xf32>) -> i1
+  vector.print str "rms_norm_silu 19 rows\n"
+  vector.print %ok5 : i1
+
+  %n6 = attn.layer_norm %xr, %gain, %shift epsilon(1.0e-05) : tensor<?x64xf32>, tensor<64xf32>
+  %p6 = attn.linear %n6, %wp, %b layout(packed) : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<72xf32> -> tensor<?x72xf32>
+  %r6 = tensor.extract_slice %r[2, 0] [1, 72] [1, 1] : tensor<?x72xf32> to tensor<1x72xf32>
+  %rr = tensor.cast %r6 : tensor<1x72xf32> to tensor<?x72xf32>
+  %o6 = attn.residual_add %p6, %rr : tensor<?x72xf32>
+  %m6 = attn.layer_norm %xr, %gain, %shift epsilon(1.0e-05) : tensor<?x64xf32>, tensor<64xf32>
+  %q6 = attn.linear %m6, %w, %b layout(in_out) : tensor<?x64xf32>, tensor<64x72xf32>, tensor<72xf32> -> tensor<?x72xf32>
+  %e6 = attn.residual_add %q6, %rr : tensor<?x72xf32>
+  %ok6 = call @close(%o6, %e6) : (tensor<?x72xf32>, tensor<?x72xf32>) -> i1
+  vector.print str "layer_norm_residual 1 row\n"
+  vector.print %ok6 : i1
   return
 }

@@ -98,3 +98,33 @@ func.func @q4_0_weight(%x: memref<?x64xf32>, %w: memref<2x2x32x18xi8>, %out: mem
   attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x2x32x18xi8>) outs(%out : memref<?x64xf32>)
   return
 }
+
+// -----
+
+// An RMS norm fused into a quantized gemm is applied as the rows are
+// quantized: each row's sum of squares, 1 / sqrt(mean + eps), then every
+// block of 32 is scaled and multiplied by its gains before its amax is
+// taken. No normalized f32 copy of the rows is made.
+// CHECK-LABEL: func.func @q8_0_rms_norm
+// CHECK-SAME: (%[[X:[^:]*]]: memref<?x64xf32>, %{{[^:]*}}: memref<2x2x32x34xi8>, %[[G:[^:]*]]: memref<64xf32>
+// CHECK-NOT: memref.alloc(%{{.*}}) : memref<?x64xf32>
+// CHECK: scf.parallel (%[[ROW:.*]]) =
+// CHECK: %[[V:.*]] = vector.load %[[X]][%[[ROW]], %{{.*}}] : memref<?x64xf32>, vector<16xf32>
+// CHECK: arith.mulf %[[V]], %[[V]] : vector<16xf32>
+// CHECK: %[[SUM:.*]] = vector.reduction <add>, %{{.*}} : vector<16xf32> into f32
+// CHECK: %[[MEAN:.*]] = arith.divf %[[SUM]], %{{.*}} : f32
+// CHECK: %[[ROOT:.*]] = math.sqrt %{{.*}} : f32
+// CHECK: %[[SCALE:.*]] = arith.divf %{{.*}}, %[[ROOT]] : f32
+// CHECK: %[[XB:.*]] = vector.load %[[X]][%[[ROW]], %{{.*}}] : memref<?x64xf32>, vector<32xf32>
+// CHECK: %[[S:.*]] = vector.broadcast %[[SCALE]] : f32 to vector<32xf32>
+// CHECK: %[[N:.*]] = arith.mulf %[[XB]], %[[S]] : vector<32xf32>
+// CHECK: %[[GAIN:.*]] = vector.load %[[G]][%{{.*}}] : memref<64xf32>, vector<32xf32>
+// CHECK: %[[Y:.*]] = arith.mulf %[[N]], %[[GAIN]] : vector<32xf32>
+// CHECK: math.absf %[[Y]] : vector<32xf32>
+// CHECK: math.roundeven
+// CHECK-NOT: memref.alloc(%{{.*}}) : memref<?x64xf32>
+// CHECK: llvm.x86.avx512.vpdpbusd.512
+func.func @q8_0_rms_norm(%x: memref<?x64xf32>, %w: memref<2x2x32x34xi8>, %g: memref<64xf32>, %out: memref<?x64xf32>) {
+  attn.gemm none ins(%x, %w : memref<?x64xf32>, memref<2x2x32x34xi8>) rms_norm(%g : memref<64xf32>) epsilon(1.0e-05) outs(%out : memref<?x64xf32>)
+  return
+}

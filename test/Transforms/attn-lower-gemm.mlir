@@ -109,3 +109,34 @@ func.func @bf16_weight(%x: memref<?x64xf32>, %w: memref<2x64x32xbf16>, %out: mem
   return
 }
 
+
+// -----
+
+// A layer norm on the input of an f32 kernel, which reads its rows as they
+// are: each row is normalized into a copy first (mean, then the variance
+// about it, in vectors and then the 5 features past them: 37 = 2 x 16 + 5),
+// and the tiles read the copy.
+// CHECK-LABEL: func.func @layer_norm_f32
+// CHECK-SAME: (%[[X:[^:]*]]: memref<1x37xf32>, %{{[^:]*}}: memref<2x37x32xf32>, %[[G:[^:]*]]: memref<37xf32>, %[[B:[^:]*]]: memref<37xf32>
+// CHECK: %[[COPY:.*]] = memref.alloc() : memref<1x37xf32>
+// CHECK: vector.reduction <add>, %{{.*}} : vector<16xf32> into f32
+// CHECK: memref.load %[[X]][%c0, %c36]
+// CHECK: %[[MEAN:.*]] = arith.divf %{{.*}}, %[[COUNT:.*]] : f32
+// CHECK: arith.subf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: vector.reduction <add>, %{{.*}} : vector<16xf32> into f32
+// CHECK: arith.subf %{{.*}}, %[[MEAN]] : f32
+// CHECK: %[[VAR:.*]] = arith.divf %{{.*}}, %[[COUNT]] : f32
+// CHECK: %[[EPS:.*]] = arith.addf %[[VAR]], %{{.*}} : f32
+// CHECK: %[[ROOT:.*]] = math.sqrt %[[EPS]] : f32
+// CHECK: %[[RSTD:.*]] = arith.divf %{{.*}}, %[[ROOT]] : f32
+// CHECK: vector.load %[[G]][%{{.*}}] : memref<37xf32>, vector<16xf32>
+// CHECK: vector.load %[[B]][%{{.*}}] : memref<37xf32>, vector<16xf32>
+// CHECK: vector.store %{{.*}}, %[[COPY]]
+// CHECK: memref.load %[[G]][%c36] : memref<37xf32>
+// CHECK: memref.store %{{.*}}, %[[COPY]][%c0, %c36]
+// CHECK: memref.load %[[COPY]]
+// CHECK: memref.dealloc %[[COPY]]
+func.func @layer_norm_f32(%x: memref<1x37xf32>, %w: memref<2x37x32xf32>, %g: memref<37xf32>, %b: memref<37xf32>, %out: memref<1x64xf32>) {
+  attn.gemm none ins(%x, %w : memref<1x37xf32>, memref<2x37x32xf32>) layer_norm(%g, %b : memref<37xf32>, memref<37xf32>) epsilon(1.0e-05) outs(%out : memref<1x64xf32>)
+  return
+}

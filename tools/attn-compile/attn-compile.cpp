@@ -104,6 +104,11 @@ static cl::opt<int64_t> prefetchBytes(
 static cl::opt<bool> noFusion(
     "no-fusion", cl::desc("Do not fuse elementwise ops into projections"),
     cl::cat(category));
+static cl::opt<bool> noFuseNorms(
+    "no-fuse-norms",
+    cl::desc("Keep each norm a pass of its own instead of fusing it into the "
+             "projection it feeds, for comparisons"),
+    cl::cat(category));
 static cl::opt<bool> noVectorizeRows(
     "no-vectorize-rows",
     cl::desc("Scalar loops instead of vector code for the ops between the "
@@ -207,6 +212,7 @@ int main(int argc, char **argv) {
   options.pipeline.tileRows = tileRows;
   options.pipeline.prefetchBytes = prefetchBytes;
   options.pipeline.fusion = !noFusion;
+  options.pipeline.fuseNorms = !noFuseNorms;
   options.pipeline.vectorizeRows = !noVectorizeRows;
   options.pipeline.fuseRowLoops = !noFuseRowLoops;
   options.pipeline.amx = !noAmx && lanes == 16 && attn::hostHasAmxBf16();

@@ -55,6 +55,11 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
       *this, "fusion",
       llvm::cl::desc("Fuse elementwise ops into projection epilogues"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> fuseNorms{
+      *this, "fuse-norms",
+      llvm::cl::desc("With fusion: a norm into the projection it feeds, "
+                     "applied as the kernel prepares its input rows"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> attentionKernel{
       *this, "attention-kernel",
       llvm::cl::desc("Attention through the vectorized flash-attention "

@@ -326,9 +326,10 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
       Value init = emptyTensor(rewriter, loc, sizes);
       auto gemm = GemmOp::create(
           rewriter, loc, TypeRange{init.getType()}, adaptor.getInput(),
-          adaptor.getWeight(), /*weight2=*/Value(), adaptor.getBias(),
-          /*row_scale=*/Value(), /*residual=*/Value(), init,
-          GemmEpilogue::None);
+          adaptor.getWeight(), /*weight2=*/Value(), /*norm_gamma=*/Value(),
+          /*norm_beta=*/Value(), adaptor.getBias(), /*row_scale=*/Value(),
+          /*residual=*/Value(), init, GemmEpilogue::None,
+          /*norm_epsilon=*/FloatAttr(), /*norm_gain_offset=*/FloatAttr());
       rewriter.replaceOp(op, castIfNeeded(rewriter, loc, gemm.getResult()[0],
                                           resultType));
       return success();

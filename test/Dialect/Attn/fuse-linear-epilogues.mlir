@@ -1,4 +1,5 @@
 // RUN: attn-opt %s -split-input-file --attn-fuse-linear-epilogues | FileCheck %s
+// RUN: attn-opt %s -split-input-file --attn-fuse-linear-epilogues=input-norms=0 | FileCheck %s --check-prefix=UNFUSED
 
 // LLaMA's MLP: gate and up read the same input; the SwiGLU and the residual
 // become the epilogues of two gemms, and no intermediate is left.
@@ -94,4 +95,75 @@ func.func @not_fused(%x: tensor<4x64xf32>, %y: tensor<4x64xf32>, %w: tensor<2x64
   %d = attn.linear %y, %w layout(packed) : tensor<4x64xf32>, tensor<2x64x32xf32> -> tensor<4x64xf32>
   %h = attn.swiglu %c, %d : tensor<4x64xf32>
   return %a, %g, %s, %h : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>
+}
+
+// -----
+
+// The norm before a projection becomes the gemm's input norm: the kernel
+// normalizes each row as it prepares it. The row count the slices ask of the
+// norm is its input's.
+// CHECK-LABEL: func.func @llama_block_norms
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x64xf32>, %[[G1:[^:]*]]: tensor<64xf32>, %[[WQKV:[^:]*]]: tensor<3x64x32xf32>, %[[G2:[^:]*]]: tensor<64xf32>
+// CHECK-NOT: attn.rms_norm
+// CHECK: %[[QKV:.*]] = attn.gemm none ins(%[[X]], %[[WQKV]] : tensor<?x64xf32>, tensor<3x64x32xf32>) rms_norm(%[[G1]] : tensor<64xf32>) epsilon(9.99999974E-6) outs
+// CHECK: tensor.dim %[[X]], %{{.*}} : tensor<?x64xf32>
+// CHECK: attn.gemm swiglu ins(%[[X]], %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<6x64x32xf32>, tensor<6x64x32xf32>) rms_norm(%[[G2]] : tensor<64xf32>) epsilon(9.99999997E-7) gain_offset(1.000000e+00) outs
+// UNFUSED-LABEL: func.func @llama_block_norms
+// UNFUSED-COUNT-2: attn.rms_norm
+// UNFUSED-NOT: rms_norm(
+func.func @llama_block_norms(%x: tensor<?x64xf32>, %g1: tensor<64xf32>, %wqkv: tensor<3x64x32xf32>,
+                             %g2: tensor<64xf32>, %wg: tensor<6x64x32xf32>, %wu: tensor<6x64x32xf32>)
+    -> (tensor<?x32xf32>, tensor<?x172xf32>) {
+  %n = attn.rms_norm %x, %g1 epsilon(1.0e-05) : tensor<?x64xf32>, tensor<64xf32>
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %n, %c0 : tensor<?x64xf32>
+  %qkv = attn.linear %n, %wqkv layout(packed) : tensor<?x64xf32>, tensor<3x64x32xf32> -> tensor<?x96xf32>
+  %q = tensor.extract_slice %qkv[0, 0] [%rows, 32] [1, 1] : tensor<?x96xf32> to tensor<?x32xf32>
+  %m = attn.rms_norm %x, %g2 epsilon(1.0e-06) gain_offset(1.0) : tensor<?x64xf32>, tensor<64xf32>
+  %g = attn.linear %m, %wg layout(packed) : tensor<?x64xf32>, tensor<6x64x32xf32> -> tensor<?x172xf32>
+  %u = attn.linear %m, %wu layout(packed) : tensor<?x64xf32>, tensor<6x64x32xf32> -> tensor<?x172xf32>
+  %h = attn.swiglu %g, %u : tensor<?x172xf32>
+  return %q, %h : tensor<?x32xf32>, tensor<?x172xf32>
+}
+
+// -----
+
+// GPT-2's MLP: the layer norm, the biased projection and its GELU are one
+// gemm whichever the rewriter meets first.
+// CHECK-LABEL: func.func @gpt2_mlp_norm
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x64xf32>, %[[G:[^:]*]]: tensor<64xf32>, %[[B:[^:]*]]: tensor<64xf32>
+// CHECK: %[[H:.*]] = attn.gemm gelu_tanh ins(%[[X]], %{{.*}} : tensor<?x64xf32>, tensor<8x64x32xf32>) layer_norm(%[[G]], %[[B]] : tensor<64xf32>, tensor<64xf32>) epsilon(9.99999974E-6) bias(%{{.*}} : tensor<256xf32>) outs
+// CHECK: attn.gemm none ins(%[[H]], {{.*}}) bias(%{{.*}} : tensor<64xf32>) residual(%[[X]] : tensor<?x64xf32>) outs
+// CHECK-NOT: attn.layer_norm
+func.func @gpt2_mlp_norm(%x: tensor<?x64xf32>, %gamma: tensor<64xf32>, %beta: tensor<64xf32>,
+                         %w1: tensor<8x64x32xf32>, %b1: tensor<256xf32>,
+                         %w2: tensor<2x256x32xf32>, %b2: tensor<64xf32>) -> tensor<?x64xf32> {
+  %n = attn.layer_norm %x, %gamma, %beta epsilon(1.0e-05) : tensor<?x64xf32>, tensor<64xf32>
+  %a = attn.linear %n, %w1, %b1 layout(packed) : tensor<?x64xf32>, tensor<8x64x32xf32>, tensor<256xf32> -> tensor<?x256xf32>
+  %h = attn.gelu %a tanh : tensor<?x256xf32>
+  %p = attn.linear %h, %w2, %b2 layout(packed) : tensor<?x256xf32>, tensor<2x256x32xf32>, tensor<64xf32> -> tensor<?x64xf32>
+  %out = attn.residual_add %p, %x : tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
+// -----
+
+// Left alone: a norm whose value is also the residual (a post-norm block),
+// one feeding an unpacked weight, and one that is a projection's input and
+// its residual at once.
+// CHECK-LABEL: func.func @norms_not_fused
+// CHECK-COUNT-3: attn.layer_norm
+// CHECK-NOT: layer_norm(
+func.func @norms_not_fused(%x: tensor<4x64xf32>, %gamma: tensor<64xf32>, %beta: tensor<64xf32>,
+                           %w: tensor<2x64x32xf32>, %plain: tensor<64x64xf32>)
+    -> (tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>) {
+  %n = attn.layer_norm %x, %gamma, %beta epsilon(1.0e-05) : tensor<4x64xf32>, tensor<64xf32>
+  %p = attn.linear %n, %w layout(packed) : tensor<4x64xf32>, tensor<2x64x32xf32> -> tensor<4x64xf32>
+  %post = attn.residual_add %n, %p : tensor<4x64xf32>
+  %m = attn.layer_norm %x, %beta, %gamma epsilon(1.0e-05) : tensor<4x64xf32>, tensor<64xf32>
+  %q = attn.linear %m, %plain layout(out_in) : tensor<4x64xf32>, tensor<64x64xf32> -> tensor<4x64xf32>
+  %k = attn.layer_norm %x, %gamma, %gamma epsilon(1.0e-05) : tensor<4x64xf32>, tensor<64xf32>
+  %r = attn.linear %k, %w layout(packed) : tensor<4x64xf32>, tensor<2x64x32xf32> -> tensor<4x64xf32>
+  %self = attn.residual_add %r, %k : tensor<4x64xf32>
+  return %post, %q, %self : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>
 }

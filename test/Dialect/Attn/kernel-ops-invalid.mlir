@@ -198,3 +198,61 @@ func.func @flash_key_value_types(%q: tensor<?x64xf32>, %k: tensor<?x64xbf16>, %v
   %0 = attn.flash_attention heads(1) kv_heads(1) scale(0.125) ins(%q, %k, %v : tensor<?x64xf32>, tensor<?x64xbf16>, tensor<?x64xf32>) outs(%init : tensor<?x64xf32>) -> tensor<?x64xf32>
   return %0 : tensor<?x64xf32>
 }
+
+// -----
+
+func.func @gemm_norm_gamma_size(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %g: tensor<48xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{dimension 0 of norm_gamma (48) does not match dimension 1 of input (64)}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) rms_norm(%g : tensor<48xf32>) epsilon(1.0e-05) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_norm_beta_rank(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %g: tensor<64xf32>, %beta: tensor<1x64xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{requires norm_beta of rank 1, got 'tensor<1x64xf32>'}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) layer_norm(%g, %beta : tensor<64xf32>, tensor<1x64xf32>) epsilon(1.0e-05) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_norm_epsilon(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %g: tensor<64xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{norm_epsilon must be positive and finite, got 0}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) rms_norm(%g : tensor<64xf32>) epsilon(0.0) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_norm_gamma_type(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %g: tensor<64xbf16>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{operand #2 must be f32 tensor or memref, but got 'tensor<64xbf16>'}}
+  %0 = attn.gemm none ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) rms_norm(%g : tensor<64xbf16>) epsilon(1.0e-05) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+// The generic form can state what the custom form cannot: a gain offset on a
+// layer norm, or norm attributes without a gamma.
+func.func @gemm_layer_norm_gain_offset(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %g: tensor<64xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{takes a norm_gain_offset only with an RMS norm (no norm_beta)}}
+  %0 = "attn.gemm"(%x, %w, %g, %g, %init) <{epilogue = 0 : i32, norm_epsilon = 1.0e-05 : f32, norm_gain_offset = 1.0 : f32, operandSegmentSizes = array<i32: 1, 1, 0, 1, 1, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<64xf32>, tensor<64xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_norm_without_gamma(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{takes norm_beta, norm_epsilon and norm_gain_offset only with a norm_gamma}}
+  %0 = "attn.gemm"(%x, %w, %init) <{epilogue = 0 : i32, norm_epsilon = 1.0e-05 : f32, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}
+
+// -----
+
+func.func @gemm_norm_no_epsilon(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %g: tensor<64xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
+  // expected-error @+1 {{requires norm_epsilon with an input norm}}
+  %0 = "attn.gemm"(%x, %w, %g, %init) <{epilogue = 0 : i32, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<64xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
+  return %0 : tensor<4x80xf32>
+}

@@ -17,6 +17,24 @@ func.func @gemm_tensors(%x: tensor<?x64xf32>, %w: tensor<3x64x32xf32>, %w2: tens
   return %0, %1, %2 : tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
 }
 
+// A gemm's input norm: RMS (with Gemma's gain offset) or layer norm, on
+// tensors and on memrefs, before the epilogue operands.
+// CHECK-LABEL: func.func @gemm_input_norms
+// CHECK: attn.gemm none ins(%{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<3x64x32xf32>) rms_norm(%[[G:.*]] : tensor<64xf32>) epsilon(9.99999974E-6) outs
+// CHECK: attn.gemm silu ins({{.*}}) rms_norm(%[[G]] : tensor<64xf32>) epsilon(9.99999997E-7) gain_offset(1.000000e+00) bias(%{{.*}} : tensor<80xf32>) outs
+// CHECK: attn.gemm gelu_tanh ins({{.*}}) layer_norm(%[[G]], %[[BETA:.*]] : tensor<64xf32>, tensor<64xf32>) epsilon(9.99999974E-6) residual(%{{.*}} : tensor<?x80xf32>) outs
+// CHECK: attn.gemm none ins(%{{.*}}, %{{.*}} : memref<1x64xf32>, memref<3x64x32xf32>) layer_norm(%{{.*}}, %{{.*}} : memref<64xf32>, memref<64xf32>) epsilon(1.000000e-03) outs(%{{.*}} : memref<1x80xf32>)
+func.func @gemm_input_norms(%x: tensor<?x64xf32>, %w: tensor<3x64x32xf32>, %g: tensor<64xf32>,
+                            %beta: tensor<64xf32>, %b: tensor<80xf32>, %r: tensor<?x80xf32>,
+                            %init: tensor<?x80xf32>, %mx: memref<1x64xf32>, %mw: memref<3x64x32xf32>,
+                            %mg: memref<64xf32>, %mout: memref<1x80xf32>) -> (tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>) {
+  %0 = attn.gemm none ins(%x, %w : tensor<?x64xf32>, tensor<3x64x32xf32>) rms_norm(%g : tensor<64xf32>) epsilon(1.0e-05) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  %1 = attn.gemm silu ins(%x, %w : tensor<?x64xf32>, tensor<3x64x32xf32>) rms_norm(%g : tensor<64xf32>) epsilon(1.0e-06) gain_offset(1.0) bias(%b : tensor<80xf32>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  %2 = attn.gemm gelu_tanh ins(%x, %w : tensor<?x64xf32>, tensor<3x64x32xf32>) layer_norm(%g, %beta : tensor<64xf32>, tensor<64xf32>) epsilon(1.0e-05) residual(%r : tensor<?x80xf32>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  attn.gemm none ins(%mx, %mw : memref<1x64xf32>, memref<3x64x32xf32>) layer_norm(%mg, %mg : memref<64xf32>, memref<64xf32>) epsilon(1.0e-03) outs(%mout : memref<1x80xf32>)
+  return %0, %1, %2 : tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
+}
+
 // CHECK-LABEL: func.func @gemm_memrefs
 // CHECK: attn.gemm silu ins(%{{.*}}, %{{.*}} : memref<1x64xf32>, memref<3x64x32xf32>) outs(%{{.*}} : memref<1x80xf32>)
 // CHECK-NOT: ->

@@ -178,6 +178,9 @@ struct PackedCase {
   /// "gelu_erf", "relu", or "swiglu" / "geglu_tanh" / "geglu_erf" (a second
   /// projection gated by the first).
   const char *consumer;
+  /// The norm before the projection: "" (none), "rms", "rms_offset"
+  /// (Gemma's 1 + w) or "layer"; fused into the gemm's input with fusion.
+  const char *norm = "";
 
   bool gated() const {
     return llvm::StringRef(consumer) == "swiglu" ||
@@ -190,7 +193,13 @@ const std::vector<PackedCase> kPackedCases = {
     {37, 2304, 32, true, "residual"},  {128, 48, 16, false, "gelu_tanh"},
     {64, 100, 32, true, "gelu_erf"},   {96, 172, 32, false, "swiglu"},
     {64, 90, 32, true, "relu"},        {96, 172, 32, false, "geglu_tanh"},
-    {48, 40, 16, false, "geglu_erf"}};
+    {48, 40, 16, false, "geglu_erf"},
+    // Normalized inputs: the quantizing kernels normalize as they quantize,
+    // the float ones first copy normalized rows (37: a scalar tail).
+    {64, 80, 32, true, "silu", "layer"},
+    {96, 172, 32, false, "swiglu", "rms"},
+    {768, 96, 32, false, "residual", "rms_offset"},
+    {37, 48, 16, true, "residual", "layer"}};
 
 std::vector<float> relu(const std::vector<float> &x) {
   std::vector<float> out(x.size());
@@ -263,8 +272,22 @@ std::string packedFunction(size_t index, const PackedCase &c, PackedFormat forma
     args += ", %r: " + y;
   if (c.gated())
     args += ", %w2: " + w;
-  std::string body =
-      "%0 = attn.linear %x, %w" + std::string(c.bias ? ", %b" : "") +
+  std::string norm = c.norm, g = llvm::formatv("tensor<{0}xf32>", c.in).str();
+  std::string body;
+  if (!norm.empty())
+    args += ", %g: " + g;
+  if (norm == "layer") {
+    args += ", %beta: " + g;
+    body = "%n = attn.layer_norm %x, %g, %beta epsilon(1.0e-05) : " + x + ", " + g + "\n";
+  } else if (!norm.empty()) {
+    body = "%n = attn.rms_norm %x, %g epsilon(1.0e-05)" +
+           std::string(norm == "rms_offset" ? " gain_offset(1.0)" : "") + " : " + x +
+           ", " + g + "\n";
+  }
+  // The projections read the normalized rows.
+  std::string in = norm.empty() ? "%x" : "%n";
+  body +=
+      "%0 = attn.linear " + in + ", %w" + std::string(c.bias ? ", %b" : "") +
       " layout(packed) : " + x + ", " + w + (c.bias ? ", " + b : "") + " -> " + y + "\n";
   if (consumer == "residual")
     body += "%1 = attn.residual_add %0, %r : " + y;
@@ -280,7 +303,7 @@ std::string packedFunction(size_t index, const PackedCase &c, PackedFormat forma
     std::string gate = consumer == "swiglu"       ? "attn.swiglu %0, %u"
                        : consumer == "geglu_tanh" ? "attn.geglu %0, %u tanh"
                                                   : "attn.geglu %0, %u erf";
-    body += "%u = attn.linear %x, %w2 layout(packed) : " + x + ", " + w + " -> " + y +
+    body += "%u = attn.linear " + in + ", %w2 layout(packed) : " + x + ", " + w + " -> " + y +
             "\n%1 = " + gate + " : " + y;
   }
   return llvm::formatv(R"mlir(
@@ -289,6 +312,26 @@ std::string packedFunction(size_t index, const PackedCase &c, PackedFormat forma
       return %1 : {2}
     })mlir", index, args, y, body).str();
 }
+
+/// Calls `name` with pointer arguments (memref descriptors), 2 to 8 of them.
+bool callWithPointers(const CompiledModule &module, const std::string &name,
+                      const std::vector<void *> &a) {
+  switch (a.size()) {
+  case 2: return module.call(name, a[0], a[1]);
+  case 3: return module.call(name, a[0], a[1], a[2]);
+  case 4: return module.call(name, a[0], a[1], a[2], a[3]);
+  case 5: return module.call(name, a[0], a[1], a[2], a[3], a[4]);
+  case 6: return module.call(name, a[0], a[1], a[2], a[3], a[4], a[5]);
+  case 7: return module.call(name, a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
+  case 8: return module.call(name, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+  default: return false;
+  }
+}
+
+/// How far a quantized projection of normalized rows may lie from the
+/// reference (relative to its largest output): a few inputs a step of
+/// their block's scale away, never a wrong norm (errors of order 1).
+constexpr double kQuantizedNormTolerance = 2e-3;
 
 class PackedGemm : public ::testing::TestWithParam<std::tuple<bool, PackedFormat>> {};
 
@@ -343,8 +386,21 @@ TEST_P(PackedGemm, MatchesReference) {
       return std::vector<uint16_t>(packed.begin(), packed.end());
     };
     std::vector<float> b = random(c.out, 1.0f, 710 + index);
+    std::string norm = c.norm;
+    // A gain around 1 and a shift that matter (never zero).
+    std::vector<float> gamma = random(c.in, 0.5f, 750 + index);
+    std::vector<float> beta = random(c.in, 0.5f, 760 + index);
+    if (norm != "rms_offset")
+      for (float &v : gamma)
+        v += 1.0f;
     for (int64_t m : {1, 3, 8, 17, 129}) {
       std::vector<float> x = random(m * c.in, 1.0f, 720 + m);
+      // Rows off centre and of several scales, so a norm's mean, its
+      // variance about it and each row's own statistics all matter.
+      if (!norm.empty())
+        for (int64_t row = 0; row < m; ++row)
+          for (int64_t k = 0; k < c.in; ++k)
+            x[row * c.in + k] = x[row * c.in + k] * (1.0f + row % 5) + 0.5f * (row % 3);
       std::vector<float> r = random(m * c.out, 1.0f, 730 + m);
       Buffer2D xBuf(x, {m, c.in}), rBuf(r, {m, c.out});
       Buffer3D wBuf(packOutIn(w, c.out, c.in, c.blockSize), {blocks, c.in, c.blockSize});
@@ -360,21 +416,23 @@ TEST_P(PackedGemm, MatchesReference) {
       void *w2Arg = quantized                     ? static_cast<void *>(w2Q.memref())
                     : format == PackedFormat::BF16 ? static_cast<void *>(w2Bf16.memref())
                                                  : w2Buf.memref();
-      Buffer1D bBuf(b, {c.out});
+      Buffer1D bBuf(b, {c.out}), gBuf(gamma, {c.in}), betaBuf(beta, {c.in});
       Buffer2D out(std::vector<float>(m * c.out), {m, c.out});
       std::string name = "packed" + std::to_string(index);
-      bool called;
+      // The arguments in packedFunction's order.
+      std::vector<void *> args = {xBuf.memref(), wArg};
+      if (c.bias)
+        args.push_back(bBuf.memref());
+      if (consumer == "residual")
+        args.push_back(rBuf.memref());
       if (c.gated())
-        called = module->call(name, xBuf.memref(), wArg, w2Arg, out.memref());
-      else if (c.bias && consumer == "residual")
-        called = module->call(name, xBuf.memref(), wArg, bBuf.memref(), rBuf.memref(), out.memref());
-      else if (c.bias)
-        called = module->call(name, xBuf.memref(), wArg, bBuf.memref(), out.memref());
-      else if (consumer == "residual")
-        called = module->call(name, xBuf.memref(), wArg, rBuf.memref(), out.memref());
-      else
-        called = module->call(name, xBuf.memref(), wArg, out.memref());
-      ASSERT_TRUE(called);
+        args.push_back(w2Arg);
+      if (!norm.empty())
+        args.push_back(gBuf.memref());
+      if (norm == "layer")
+        args.push_back(betaBuf.memref());
+      args.push_back(out.memref());
+      ASSERT_TRUE(callWithPointers(*module, name, args)) << name;
       // The rounding is what the test sees: against the f32 weights the
       // bf16 or quantized product is off by far more than the tolerance.
       if (format != PackedFormat::F32 && consumer == "residual") {
@@ -384,7 +442,21 @@ TEST_P(PackedGemm, MatchesReference) {
             r);
         EXPECT_GT(ref::maxRelError(out.values(), exact), 10 * kOpTolerance) << name;
       }
-      std::vector<float> input = quantized ? ref::quantizeActivationRows(x, m, c.in) : x;
+      // The norm in the reference's double precision, rounded to f32 as
+      // the kernel's input is.
+      std::vector<float> normalized = x;
+      const double eps = static_cast<double>(1.0e-5f);
+      if (norm == "layer") {
+        normalized = ref::layerNorm(x, m, c.in, gamma, beta, eps);
+      } else if (!norm.empty()) {
+        std::vector<float> gain = gamma;
+        if (norm == "rms_offset")
+          for (float &v : gain)
+            v += 1.0f;
+        normalized = ref::rmsNorm(x, m, c.in, gain, eps);
+      }
+      std::vector<float> input =
+          quantized ? ref::quantizeActivationRows(normalized, m, c.in) : normalized;
       std::vector<float> y = ref::linear(input, m, c.in, w, c.out, ref::WeightLayout::OutIn,
                                          c.bias ? b.data() : nullptr);
       std::vector<float> expected;
@@ -407,7 +479,15 @@ TEST_P(PackedGemm, MatchesReference) {
                                                                     : ref::GeluApproximation::Erf),
                              up);
       }
-      EXPECT_CLOSE(out.values(), expected, kOpTolerance) << name << " (" << consumer << ") m=" << m;
+      // Quantizing a normalized row can round an element the other way
+      // than the reference does when the two norms differ in their last
+      // bit (a value at a half step of its block's scale): one step of
+      // d = amax / 127 in one input. The float path checks the norm's
+      // arithmetic itself to kOpTolerance.
+      double tolerance = quantized && !norm.empty() ? kQuantizedNormTolerance : kOpTolerance;
+      EXPECT_CLOSE(out.values(), expected, tolerance)
+          << name << " (" << consumer << (norm.empty() ? "" : ", " + norm + " norm")
+          << ") m=" << m;
     }
   }
 }

@@ -710,6 +710,68 @@ static void getDstOpEffects(
 
 MutableOperandRange GemmOp::getDpsInitsMutable() { return getInitMutable(); }
 
+/// The gemm's input norm, written as the op it replaces:
+///   rms_norm(%g : type) epsilon(e) [gain_offset(c)]
+///   layer_norm(%g, %b : type, type) epsilon(e)
+/// or nothing. A layer norm is the one with a beta.
+static ParseResult
+parseInputNorm(OpAsmParser &parser,
+               std::optional<OpAsmParser::UnresolvedOperand> &gamma,
+               Type &gammaType,
+               std::optional<OpAsmParser::UnresolvedOperand> &beta,
+               Type &betaType, FloatAttr &epsilon, FloatAttr &gainOffset) {
+  bool layer = succeeded(parser.parseOptionalKeyword("layer_norm"));
+  if (!layer && failed(parser.parseOptionalKeyword("rms_norm")))
+    return success();
+  Type f32 = parser.getBuilder().getF32Type();
+  OpAsmParser::UnresolvedOperand gammaOperand, betaOperand;
+  if (parser.parseLParen() || parser.parseOperand(gammaOperand))
+    return failure();
+  gamma = gammaOperand;
+  if (layer) {
+    if (parser.parseComma() || parser.parseOperand(betaOperand))
+      return failure();
+    beta = betaOperand;
+  }
+  if (parser.parseColonType(gammaType))
+    return failure();
+  if (layer && (parser.parseComma() || parser.parseType(betaType)))
+    return failure();
+  if (parser.parseRParen() || parser.parseKeyword("epsilon") ||
+      parser.parseLParen() || parser.parseAttribute(epsilon, f32) ||
+      parser.parseRParen())
+    return failure();
+  if (!layer && succeeded(parser.parseOptionalKeyword("gain_offset"))) {
+    if (parser.parseLParen() || parser.parseAttribute(gainOffset, f32) ||
+        parser.parseRParen())
+      return failure();
+  }
+  return success();
+}
+
+static void printInputNorm(OpAsmPrinter &p, Operation *, Value gamma,
+                           Type gammaType, Value beta, Type betaType,
+                           FloatAttr epsilon, FloatAttr gainOffset) {
+  // The format puts no space before the directive: none without a norm.
+  if (!gamma)
+    return;
+  p << (beta ? " layer_norm(" : " rms_norm(") << gamma;
+  if (beta)
+    p << ", " << beta;
+  p << " : " << gammaType;
+  if (beta)
+    p << ", " << betaType;
+  p << ") epsilon(";
+  if (epsilon)
+    p.printAttributeWithoutType(epsilon);
+  p << ")";
+  if (gainOffset) {
+    p << " gain_offset(";
+    p.printAttributeWithoutType(gainOffset);
+    p << ")";
+  }
+}
+
 LogicalResult GemmOp::verify() {
   ShapedType input = shapedType(getInput()), weight = shapedType(getWeight()),
              init = shapedType(getInit());
@@ -738,6 +800,28 @@ LogicalResult GemmOp::verify() {
     if (weight2.getType() != weight)
       return emitOpError() << "requires both weights of one type, got "
                            << weight << " and " << weight2.getType();
+  }
+  if (Value gamma = getNormGamma()) {
+    if (!getNormEpsilon())
+      return emitOpError("requires norm_epsilon with an input norm");
+    if (failed(verifyPositive(*this, "norm_epsilon", getNormEpsilonAttr())) ||
+        failed(verifyFinite(*this, "norm_gain_offset", getNormGainOffsetAttr())))
+      return failure();
+    if (getNormBeta() && getNormGainOffset())
+      return emitOpError("takes a norm_gain_offset only with an RMS norm (no "
+                         "norm_beta)");
+    for (auto [name, param] : {std::pair<StringRef, Value>{"norm_gamma", gamma},
+                               {"norm_beta", getNormBeta()}}) {
+      if (!param)
+        continue;
+      ShapedType type = shapedType(param);
+      if (failed(verifyRank(*this, name, type, 1)) ||
+          failed(verifyDimsMatch(*this, name, type, 0, "input", input, 1)))
+        return failure();
+    }
+  } else if (getNormBeta() || getNormEpsilon() || getNormGainOffset()) {
+    return emitOpError("takes norm_beta, norm_epsilon and norm_gain_offset "
+                       "only with a norm_gamma");
   }
   if (Value bias = getBias()) {
     if (failed(verifyRank(*this, "bias", shapedType(bias), 1)) ||

@@ -48,6 +48,15 @@ Value emptyInit(PatternRewriter &rewriter, Location loc, RankedTensorType type,
                                  type.getElementType(), dynamicSizes);
 }
 
+/// A single-use gemm that only projects (no epilogue, residual or input
+/// norm yet), or null: what FuseInputNorm makes of a plain projection.
+GemmOp plainGemm(Value value) {
+  GemmOp gemm = fusibleGemm(value);
+  if (!gemm || gemm.getEpilogue() != GemmEpilogue::None || gemm.hasInputNorm())
+    return nullptr;
+  return gemm;
+}
+
 /// A gemm computing `linear` (and `linear2` for swiglu) with `epilogue`.
 GemmOp createGemm(PatternRewriter &rewriter, Operation *root, LinearOp linear,
                   LinearOp linear2, GemmEpilogue epilogue) {
@@ -56,8 +65,11 @@ GemmOp createGemm(PatternRewriter &rewriter, Operation *root, LinearOp linear,
   return GemmOp::create(rewriter, root->getLoc(), TypeRange{type},
                         linear.getInput(), linear.getWeight(),
                         linear2 ? linear2.getWeight() : Value(),
+                        /*norm_gamma=*/Value(), /*norm_beta=*/Value(),
                         linear.getBias(), /*row_scale=*/Value(),
-                        /*residual=*/Value(), init, epilogue);
+                        /*residual=*/Value(), init, epilogue,
+                        /*norm_epsilon=*/FloatAttr(),
+                        /*norm_gain_offset=*/FloatAttr());
 }
 
 /// swiglu / geglu(linear(x, Wg), linear(x, Wu)) -> gemm swiglu / geglu_*
@@ -97,6 +109,12 @@ struct FuseActivation : OpRewritePattern<OpTy> {
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
+    // A projection whose input norm was fused first takes the epilogue too.
+    if (GemmOp gemm = plainGemm(op.getInput())) {
+      rewriter.modifyOpInPlace(gemm, [&] { gemm.setEpilogue(epilogue(op)); });
+      rewriter.replaceOp(op, gemm.getResult());
+      return success();
+    }
     LinearOp linear = fusibleLinear(op.getInput());
     if (!linear)
       return rewriter.notifyMatchFailure(op, "input is not a fusible linear");
@@ -150,11 +168,79 @@ struct FuseResidual : OpRewritePattern<ResidualAddOp> {
   }
 };
 
+/// rms_norm / layer_norm(x) feeding only a packed projection -> that
+/// projection's gemm with the norm on its input: the kernel normalizes each
+/// row where it prepares it (quantizes, rounds to bf16), and the normalized
+/// rows are never written in f32.
+template <typename NormOp>
+struct FuseInputNorm : OpRewritePattern<NormOp> {
+  using OpRewritePattern<NormOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(NormOp norm,
+                                PatternRewriter &rewriter) const override {
+    if (norm.getInput().getType().getRank() != 2 ||
+        !norm.getInput().getType().getElementType().isF32())
+      return rewriter.notifyMatchFailure(norm, "does not normalize f32 rows");
+    // Its sizes (the row count of a gemm's init, say) are its input's; any
+    // other use must be the one projection.
+    Operation *user = nullptr;
+    for (Operation *use : norm->getUsers()) {
+      if (isa<tensor::DimOp>(use))
+        continue;
+      if (user && user != use)
+        return rewriter.notifyMatchFailure(norm, "has more than one consumer");
+      user = use;
+    }
+    if (!user || llvm::count(user->getOperands(), norm.getResult()) != 1)
+      return rewriter.notifyMatchFailure(norm, "is not one operand of one projection");
+    auto linear = dyn_cast<LinearOp>(user);
+    auto gemm = dyn_cast<GemmOp>(user);
+    if (linear && (linear.getLayout() != WeightLayout::Packed ||
+                   linear.getInput() != norm.getResult()))
+      return rewriter.notifyMatchFailure(norm, "feeds an unpacked weight");
+    if (gemm && (gemm.getInput() != norm.getResult() || gemm.hasInputNorm() ||
+                 !isa<RankedTensorType>(gemm.getInit().getType())))
+      return rewriter.notifyMatchFailure(norm, "is not the gemm's only input");
+    if (!linear && !gemm)
+      return rewriter.notifyMatchFailure(norm, "does not feed a projection");
+    if (linear) {
+      rewriter.setInsertionPoint(linear);
+      gemm = createGemm(rewriter, linear, linear, nullptr, GemmEpilogue::None);
+      rewriter.replaceOp(linear, gemm.getResult());
+    }
+    // (The gemm's init just made may ask for the rows too.)
+    for (Operation *use : llvm::make_early_inc_range(norm->getUsers()))
+      if (auto dim = dyn_cast<tensor::DimOp>(use))
+        rewriter.modifyOpInPlace(dim, [&] {
+          dim.getSourceMutable().assign(norm.getInput());
+        });
+    rewriter.modifyOpInPlace(gemm, [&] {
+      gemm.getInputMutable().assign(norm.getInput());
+      gemm.getNormGammaMutable().assign(norm.getGamma());
+      if (Value beta = getBeta(norm))
+        gemm.getNormBetaMutable().assign(beta);
+      gemm.setNormEpsilonAttr(norm.getEpsilonAttr());
+      gemm.setNormGainOffsetAttr(getGainOffset(norm));
+    });
+    rewriter.eraseOp(norm);
+    return success();
+  }
+
+  static Value getBeta(RmsNormOp) { return Value(); }
+  static Value getBeta(LayerNormOp op) { return op.getBeta(); }
+  static FloatAttr getGainOffset(RmsNormOp op) { return op.getGainOffsetAttr(); }
+  static FloatAttr getGainOffset(LayerNormOp) { return FloatAttr(); }
+};
+
 struct FuseLinearEpiloguesPass
     : mlir::attn::impl::FuseLinearEpiloguesPassBase<FuseLinearEpiloguesPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFuseLinearEpiloguesPatterns(patterns);
+    if (inputNorms)
+      populateFuseInputNormPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
@@ -170,4 +256,9 @@ void mlir::attn::populateFuseLinearEpiloguesPatterns(
                FuseActivation<SiluOp>, FuseActivation<ReluOp>>(ctx,
                                                                /*benefit=*/2);
   patterns.add<FuseResidual>(ctx, /*benefit=*/1);
+}
+
+void mlir::attn::populateFuseInputNormPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseInputNorm<RmsNormOp>, FuseInputNorm<LayerNormOp>>(
+      patterns.getContext());
 }

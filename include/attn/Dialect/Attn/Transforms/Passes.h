@@ -15,8 +15,12 @@ namespace attn {
 #define GEN_PASS_REGISTRATION
 #include "attn/Dialect/Attn/Transforms/Passes.h.inc"
 
-/// The rewrites of attn-fuse-linear-epilogues.
+/// The epilogue rewrites of attn-fuse-linear-epilogues.
 void populateFuseLinearEpiloguesPatterns(RewritePatternSet &patterns);
+
+/// Its input-norm rewrites (option input-norms): a norm into the gemm it
+/// feeds.
+void populateFuseInputNormPatterns(RewritePatternSet &patterns);
 
 } // namespace attn
 } // namespace mlir
