@@ -148,6 +148,22 @@ func.func @gpt2_mlp_norm(%x: tensor<?x64xf32>, %gamma: tensor<64xf32>, %beta: te
 
 // -----
 
+// A projection whose norm was fused before its activation was seen still
+// takes the activation (and then the residual).
+// CHECK-LABEL: func.func @activation_after_norm
+// CHECK: %[[H:.*]] = attn.gemm gelu_tanh ins(%{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<8x64x32xf32>) layer_norm(%{{.*}}, %{{.*}} : tensor<64xf32>, tensor<64xf32>) epsilon(9.99999974E-6) bias(%{{.*}} : tensor<256xf32>) residual(%{{.*}} : tensor<?x256xf32>) outs
+// CHECK-NEXT: return %[[H]]
+func.func @activation_after_norm(%x: tensor<?x64xf32>, %gamma: tensor<64xf32>, %beta: tensor<64xf32>,
+                                 %w: tensor<8x64x32xf32>, %b: tensor<256xf32>, %r: tensor<?x256xf32>,
+                                 %init: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  %a = attn.gemm none ins(%x, %w : tensor<?x64xf32>, tensor<8x64x32xf32>) layer_norm(%gamma, %beta : tensor<64xf32>, tensor<64xf32>) epsilon(1.0e-05) bias(%b : tensor<256xf32>) outs(%init : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %h = attn.gelu %a tanh : tensor<?x256xf32>
+  %out = attn.residual_add %h, %r : tensor<?x256xf32>
+  return %out : tensor<?x256xf32>
+}
+
+// -----
+
 // Left alone: a norm whose value is also the residual (a post-norm block),
 // one feeding an unpacked weight, and one that is a projection's input and
 // its residual at once.

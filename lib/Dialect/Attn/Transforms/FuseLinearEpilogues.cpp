@@ -48,11 +48,11 @@ Value emptyInit(PatternRewriter &rewriter, Location loc, RankedTensorType type,
                                  type.getElementType(), dynamicSizes);
 }
 
-/// A single-use gemm that only projects (no epilogue, residual or input
-/// norm yet), or null: what FuseInputNorm makes of a plain projection.
+/// A single-use gemm with no epilogue or residual yet (its input may be
+/// normalized), or null: what FuseInputNorm makes of a plain projection.
 GemmOp plainGemm(Value value) {
   GemmOp gemm = fusibleGemm(value);
-  if (!gemm || gemm.getEpilogue() != GemmEpilogue::None || gemm.hasInputNorm())
+  if (!gemm || gemm.getEpilogue() != GemmEpilogue::None)
     return nullptr;
   return gemm;
 }
