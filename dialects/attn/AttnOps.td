@@ -770,8 +770,10 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
     element written once: the bias, activation, gating and residual add cost
     no pass over memory of their own. The input norm (fused from the norm
     that feeds the projection) is applied where the kernel prepares its
-    input anyway: as the rows are quantized for q8_0 / q4_0 or rounded to
-    bf16 for AMX tiles, so the normalized rows are never stored in f32.
+    input anyway: as the rows are quantized for q8_0 / q4_0, so the
+    normalized rows are never stored in f32; the kernels that read f32 rows
+    as they are (f32 and bf16 weights, AMX) normalize them into a copy
+    first.
 
     The norm is written as the op it replaces: `rms_norm(%gamma : type)
     epsilon(e)` with an optional `gain_offset(c)`, or `layer_norm(%gamma,

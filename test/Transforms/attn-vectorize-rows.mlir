@@ -127,6 +127,18 @@ func.func @too_large(%x: memref<1x32000xf32>, %y: memref<1x32000xf32>) {
 
 // -----
 
+// A one-row matmul (an unpacked weight's projection) reduces into 192
+// outputs at once: whole, it would be one vector of every product.
+// CHECK-LABEL: func.func @contraction
+// CHECK: linalg.matmul
+func.func @contraction(%x: memref<1x64xf32>, %w: memref<64x192xf32>, %y: memref<1x192xf32>) {
+  // expected-remark @+1 {{left to scalar loops: it reduces into 192 outputs at once (a contraction)}}
+  linalg.matmul ins(%x, %w : memref<1x64xf32>, memref<64x192xf32>) outs(%y : memref<1x192xf32>)
+  return
+}
+
+// -----
+
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 #col = affine_map<(d0, d1) -> (d1)>

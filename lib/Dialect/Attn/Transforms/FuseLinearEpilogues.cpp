@@ -169,9 +169,9 @@ struct FuseResidual : OpRewritePattern<ResidualAddOp> {
 };
 
 /// rms_norm / layer_norm(x) feeding only a packed projection -> that
-/// projection's gemm with the norm on its input: the kernel normalizes each
-/// row where it prepares it (quantizes, rounds to bf16), and the normalized
-/// rows are never written in f32.
+/// projection's gemm with the norm on its input: a quantizing kernel
+/// normalizes each row as it quantizes it, and the normalized rows are never
+/// written in f32.
 template <typename NormOp>
 struct FuseInputNorm : OpRewritePattern<NormOp> {
   using OpRewritePattern<NormOp>::OpRewritePattern;

@@ -20,8 +20,8 @@ def FuseLinearEpiloguesPass : Pass<"attn-fuse-linear-epilogues"> {
       `r` before its store;
     - with `input-norms`, `rms_norm` / `layer_norm` whose only use is a
       projection's input into that gemm's input norm, which the kernel
-      applies as it quantizes the rows (q8_0, q4_0) or rounds them to bf16
-      (AMX tiles).
+      applies as it quantizes the rows (q8_0, q4_0; the float kernels
+      normalize a copy first).
 
     Each fused intermediate is never written to memory. A projection with
     another use is left alone (its value is needed anyway), as are a norm
