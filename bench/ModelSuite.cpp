@@ -143,7 +143,7 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
     std::vector<BatchFigure> figures;
   };
   std::vector<BatchRow> batchRows;
-  for (const char *preset : {"llama-110m", "gpt2-small"}) {
+  for (const char *preset : {"llama-110m", "gpt2-small", "qwen3-0.6b"}) {
     std::string dir = options.modelDir + "/" + preset;
     if (!ensureModel(preset, dir))
       continue;

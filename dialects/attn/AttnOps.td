@@ -145,18 +145,31 @@ def Attn_RmsNormOp : Attn_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"
     is added to the stored gain in f32 before it multiplies: Gemma stores
     `w` and scales by `1 + w`.
 
+    With `head_dim(d)` the row is cut into `D / d` heads of `d` features and
+    each head is normalized on its own (`D` above becomes `d`), all with the
+    one `gamma` of `d` gains: the qk-norm of Qwen3 and Gemma 3, applied to
+    the projected queries and keys before RoPE. `d` must divide `D`.
+
     Example:
     ```mlir
     %y = attn.rms_norm %x, %gamma epsilon(1.0e-06) : tensor<?x768xf32>, tensor<768xf32>
     %z = attn.rms_norm %x, %w epsilon(1.0e-06) gain_offset(1.0) : tensor<?x768xf32>, tensor<768xf32>
+    %q = attn.rms_norm %q0, %qn epsilon(1.0e-06) head_dim(128) : tensor<?x2048xf32>, tensor<128xf32>
     ```
   }];
   let arguments = (ins Attn_Tensor:$input, Attn_Tensor1D:$gamma,
-                       F32Attr:$epsilon, OptionalAttr<F32Attr>:$gain_offset);
+                       F32Attr:$epsilon, OptionalAttr<F32Attr>:$gain_offset,
+                       OptionalAttr<I64Attr>:$head_dim);
   let results = (outs Attn_Tensor:$result);
   let assemblyFormat = [{
     $input `,` $gamma `epsilon` `(` $epsilon `)` (`gain_offset` `(` $gain_offset^ `)`)?
+    (`head_dim` `(` $head_dim^ `)`)?
     attr-dict `:` type($input) `,` type($gamma)
+  }];
+  let extraClassDeclaration = [{
+    /// The features normalized together: head_dim, or the whole innermost
+    /// dimension.
+    int64_t getGroupSize();
   }];
   let hasVerifier = 1;
 }
@@ -217,6 +230,13 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
       Phi-3);
     - `interleaved`: `(x[2i], x[2i + 1])` (RoFormer, Meta's LLaMA, GPT-J).
 
+    With an input norm, `rms_norm(%g : tensor<head_dim x f32>) epsilon(e)
+    [gain_offset(c)]`, each head is first normalized exactly as
+    `attn.rms_norm ... head_dim(head_dim)` with those operands would (the
+    qk-norm of Qwen3 and Gemma 3), and then rotated: `attn-fuse-rope-norms`
+    folds such an `attn.rms_norm` into the rope it feeds, so the normalized
+    heads are never stored.
+
     `head_dim` must be even and divide the feature dimension; `rotary_dims`
     must be even, positive and at most `head_dim` (more than 2 with
     `dynamic_ntk`); exactly one of `theta` and `frequencies` is given, and
@@ -235,6 +255,10 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     %yr = attn.rope %k offset(%pos) head_dim(8) frequencies(dense<[1.0, 0.1, 0.01, 0.001]> : tensor<4xf64>) attention_factor(1.1386) interleaved : tensor<?x16xf32>
     %dr = attn.rope %q offset(%pos) head_dim(64) theta(1.0e+04) dynamic_ntk(factor = 2.0, max_positions = 2048) rotate_half : tensor<?x768xf32>
     ```
+    Qwen3's queries, normalized per head and rotated in one pass:
+    ```mlir
+    %qn = attn.rope %q offset(%pos) head_dim(128) theta(1.0e+06) rms_norm(%g : tensor<128xf32>) epsilon(1.0e-06) rotate_half : tensor<?x2048xf32>
+    ```
   }];
   let arguments = (ins Attn_Tensor2D:$input, Index:$offset,
                        I64Attr:$head_dim,
@@ -244,6 +268,9 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
                        OptionalAttr<F64Attr>:$ntk_factor,
                        OptionalAttr<I64Attr>:$ntk_max_positions,
                        OptionalAttr<F64Attr>:$attention_factor,
+                       Optional<Attn_Tensor1D>:$norm_gamma,
+                       OptionalAttr<F32Attr>:$norm_epsilon,
+                       OptionalAttr<F32Attr>:$norm_gain_offset,
                        Attn_RopePairing:$pairing);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
@@ -253,6 +280,8 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     (`dynamic_ntk` `(` `factor` `=` $ntk_factor^ `,`
        `max_positions` `=` $ntk_max_positions `)`)?
     (`attention_factor` `(` $attention_factor^ `)`)?
+    `` custom<RmsInputNorm>($norm_gamma, type($norm_gamma), $norm_epsilon,
+                            $norm_gain_offset)
     $pairing attr-dict `:` type($input)
   }];
   let extraClassDeclaration = [{
@@ -260,6 +289,7 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     int64_t getNumRotaryDims();
     /// attention_factor, or 1 when the attribute is absent.
     double getEffectiveAttentionFactor();
+    bool hasInputNorm() { return static_cast<bool>(getNormGamma()); }
   }];
   let hasVerifier = 1;
 }
@@ -378,6 +408,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     `result_h = softmax(scale * Q_h K_g^T + bias_h + mask) V_g`
 
     - `scale` defaults to `1 / sqrt(head_dim)`.
+    - `softcap(c)` (optional, `c > 0`): the scaled scores are squashed into
+      `(-c, c)` as `c * tanh(score / c)` before anything is added to them
+      (Gemma 2's `attn_logit_softcapping`); then bias, ALiBi and the mask.
     - `bias` (optional, `[heads or 1, seq_q, seq_kv]`) is added to the scaled
       scores: ALiBi slopes times distances, or a T5 relative bias.
     - `kv_len` (optional, `index`) is the number of valid keys; keys at
@@ -414,19 +447,26 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     %a = attn.attention %q, %k, %v heads(4) causal alibi([2.500000e-01, 6.250000e-02, 1.562500e-02, 3.906250e-03])
         : tensor<?x256xf32>, tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
     ```
+    Gemma 2's: scores scaled by `query_pre_attn_scalar^-1/2` and capped at 50:
+    ```mlir
+    %g = attn.attention %q, %k, %v heads(8) kv_heads(4) scale(6.250000e-02) softcap(5.000000e+01) causal window(4096)
+        : tensor<?x2048xf32>, tensor<?x1024xf32>, tensor<?x1024xf32> -> tensor<?x2048xf32>
+    ```
   }];
   let arguments = (ins Attn_Tensor2D:$query, Attn_CacheTensor2D:$key,
                        Attn_CacheTensor2D:$value, Optional<Attn_Tensor3D>:$bias, Optional<Index>:$kv_len,
                        I64Attr:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<F32Attr>:$scale,
+                       OptionalAttr<F32Attr>:$softcap,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<DenseF32ArrayAttr>:$alibi);
   let results = (outs Attn_Tensor2D:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `heads` `(` $heads `)` (`kv_heads` `(` $kv_heads^ `)`)?
-    (`scale` `(` $scale^ `)`)? (`causal` $causal^)? (`window` `(` $window^ `)`)?
+    (`scale` `(` $scale^ `)`)? (`softcap` `(` $softcap^ `)`)?
+    (`causal` $causal^)? (`window` `(` $window^ `)`)?
     (`alibi` `(` $alibi^ `)`)?
     (`bias` `(` $bias^ `:` type($bias) `)`)? (`kv_len` `(` $kv_len^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
@@ -450,9 +490,9 @@ def Attn_AttentionProbabilitiesOp : Attn_Op<"attention_probabilities",
     The probabilities `attn.attention` with the same operands and attributes
     multiplies the values by: for each head `h`,
 
-    `result[h] = softmax(scale * Q_h K_g^T + bias_h + mask)`
+    `result[h] = softmax(softcap(scale * Q_h K_g^T) + bias_h + mask)`
 
-    with query positions, `kv_len`, `causal`, `window` and `alibi` exactly as
+    with query positions, `kv_len`, `softcap`, `causal`, `window` and `alibi` exactly as
     `attn.attention` defines them. Masked keys (after the causal diagonal,
     outside the window, at `j >= kv_len`) get 0, so each row of a query that
     sees some key sums to 1; a row that sees none is all zeros. The scores
@@ -473,13 +513,15 @@ def Attn_AttentionProbabilitiesOp : Attn_Op<"attention_probabilities",
                        I64Attr:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<F32Attr>:$scale,
+                       OptionalAttr<F32Attr>:$softcap,
                        UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<DenseF32ArrayAttr>:$alibi);
   let results = (outs Attn_Tensor3D:$result);
   let assemblyFormat = [{
     $query `,` $key `heads` `(` $heads `)` (`kv_heads` `(` $kv_heads^ `)`)?
-    (`scale` `(` $scale^ `)`)? (`causal` $causal^)? (`window` `(` $window^ `)`)?
+    (`scale` `(` $scale^ `)`)? (`softcap` `(` $softcap^ `)`)?
+    (`causal` $causal^)? (`window` `(` $window^ `)`)?
     (`alibi` `(` $alibi^ `)`)?
     (`bias` `(` $bias^ `:` type($bias) `)`)? (`kv_len` `(` $kv_len^ `)`)?
     attr-dict `:` type($query) `,` type($key) `->` type($result)
@@ -645,6 +687,25 @@ def Attn_GegluOp : Attn_Op<"geglu", [Pure, AllTypesMatch<["gate", "up", "result"
                        Attn_GeluApproximation:$approximation);
   let results = (outs Attn_Tensor:$result);
   let assemblyFormat = "$gate `,` $up $approximation attr-dict `:` type($result)";
+}
+
+def Attn_SoftcapOp : Attn_Op<"softcap", [Pure, SameOperandsAndResultType]> {
+  let summary = "logit soft-capping c * tanh(x / c)";
+  let description = [{
+    Squashes every element into `(-cap, cap)`: `cap * tanh(x / cap)`, nearly
+    the identity for `|x|` well below `cap`. Gemma 2 caps its final logits
+    this way (`final_logit_softcapping`, 30); the attention scores' cap is
+    `attn.attention`'s `softcap` attribute. `cap` must be positive and finite.
+
+    Example:
+    ```mlir
+    %l = attn.softcap %logits cap(3.000000e+01) : tensor<1x256000xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor:$input, F32Attr:$cap);
+  let results = (outs Attn_Tensor:$result);
+  let assemblyFormat = "$input `cap` `(` $cap `)` attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
@@ -836,9 +897,11 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
     `[kv_len, kv_heads * head_dim]` (every row valid; a cache is sliced to
     its valid prefix first), the result written into `init`. `key` and
     `value` are f32, bf16 or f16 (one type for both), widened on load. With `causal`,
-    query `i` sees keys `j <= kv_len - seq_q + i`; `window` and `alibi` are
-    those of `attn.attention`. The kernel starts each block's key loop at
-    the window's first key and adds the ALiBi term as it computes scores.
+    query `i` sees keys `j <= kv_len - seq_q + i`; `softcap`, `window` and
+    `alibi` are those of `attn.attention`. The kernel starts each block's key
+    loop at the window's first key, caps each block of scores in registers
+    as it computes them (`c * tanh(s / c)`, then the ALiBi term), so capped
+    scores cost no pass of their own.
 
     `attn-lower-attention` turns it, after bufferization, into a
     FlashAttention-2 style kernel: per KV head and block of query rows (the
@@ -857,12 +920,13 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
   let arguments = (ins Attn_TensorOrMemRef:$query, Attn_CacheTensorOrMemRef:$key,
                        Attn_CacheTensorOrMemRef:$value, Attn_TensorOrMemRef:$init,
                        I64Attr:$heads, I64Attr:$kv_heads, F32Attr:$scale,
+                       OptionalAttr<F32Attr>:$softcap,
                        UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
                        OptionalAttr<DenseF32ArrayAttr>:$alibi);
   let results = (outs Variadic<RankedTensorOf<[F32]>>:$result);
   let assemblyFormat = [{
     `heads` `(` $heads `)` `kv_heads` `(` $kv_heads `)` `scale` `(` $scale `)`
-    (`causal` $causal^)? (`window` `(` $window^ `)`)? (`alibi` `(` $alibi^ `)`)?
+    (`softcap` `(` $softcap^ `)`)? (`causal` $causal^)? (`window` `(` $window^ `)`)? (`alibi` `(` $alibi^ `)`)?
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
     `outs` `(` $init `:` type($init) `)` attr-dict (`->` type($result)^)?
   }];

@@ -335,6 +335,13 @@ struct LlamaStyleDefaults {
   double epsilon = 1e-6;
   bool tieEmbeddings = false;
   const char *activation = "silu";
+  /// The key of the MLP activation (Gemma 2 and 3: hidden_activation).
+  const char *activationKey = "hidden_act";
+  /// rope_theta when absent.
+  double theta = 10000.0;
+  /// Whether rope_parameters may be given per layer type (Gemma 3, v5):
+  /// the sliding layers' entry sets positions.localTheta.
+  bool perLayerTypeRope = false;
   /// Whether the family reads partial_rotary_factor (else it must be 1).
   bool partialRotary = false;
 };
@@ -350,6 +357,23 @@ ModelConfig readLlamaStyle(ConfigReader &reader,
 void readSlidingWindow(ConfigReader &reader, ModelConfig &config,
                        std::optional<int64_t> fallback);
 
+/// `layer_types` (one "full_attention" or "sliding_attention" per layer):
+/// whether each layer slides a window; `defaultSliding(layer)` when the key
+/// is absent or null. A wrong length or another type is an error naming
+/// the key.
+std::vector<bool> readLayerTypes(ConfigReader &reader, int64_t layers,
+                                 llvm::function_ref<bool(int64_t)> defaultSliding);
+
+/// A softcap key (Gemma 2's attn_logit_softcapping,
+/// final_logit_softcapping): `fallback` when absent, 0 (none) when null, an
+/// error unless positive.
+double readSoftcap(ConfigReader &reader, llvm::StringRef key, double fallback);
+
+/// Qwen2's and Qwen3's windows: with use_sliding_window, `sliding_window`
+/// keys on the layers `layer_types` calls "sliding_attention" (by default
+/// those from max_window_layers on); otherwise none.
+void readQwenSlidingWindows(ConfigReader &reader, ModelConfig &config);
+
 /// Reads RoPE's base and frequency scaling into `config.positions`, for
 /// every family with rotary embeddings (RopeScaling.cpp):
 /// - `rope_theta` (default: `positions.theta` as the family set it);
@@ -362,7 +386,14 @@ void readSlidingWindow(ConfigReader &reader, ModelConfig &config,
 /// set. Rejects, naming the key: an unknown or unsupported (`longrope`)
 /// rope_type, a missing or non-positive factor, yarn and llama3 parameters
 /// out of range.
-void readRopeParameters(ConfigReader &reader, ModelConfig &config);
+void readRopeParameters(ConfigReader &reader, ModelConfig &config,
+                        bool perLayerTypes = false);
+
+/// One dict of RoPE parameters (`params`, within `reader`'s object):
+/// rope_theta, partial_rotary_factor, rope_type and its keys, into
+/// `config.positions`. readRopeParameters calls it on rope_scaling /
+/// rope_parameters, or on each layer type's entry of the latter.
+void readRopeDict(ConfigReader &reader, ConfigReader &params, ModelConfig &config);
 
 /// Whether a config object is a hand-written model description (it holds
 /// the key "attn_model_description") rather than an HF config.json.
@@ -374,7 +405,27 @@ ModelConfig readModelDescription(ConfigReader &reader);
 
 // The family readers (families/<Family>.cpp), one per model_type.
 ModelConfig readBloom(ConfigReader &reader);
+/// What Gemma's families share (families/Gemma.cpp): RMSNorms scaling by
+/// 1 + w, embeddings times float32(sqrt(hidden_size)), attention_bias on q,
+/// k, v and o, no bidirectional attention.
+void applyGemmaConventions(ConfigReader &reader, ModelConfig &config);
+
+/// The defaults Gemma 2's and 3's config classes share: 4 KV heads (null is
+/// an error), head_dim 256, tied, gelu_pytorch_tanh under
+/// hidden_activation, 8192 positions.
+LlamaStyleDefaults gemma2StyleDefaults(const char *family);
+
+/// Gemma 2 and 3's attention and block (families/Gemma2.cpp):
+/// query_pre_attn_scalar, attn_logit_softcapping (`softcap` when absent;
+/// nullopt: the family never applies it), sliding windows on the layers
+/// layer_types names (by default all but every `everyNthFull`-th), and the
+/// sandwich norms.
+void readGemmaAttention(ConfigReader &reader, ModelConfig &config,
+                        int64_t everyNthFull, std::optional<double> softcap);
+
 ModelConfig readGemma(ConfigReader &reader);
+ModelConfig readGemma2(ConfigReader &reader);
+ModelConfig readGemma3Text(ConfigReader &reader);
 ModelConfig readGpt2(ConfigReader &reader);
 ModelConfig readGptNeox(ConfigReader &reader);
 ModelConfig readGptj(ConfigReader &reader);
@@ -383,6 +434,7 @@ ModelConfig readMistral(ConfigReader &reader);
 ModelConfig readOpt(ConfigReader &reader);
 ModelConfig readPhi3(ConfigReader &reader);
 ModelConfig readQwen2(ConfigReader &reader);
+ModelConfig readQwen3(ConfigReader &reader);
 ModelConfig readXglm(ConfigReader &reader);
 
 } // namespace attn

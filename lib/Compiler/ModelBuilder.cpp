@@ -26,17 +26,22 @@ namespace {
 /// A layer's weights as values, bound from its table entries
 /// (LayerEntries, same fields and order); null where the model has none.
 struct LayerValues {
-  Value attentionNorm, attentionNormBias, qkv, qkvBias, output, outputBias,
-      mlpNorm, mlpNormBias, gate, gateBias, up, upBias, down, downBias;
+  Value attentionNorm, attentionNormBias, qkv, qkvBias, queryNorm, keyNorm,
+      output, outputBias, mlpNorm, mlpNormBias, gate, gateBias, up, upBias,
+      down, downBias, attentionOutputNorm, attentionOutputNormBias,
+      mlpOutputNorm, mlpOutputNormBias;
 
   /// Binds `values` (the present entries of `entries`, in order).
   static LayerValues bind(const LayerEntries &entries, ValueRange values) {
     LayerValues w;
     Value *fields[] = {&w.attentionNorm, &w.attentionNormBias, &w.qkv,
-                       &w.qkvBias,       &w.output,            &w.outputBias,
-                       &w.mlpNorm,       &w.mlpNormBias,       &w.gate,
-                       &w.gateBias,      &w.up,                &w.upBias,
-                       &w.down,          &w.downBias};
+                       &w.qkvBias,       &w.queryNorm,         &w.keyNorm,
+                       &w.output,        &w.outputBias,        &w.mlpNorm,
+                       &w.mlpNormBias,   &w.gate,              &w.gateBias,
+                       &w.up,            &w.upBias,            &w.down,
+                       &w.downBias,      &w.attentionOutputNorm,
+                       &w.attentionOutputNormBias,             &w.mlpOutputNorm,
+                       &w.mlpOutputNormBias};
     size_t field = 0, next = 0;
     const_cast<LayerEntries &>(entries).forEachField([&](int64_t &entry) {
       if (entry >= 0)
@@ -62,9 +67,10 @@ class ModelIRBuilder {
 public:
   ModelIRBuilder(OpBuilder &b, Location loc, const ModelConfig &config,
                  const ModelLayout &layout, int64_t maxSeq, int64_t cacheRows,
-                 Type cacheElement, bool inspect = false)
+                 Type cacheElement, bool inspect = false, bool localRope = false)
       : b(b), loc(loc), config(config), ranks(layout.ranks), maxSeq(maxSeq),
-        cacheRows(cacheRows), cacheElement(cacheElement), inspect(inspect) {}
+        cacheRows(cacheRows), cacheElement(cacheElement), inspect(inspect),
+        layerPositions(localRope ? config.positions.local() : config.positions) {}
 
   /// The sum over the tensor-parallel ranks of a row-parallel projection's
   /// partial result (x itself without a split).
@@ -199,9 +205,11 @@ public:
     IntegerAttr heads = b.getI64IntegerAttr(config.numHeads), kvHeads;
     if (config.numKvHeads != config.numHeads)
       kvHeads = b.getI64IntegerAttr(config.numKvHeads);
-    FloatAttr scale;
+    FloatAttr scale, softcap;
     if (config.attention.scale > 0)
       scale = b.getF32FloatAttr(static_cast<float>(config.attention.scale));
+    if (config.attention.softcap > 0)
+      softcap = b.getF32FloatAttr(static_cast<float>(config.attention.softcap));
     DenseF32ArrayAttr alibi;
     if (config.positions.kind == PositionKind::Alibi)
       alibi = b.getDenseF32ArrayAttr(alibiSlopes(config.numHeads));
@@ -212,11 +220,11 @@ public:
           {config.numHeads, qType.getDimSize(0), ShapedType::kDynamic}, b.getF32Type());
       probabilities = AttentionProbabilitiesOp::create(
           b, loc, type, q, keys, /*bias=*/Value(), /*kv_len=*/Value(), heads, kvHeads,
-          scale, causalAttr, windowAttr, alibi);
+          scale, softcap, causalAttr, windowAttr, alibi);
     }
     return AttentionOp::create(b, loc, qType, q, keys, values, /*bias=*/Value(),
-                               /*kv_len=*/Value(), heads, kvHeads, scale, causalAttr,
-                               windowAttr, alibi);
+                               /*kv_len=*/Value(), heads, kvHeads, scale, softcap,
+                               causalAttr, windowAttr, alibi);
   }
 
   /// Element `r` of an i64 tensor as an index.
@@ -346,14 +354,28 @@ public:
     FloatAttr gainOffset;
     if (config.norm.gainOffset != 0)
       gainOffset = b.getF32FloatAttr(static_cast<float>(config.norm.gainOffset));
-    return RmsNormOp::create(b, loc, x, gain, eps, gainOffset);
+    return RmsNormOp::create(b, loc, x, gain, eps, gainOffset,
+                             /*head_dim=*/IntegerAttr());
+  }
+
+  /// The qk-norm of q or k: the model's RMSNorm over each head (null gains:
+  /// none).
+  Value headNorm(Value x, Value gain) {
+    if (!gain)
+      return x;
+    FloatAttr gainOffset;
+    if (config.norm.gainOffset != 0)
+      gainOffset = b.getF32FloatAttr(static_cast<float>(config.norm.gainOffset));
+    return RmsNormOp::create(
+        b, loc, x, gain, b.getF32FloatAttr(static_cast<float>(config.norm.epsilon)),
+        gainOffset, b.getI64IntegerAttr(config.headDim));
   }
 
   /// Rotary embedding of queries or keys: theta, or the per-pair
   /// frequencies a static scaling resolves to; dynamic NTK as the op's
   /// runtime rescaling of theta.
   Value rope(Value x, Value pos) {
-    const PositionSpec &positions = config.positions;
+    const PositionSpec &positions = layerPositions;
     const RopeScaling &scaling = positions.scaling;
     int64_t rotary = positions.rotaryDimsOf(config.headDim);
     IntegerAttr headDim = b.getI64IntegerAttr(config.headDim);
@@ -388,7 +410,9 @@ public:
     auto pairing = RopePairingAttr::get(b.getContext(), positions.pairing);
     return RopeOp::create(b, loc, x, pos, headDim, rotaryDims, theta,
                           frequencies, ntkFactor, ntkMaxPositions,
-                          attentionFactor, pairing);
+                          attentionFactor, /*norm_gamma=*/Value(),
+                          /*norm_epsilon=*/FloatAttr(),
+                          /*norm_gain_offset=*/FloatAttr(), pairing);
   }
 
   /// The activation of the MLP from its input `h`.
@@ -424,10 +448,18 @@ public:
     Value q = columns(qkv, rows, 0, qf);
     Value k = columns(qkv, rows, qf, kvf);
     Value v = columns(qkv, rows, qf + kvf, kvf);
+    // The qk-norm right before RoPE (per row of a batch too), where
+    // attn-fuse-rope-norms folds it into the rotation.
     if (config.positions.kind == PositionKind::Rotary) {
-      auto rotate = [&](Value x, Value at) { return rope(x, at); };
-      q = atPositions(q, pos, rotate);
-      k = atPositions(k, pos, rotate);
+      q = atPositions(q, pos, [&](Value x, Value at) {
+        return rope(headNorm(x, w.queryNorm), at);
+      });
+      k = atPositions(k, pos, [&](Value x, Value at) {
+        return rope(headNorm(x, w.keyNorm), at);
+      });
+    } else {
+      q = headNorm(q, w.queryNorm);
+      k = headNorm(k, w.keyNorm);
     }
     Value a, kc1, vc1;
     if (batchPositions) // kc is the pool of every cache, vc unused
@@ -467,8 +499,14 @@ public:
       Value m = mlpSublayer(h2, w);
       return {add(add(x, o), m), kc1, vc1};
     }
+    // Gemma 2's sandwich: each sublayer's output normed before its add.
+    if (block.outputNorms)
+      o = norm(o, w.attentionOutputNorm, w.attentionOutputNormBias);
     Value x1 = add(x, o);
-    Value x2 = add(x1, mlpSublayer(norm(x1, w.mlpNorm, w.mlpNormBias), w));
+    Value m = mlpSublayer(norm(x1, w.mlpNorm, w.mlpNormBias), w);
+    if (block.outputNorms)
+      m = norm(m, w.mlpOutputNorm, w.mlpOutputNormBias);
+    Value x2 = add(x1, m);
     return {x2, kc1, vc1};
   }
 
@@ -546,8 +584,17 @@ public:
     return project(finalNorm(x, globals), globals, rows);
   }
 
-  /// The output projection of the last `rows` positions of normed `h`.
+  /// The output projection of the last `rows` positions of normed `h`,
+  /// capped as the model caps its logits.
   Value project(Value h, const GlobalValues &globals, Value rows) {
+    Value out = projectUncapped(h, globals, rows);
+    if (config.logitSoftcap <= 0)
+      return out;
+    return SoftcapOp::create(b, loc, out,
+                             b.getF32FloatAttr(static_cast<float>(config.logitSoftcap)));
+  }
+
+  Value projectUncapped(Value h, const GlobalValues &globals, Value rows) {
     auto hType = cast<RankedTensorType>(h.getType());
     Value n = tensor::DimOp::create(b, loc, h, 0);
     Value start = arith::SubIOp::create(b, loc, n, rows);
@@ -585,6 +632,8 @@ public:
   /// Whether attention also yields its weights: [heads, seq, keys], of the
   /// last attention built.
   bool inspect;
+  /// How the layers being built rotate q and k (a copy: local() makes one).
+  PositionSpec layerPositions;
   Value probabilities;
   /// A batch of decode steps of several sequences (Entry::Batch): row r is
   /// the token of cache slot batchSlots[r] at position batchPositions[r]
@@ -625,6 +674,21 @@ int64_t cacheElements(const ModelConfig &config, int64_t maxSeq) {
   return kvCacheBytes(config, maxSeq, KvFormat::F32) / 4;
 }
 
+/// What distinguishes the block functions of a model: the cache length of
+/// their layers (a sliding window shorter than the context, or the whole
+/// context), and whether they rotate with the local RoPE base.
+struct BlockVariant {
+  int64_t cacheRows;
+  bool localRope;
+  bool operator==(const BlockVariant &other) const {
+    return cacheRows == other.cacheRows && localRope == other.localRope;
+  }
+};
+
+BlockVariant blockVariant(const ModelConfig &config, int64_t layer, int64_t maxSeq) {
+  return {kvCacheRows(config, layer, maxSeq), config.usesLocalRope(layer)};
+}
+
 /// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
 /// for the layers whose caches have `cacheRows` rows; for Entry::Inspect
 /// with the layer's attention weights [heads, seq, keys] as a fourth result;
@@ -635,10 +699,12 @@ int64_t cacheElements(const ModelConfig &config, int64_t maxSeq) {
 func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
                                 StringRef name, const ModelConfig &config,
                                 const ModelLayout &layout, int64_t seq,
-                                int64_t maxSeq, int64_t cacheRows, Type cacheElement,
+                                int64_t maxSeq, BlockVariant variant, Type cacheElement,
                                 Entry kind) {
   const bool inspect = kind == Entry::Inspect, batch = kind == Entry::Batch;
-  ModelIRBuilder ir(b, loc, config, layout, maxSeq, cacheRows, cacheElement, inspect);
+  int64_t cacheRows = variant.cacheRows;
+  ModelIRBuilder ir(b, loc, config, layout, maxSeq, cacheRows, cacheElement, inspect,
+                    variant.localRope);
   // Every layer has the same entries (only their table indices differ).
   SmallVector<int64_t, 16> entries = layout.layers.front().list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
@@ -730,14 +796,16 @@ Value allInRange(OpBuilder &b, Location loc, Value values, Value count, Value li
   return loop.getResult(0);
 }
 
-/// The block function of the layers whose caches have `cacheRows` rows.
-std::string blockFunctionName(Entry kind, int64_t cacheRows, int64_t maxSeq) {
+/// The block function of the layers of `variant`.
+std::string blockFunctionName(Entry kind, BlockVariant variant, int64_t maxSeq) {
   std::string name = kind == Entry::Prefill  ? "attn_block_prefill"
                      : kind == Entry::Decode ? "attn_block_decode"
                      : kind == Entry::Batch  ? "attn_block_batch"
                                              : "attn_block_inspect";
-  if (cacheRows < maxSeq)
-    name += "_window" + std::to_string(cacheRows);
+  if (variant.cacheRows < maxSeq)
+    name += "_window" + std::to_string(variant.cacheRows);
+  if (variant.localRope)
+    name += "_local";
   return name;
 }
 
@@ -919,14 +987,15 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
     for (int64_t layer = 0; layer < layers; ++layer) {
       SmallVector<Value> operands = {x};
       llvm::append_range(operands, weights.tensors(layout.layers[layer].list()));
-      int64_t cacheRows = kvCacheRows(config, layer, maxSeq);
+      BlockVariant variant = blockVariant(config, layer, maxSeq);
+      int64_t cacheRows = variant.cacheRows;
       SmallVector<Type> results = {ir.activations(seq, config.hiddenSize)};
       if (batch) {
         operands.append({pool, ir.index(cacheOffset), ir.index(cacheOffset + cacheRows * kvf),
                          ir.batchPositions, ir.batchSlots});
         results.push_back(pool.getType());
         cacheOffset += 2 * cacheRows * kvf;
-        auto call = func::CallOp::create(b, loc, blockFunctionName(kind, cacheRows, maxSeq),
+        auto call = func::CallOp::create(b, loc, blockFunctionName(kind, variant, maxSeq),
                                          results, operands);
         x = call.getResult(0);
         pool = call.getResult(1);
@@ -938,7 +1007,7 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
       results.append({kc.getType(), kc.getType()});
       if (inspect)
         results.push_back(RankedTensorType::get({config.numHeads, seq, dynamic}, f32));
-      auto call = func::CallOp::create(b, loc, blockFunctionName(kind, cacheRows, maxSeq),
+      auto call = func::CallOp::create(b, loc, blockFunctionName(kind, variant, maxSeq),
                                        results, operands);
       x = call.getResult(0);
       storeInto(b, loc, call.getResult(1), cacheArgs[2 * layer]);
@@ -1369,21 +1438,21 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
   // One block function per cache length (layers with and without a
   // sliding window), each compiled once and called by its layers.
   int64_t maxSeq = options.maxSeq;
-  llvm::SmallVector<int64_t> cacheLengths;
+  llvm::SmallVector<BlockVariant> variants;
   for (int64_t layer = 0; layer < config.numLayers; ++layer) {
-    int64_t rows = kvCacheRows(config, layer, maxSeq);
-    if (!llvm::is_contained(cacheLengths, rows))
-      cacheLengths.push_back(rows);
+    BlockVariant variant = blockVariant(config, layer, maxSeq);
+    if (!llvm::is_contained(variants, variant))
+      variants.push_back(variant);
   }
   Type cacheElement = kvElementType(&context, options.kvFormat);
-  for (int64_t rows : cacheLengths) {
+  for (BlockVariant variant : variants) {
     SmallVector<Entry> kinds = {Entry::Prefill, Entry::Decode, Entry::Batch};
     if (options.inspect)
       kinds.push_back(Entry::Inspect);
     for (Entry kind : kinds)
-      buildBlockFunction(b, loc, *module, blockFunctionName(kind, rows, maxSeq), config,
+      buildBlockFunction(b, loc, *module, blockFunctionName(kind, variant, maxSeq), config,
                          layout, kind == Entry::Decode ? 1 : ShapedType::kDynamic, maxSeq,
-                         rows, cacheElement, kind);
+                         variant, cacheElement, kind);
   }
   buildEntryFunction(b, loc, *module, kPrefillImpl, Entry::Prefill, config,
                      layout, ShapedType::kDynamic, maxSeq, cacheElement);

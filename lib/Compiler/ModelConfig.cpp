@@ -80,10 +80,13 @@ struct FamilyEntry {
 
 /// Every family: adding one is a reader in families/ and a line here.
 const FamilyEntry families[] = {
-    {"bloom", readBloom},      {"gemma", readGemma}, {"gpt2", readGpt2},
-    {"gpt_neox", readGptNeox}, {"gptj", readGptj},   {"llama", readLlama},
-    {"mistral", readMistral},  {"opt", readOpt},     {"phi3", readPhi3},
-    {"qwen2", readQwen2},      {"xglm", readXglm},
+    {"bloom", readBloom},          {"gemma", readGemma},
+    {"gemma2", readGemma2},        {"gemma3_text", readGemma3Text},
+    {"gpt2", readGpt2},            {"gpt_neox", readGptNeox},
+    {"gptj", readGptj},            {"llama", readLlama},
+    {"mistral", readMistral},      {"opt", readOpt},
+    {"phi3", readPhi3},            {"qwen2", readQwen2},
+    {"qwen3", readQwen3},          {"xglm", readXglm},
 };
 
 /// Deepest nesting any config needs (HF configs nest 2-3 levels); the
@@ -312,10 +315,20 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
       projection(p + names.key, kvf, d, qkvBias, WeightRole::Attention, i);
       projection(p + names.value, kvf, d, qkvBias, WeightRole::Attention, i);
     }
+    if (config.attention.qkNorm) {
+      add(p + names.queryNorm + names.weightSuffix, {config.headDim},
+          WeightRole::Norm, i);
+      add(p + names.keyNorm + names.weightSuffix, {config.headDim},
+          WeightRole::Norm, i);
+    }
     projection(p + names.output, d, qf, config.attention.outputBias,
                WeightRole::Attention, i);
     if (!(config.block.parallel && config.block.sharedNorm))
       norm(p + names.mlpNorm, i);
+    if (config.block.outputNorms) {
+      norm(p + names.attentionOutputNorm, i);
+      norm(p + names.mlpOutputNorm, i);
+    }
     if (config.mlp.fusedGateUp) {
       projection(p + names.gateUp, 2 * f, d, config.mlp.bias, WeightRole::Mlp, i);
     } else {

@@ -108,8 +108,8 @@ std::optional<ConfigReader> section(ConfigReader &reader, llvm::StringRef key,
 void readPositions(ConfigReader &reader, ModelConfig &config) {
   std::optional<ConfigReader> section_ =
       section(reader, "positions",
-              {"kind", "offset", "layout", "base", "pairing", "rotary_dims",
-               "scaling", "bounded"});
+              {"kind", "offset", "layout", "base", "local_base", "pairing",
+               "rotary_dims", "scaling", "bounded"});
   if (!section_)
     return reader.fail("missing key 'positions'");
   ConfigReader &r = *section_;
@@ -126,12 +126,14 @@ void readPositions(ConfigReader &reader, ModelConfig &config) {
   only("layout", sinusoidal, "sinusoidal");
   only("base", sinusoidal || rotary, "sinusoidal and rotary");
   only("pairing", rotary, "rotary");
+  only("local_base", rotary, "rotary");
   only("rotary_dims", rotary, "rotary");
   only("scaling", rotary, "rotary");
   p.offset = r.nonNegative("offset", 0, kMaxPositions);
   p.sinusoidal = choose<SinusoidalLayout>(r, "layout", sinusoidalLayouts,
                                           SinusoidalLayout::Interleaved);
   p.theta = r.positiveNumber("base", 10000.0);
+  p.localTheta = r.positiveNumber("local_base", 0.0);
   p.pairing = choose<RopePairing>(r, "pairing", ropePairings, RopePairing::RotateHalf);
   config.positionsBounded = r.boolean("bounded", learned);
   if (learned && !config.positionsBounded)
@@ -227,7 +229,8 @@ void readPositions(ConfigReader &reader, ModelConfig &config) {
 void readAttention(ConfigReader &reader, ModelConfig &config) {
   std::optional<ConfigReader> section_ = section(
       reader, "attention",
-      {"qkv", "qkv_bias", "output_bias", "scale", "window", "windows"});
+      {"qkv", "qkv_bias", "output_bias", "qk_norm", "scale", "softcap",
+       "window", "windows"});
   if (!section_)
     return reader.fail("missing key 'attention'");
   ConfigReader &r = *section_;
@@ -240,7 +243,13 @@ void readAttention(ConfigReader &reader, ModelConfig &config) {
            ")");
   a.qkvBias = r.boolean("qkv_bias", false);
   a.outputBias = r.boolean("output_bias", false);
+  a.qkNorm = r.boolean("qk_norm", false);
+  if (a.qkNorm && config.norm.kind != NormKind::RmsNorm)
+    r.fail("key '" + r.name("qk_norm") +
+           "' needs an rms_norm model: the qk-norm is the model's RMSNorm per "
+           "head");
   a.scale = r.positiveNumber("scale", 0.0);
+  a.softcap = r.positiveNumber("softcap", 0.0);
   if (r.has("window") && r.has("windows"))
     return r.fail("keys '" + r.name("window") + "' and '" + r.name("windows") +
                   "' are exclusive: one window for every layer, or one per layer");
@@ -293,7 +302,7 @@ void readMlp(ConfigReader &reader, ModelConfig &config) {
 void readBlock(ConfigReader &reader, ModelConfig &config) {
   BlockSpec &b = config.block;
   std::optional<ConfigReader> section_ = section(
-      reader, "block", {"pre_norm", "parallel", "shared_norm", "final_norm"});
+      reader, "block", {"pre_norm", "parallel", "shared_norm", "final_norm", "output_norms"});
   if (!section_)
     return;
   ConfigReader &r = *section_;
@@ -301,6 +310,11 @@ void readBlock(ConfigReader &reader, ModelConfig &config) {
   b.parallel = r.boolean("parallel", false);
   b.sharedNorm = r.boolean("shared_norm", false);
   b.finalNorm = r.boolean("final_norm", b.preNorm);
+  b.outputNorms = r.boolean("output_norms", false);
+  if (b.outputNorms && (!b.preNorm || b.parallel))
+    r.fail("key '" + r.name("output_norms") +
+           "' needs pre_norm, sequential blocks (the norms sit between a "
+           "sublayer and its residual add)");
   if (b.parallel && !b.preNorm)
     r.fail("key '" + r.name("parallel") +
            "' needs pre_norm: post-norm blocks are sequential");
@@ -322,12 +336,16 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
       {"key", &WeightNames::key},
       {"value", &WeightNames::value},
       {"qkv", &WeightNames::qkv},
+      {"query_norm", &WeightNames::queryNorm},
+      {"key_norm", &WeightNames::keyNorm},
       {"output", &WeightNames::output},
       {"gate", &WeightNames::gate},
       {"up", &WeightNames::up},
       {"down", &WeightNames::down},
       {"gate_up", &WeightNames::gateUp},
       {"final_norm", &WeightNames::finalNorm},
+      {"attention_output_norm", &WeightNames::attentionOutputNorm},
+      {"mlp_output_norm", &WeightNames::mlpOutputNorm},
       {"head", &WeightNames::head},
   };
   llvm::SmallVector<llvm::StringRef> known = {"layout", "weight_suffix",
@@ -366,6 +384,10 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
       return separate;
     if (key == "qkv")
       return !separate;
+    if (key == "query_norm" || key == "key_norm")
+      return c.attention.qkNorm;
+    if (key == "attention_output_norm" || key == "mlp_output_norm")
+      return c.block.outputNorms;
     if (key == "gate")
       return c.mlp.gated() && !gateUp;
     if (key == "up")
@@ -459,9 +481,11 @@ ModelConfig mlir::attn::readModelDescription(ConfigReader &reader) {
     config.embeddingScale = embedding->positiveNumber("scale", 1.0);
     config.embeddingNorm = embedding->boolean("norm", false);
   }
-  if (std::optional<ConfigReader> head = section(reader, "head", {"tied", "bias"})) {
+  if (std::optional<ConfigReader> head =
+          section(reader, "head", {"tied", "bias", "softcap"})) {
     config.tieEmbeddings = head->boolean("tied", true);
     config.headBias = head->boolean("bias", false);
+    config.logitSoftcap = head->positiveNumber("softcap", 0.0);
   }
   readWeights(reader, config);
   checkDistinctNames(reader, config);
@@ -509,6 +533,8 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       if (rotary) {
         j.attribute("pairing", spell(ropePairings, p.pairing));
         j.attribute("rotary_dims", p.rotaryDimsOf(c.headDim));
+        if (p.localTheta)
+          j.attribute("local_base", p.localTheta);
       }
       if (c.positionsBounded != learned)
         j.attribute("bounded", c.positionsBounded);
@@ -538,8 +564,12 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       j.attribute("qkv", spell(qkvStorages, c.attention.qkv));
       j.attribute("qkv_bias", c.attention.qkvBias);
       j.attribute("output_bias", c.attention.outputBias);
+      if (c.attention.qkNorm)
+        j.attribute("qk_norm", true);
       if (c.attention.scale)
         j.attribute("scale", c.attention.scale);
+      if (c.attention.softcap)
+        j.attribute("softcap", c.attention.softcap);
       const std::vector<int64_t> &windows = c.attention.windows;
       if (windows.empty())
         return;
@@ -564,6 +594,8 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       j.attribute("parallel", c.block.parallel);
       j.attribute("shared_norm", c.block.sharedNorm);
       j.attribute("final_norm", c.block.finalNorm);
+      if (c.block.outputNorms)
+        j.attribute("output_norms", true);
     });
     j.attributeObject("embedding", [&] {
       j.attribute("scale", c.embeddingScale);
@@ -572,6 +604,8 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
     j.attributeObject("head", [&] {
       j.attribute("tied", c.tieEmbeddings);
       j.attribute("bias", c.headBias);
+      if (c.logitSoftcap)
+        j.attribute("softcap", c.logitSoftcap);
     });
     j.attributeObject("weights", [&] {
       j.attribute("layout", c.linearOutIn ? "out_in" : "in_out");
@@ -601,6 +635,8 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       name("key", n.key, separate);
       name("value", n.value, separate);
       name("qkv", n.qkv, !separate);
+      name("query_norm", n.queryNorm, c.attention.qkNorm);
+      name("key_norm", n.keyNorm, c.attention.qkNorm);
       name("output", n.output, true);
       name("mlp_norm", n.mlpNorm, !(c.block.parallel && c.block.sharedNorm));
       name("gate", n.gate, c.mlp.gated() && !gateUp);
@@ -608,6 +644,8 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       name("gate_up", n.gateUp, gateUp);
       name("down", n.down, true);
       name("final_norm", n.finalNorm, c.block.finalNorm);
+      name("attention_output_norm", n.attentionOutputNorm, c.block.outputNorms);
+      name("mlp_output_norm", n.mlpOutputNorm, c.block.outputNorms);
       name("head", n.head, !c.tieEmbeddings || c.headBias);
     });
   });

@@ -238,12 +238,24 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
             true);
       break;
     }
+    if (config.attention.qkNorm) {
+      // Per head_dim: every rank's heads share them whole.
+      entries.queryNorm = weightOf(p + names.queryNorm);
+      entries.keyNorm = weightOf(p + names.keyNorm);
+    }
     entries.output = packSources(
         p + names.output, {columnSlice(whole(p + names.output, outIn), qf)}, false);
     entries.outputBias = onceBias(p + names.output, config.attention.outputBias);
     if (!(config.block.parallel && config.block.sharedNorm)) {
       entries.mlpNorm = weightOf(p + names.mlpNorm);
       entries.mlpNormBias = biasOf(p + names.mlpNorm, normBias);
+    }
+    if (config.block.outputNorms) {
+      // Of the whole sublayer output: after the row-parallel all-reduce.
+      entries.attentionOutputNorm = weightOf(p + names.attentionOutputNorm);
+      entries.attentionOutputNormBias = biasOf(p + names.attentionOutputNorm, normBias);
+      entries.mlpOutputNorm = weightOf(p + names.mlpOutputNorm);
+      entries.mlpOutputNormBias = biasOf(p + names.mlpOutputNorm, normBias);
     }
     bool mlpBias = config.mlp.bias;
     // A column-parallel MLP projection (rows [rowBegin, rowBegin + f) of

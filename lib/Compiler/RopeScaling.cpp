@@ -238,7 +238,8 @@ void readLlama3(ConfigReader &params, RopeScaling &scaling) {
 
 } // namespace
 
-void mlir::attn::readRopeParameters(ConfigReader &reader, ModelConfig &config) {
+void mlir::attn::readRopeParameters(ConfigReader &reader, ModelConfig &config,
+                                    bool perLayerTypes) {
   PositionSpec &positions = config.positions;
   positions.theta = reader.positiveNumber("rope_theta", positions.theta);
 
@@ -254,12 +255,46 @@ void mlir::attn::readRopeParameters(ConfigReader &reader, ModelConfig &config) {
   if (!object)
     return;
   ConfigReader params = reader.nested(*object, key);
+  const llvm::json::Object::value_type *nestedEntry = nullptr;
+  // The alphabetically first nested key names the error (JSON objects
+  // keep no order here).
   for (const auto &entry : params.entries())
-    if (entry.second.getAsObject())
-      return params.fail("key '" + params.name(entry.first) +
-                         "': RoPE parameters per layer type are not "
-                         "supported");
+    if (entry.second.getAsObject() &&
+        (!nestedEntry || entry.first.str() < nestedEntry->first.str()))
+      nestedEntry = &entry;
+  if (!nestedEntry)
+    return readRopeDict(reader, params, config);
+  if (!perLayerTypes)
+    return params.fail("key '" + params.name(nestedEntry->first) +
+                       "': RoPE parameters per layer type are not "
+                       "supported");
 
+  // transformers v5's per-layer-type form (Gemma 3): the full-attention
+  // layers' parameters are the model's; the sliding layers' may only give
+  // them another base, which they then rotate with, unscaled.
+  params.onlyKeys({"full_attention", "sliding_attention"});
+  if (const llvm::json::Object *full = params.objectAt("full_attention")) {
+    ConfigReader fullParams = params.nested(*full, "full_attention");
+    readRopeDict(reader, fullParams, config);
+  } else {
+    return params.fail("missing key '" + params.name("full_attention") + "'");
+  }
+  if (const llvm::json::Object *sliding = params.objectAt("sliding_attention")) {
+    ConfigReader local = params.nested(*sliding, "sliding_attention");
+    std::string type = readRopeType(local);
+    if (type != "default")
+      return local.fail("key '" + local.name("rope_type") + "' is " +
+                        ConfigReader::quote(type) +
+                        "; the sliding layers rotate unscaled ('default')");
+    local.onlyKeys({"rope_type", "type", "rope_theta"});
+    config.positions.localTheta =
+        local.positiveNumber("rope_theta", config.positions.theta);
+  }
+}
+
+void mlir::attn::readRopeDict(ConfigReader &reader, ConfigReader &params,
+                              ModelConfig &config) {
+  PositionSpec &positions = config.positions;
   if (params.has("rope_theta")) {
     double theta = params.positiveNumber("rope_theta", positions.theta);
     if (reader.has("rope_theta") && theta != positions.theta)

@@ -26,6 +26,10 @@ void mlir::attn::buildAttnToLinalgPipeline(OpPassManager &pm,
     fusion.inputNorms = options.fuseNorms;
     pm.addPass(createFuseLinearEpiloguesPass(fusion));
   }
+  // A qk-norm into its RoPE: always, it only removes a pass over q and k
+  // (fuse-norms=0 keeps every norm its own op, for comparisons).
+  if (options.fuseNorms)
+    pm.addPass(createFuseRopeNormsPass());
   ConvertAttnToLinalgPassOptions lowering;
   lowering.queryBlock = options.queryBlock;
   lowering.kvBlock = options.kvBlock;

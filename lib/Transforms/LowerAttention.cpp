@@ -208,6 +208,8 @@ struct Attention {
   int64_t window = 0;
   /// ALiBi slopes, one per query head; empty: none.
   ArrayRef<float> alibi;
+  /// Cap of the scaled scores, c tanh(s / c) before ALiBi; 0: none.
+  float softcap = 0;
   /// Decode: prefetch the next key block's keys and values.
   bool prefetch = true;
 };
@@ -219,6 +221,15 @@ Value alibiSlope(KernelBuilder &k, const Attention &a, Value head) {
   Value slopes = arith::ConstantOp::create(
       k.b, k.loc, DenseElementsAttr::get(type, a.alibi));
   return vector::ExtractOp::create(k.b, k.loc, slopes, ArrayRef<OpFoldResult>{head});
+}
+
+/// c * tanh(s / c) for a vector of scaled scores (Gemma 2's attention logit
+/// cap); the tanh becomes a polynomial with fast-math.
+Value softcapScores(KernelBuilder &k, const Attention &a, Value scores) {
+  Value cap = k.splat(a.softcap);
+  Value squashed = math::TanhOp::create(
+      k.b, k.loc, arith::DivFOp::create(k.b, k.loc, scores, cap));
+  return arith::MulFOp::create(k.b, k.loc, squashed, cap);
 }
 
 /// slope * (key - position) for i32 key and position vectors: the distance
@@ -387,8 +398,10 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
       for (int64_t t = 0; t < tileKeys; ++t)
         keyRows.push_back(k.minIndex(k.add(kb, k.index(j0 + t)), lastKey));
       k.forLoop(k.index(0), k.index(paddedRows), k.index(tileVectors * w), [&](Value r0) {
-        // The dot products accumulate onto the ALiBi term, or onto zero.
+        // The dot products accumulate onto the ALiBi term, or onto zero;
+        // with a softcap the term is added after the cap.
         SmallVector<Value> init(tileKeys * tileVectors, k.splat(0.0f));
+        SmallVector<Value> alibiTerms;
         if (rowSlope) {
           for (int64_t c = 0; c < tileVectors; ++c) {
             Value r = k.add(r0, k.index(c * w));
@@ -402,6 +415,10 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
                                              k.add(kb, k.index(j0 + t))));
               init[t * tileVectors + c] = alibiBias(k, slope, key, position);
             }
+          }
+          if (a.softcap) {
+            alibiTerms = std::move(init);
+            init.assign(tileKeys * tileVectors, k.splat(0.0f));
           }
         }
         auto loop = scf::ForOp::create(
@@ -423,9 +440,17 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
               scf::YieldOp::create(k.b, k.loc, next);
             });
         for (int64_t t = 0; t < tileKeys; ++t)
-          for (int64_t c = 0; c < tileVectors; ++c)
-            k.store(loop.getResult(t * tileVectors + c), scores,
+          for (int64_t c = 0; c < tileVectors; ++c) {
+            Value score = loop.getResult(t * tileVectors + c);
+            if (a.softcap) {
+              score = softcapScores(k, a, score);
+              if (!alibiTerms.empty())
+                score = arith::AddFOp::create(k.b, k.loc, score,
+                                              alibiTerms[t * tileVectors + c]);
+            }
+            k.store(score, scores,
                     ValueRange{k.index(j0 + t), k.add(r0, k.index(c * w))});
+          }
       });
     }
 
@@ -710,6 +735,8 @@ void emitFewRowBlock(KernelBuilder &k, const Attention &a, Value headBegin,
                     vector::BroadcastOp::create(k.b, k.loc, lane, firstKeyOfRow[r])));
           visible.push_back(seen);
           Value score = k.load(probs, ValueRange{rr, k.index(v * w)});
+          if (a.softcap)
+            score = softcapScores(k, a, score);
           if (!a.alibi.empty())
             score = arith::AddFOp::create(
                 k.b, k.loc, score,
@@ -831,6 +858,8 @@ LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
   a.window = static_cast<int64_t>(op.getWindow().value_or(0));
   if (std::optional<ArrayRef<float>> alibi = op.getAlibi())
     a.alibi = *alibi;
+  if (std::optional<APFloat> softcap = op.getSoftcap())
+    a.softcap = softcap->convertToFloat();
   a.prefetch = tiling.prefetch;
   // Rows are whole vectors of head_dim: narrow the vectors for an odd
   // head_dim (every real model's is a multiple of 16).

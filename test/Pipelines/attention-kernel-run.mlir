@@ -5,7 +5,9 @@
 // not; 37 queries over 37 keys (several query blocks, a partial key block),
 // 20 queries after 25 cached keys, and 1 or 3 decode queries over a cache of
 // which 45 of 64 rows are valid (the kernel's path for fewer rows than a
-// vector).
+// vector). Gemma 2's softcap (1.5, below the scores' spread, so it changes
+// every row) in prefill with a window and in decode, and with ALiBi (the
+// cap comes first, then the slope term).
 // REQUIRES: native-cpu
 // RUN: attn-opt %s --attn-to-llvm="threads=0" | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils | FileCheck %s
 // RUN: attn-opt %s --attn-to-llvm="threads=0 query-block=8" | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils | FileCheck %s
@@ -27,6 +29,14 @@
 // CHECK: decode 1 over 45 of 64
 // CHECK-NEXT: 1
 // CHECK: decode 3 over 45 of 64
+// CHECK-NEXT: 1
+// CHECK: softcap window 37x37
+// CHECK-NEXT: 1
+// CHECK: softcap alibi 37x37
+// CHECK-NEXT: 1
+// CHECK: softcap decode 3 over 45 of 64
+// CHECK-NEXT: 1
+// CHECK: softcap alibi decode 1 over 45 of 64
 // CHECK-NEXT: 1
 
 // Deterministic values in [-scale, scale).
@@ -176,5 +186,33 @@ func.func @main() {
   %ok4 = call @close(%a4d, %r4d) : (tensor<?x128xf32>, tensor<?x128xf32>) -> i1
   vector.print str "decode 3 over 45 of 64\n"
   vector.print %ok4 : i1
+
+  %a5 = attn.attention %q, %kk, %vv heads(4) kv_heads(2) softcap(1.5) causal window(9) : tensor<?x128xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x128xf32>
+  %r5 = attn.attention %q, %kk, %vv heads(4) kv_heads(2) softcap(1.5) causal window(9) bias(%bias : tensor<1x?x?xf32>) : tensor<?x128xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x128xf32>
+  %ok5 = call @close(%a5, %r5) : (tensor<?x128xf32>, tensor<?x128xf32>) -> i1
+  vector.print str "softcap window 37x37\n"
+  vector.print %ok5 : i1
+
+  %a6 = attn.attention %q, %kk, %vv heads(4) kv_heads(2) softcap(1.5) causal alibi([0.5, 0.25, 0.125, 0.0625]) : tensor<?x128xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x128xf32>
+  %r6 = attn.attention %q, %kk, %vv heads(4) kv_heads(2) softcap(1.5) causal alibi([0.5, 0.25, 0.125, 0.0625]) bias(%bias : tensor<1x?x?xf32>) : tensor<?x128xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x128xf32>
+  %ok6 = call @close(%a6, %r6) : (tensor<?x128xf32>, tensor<?x128xf32>) -> i1
+  vector.print str "softcap alibi 37x37\n"
+  vector.print %ok6 : i1
+
+  %a7 = attn.attention %q3, %kc, %vc heads(4) kv_heads(2) softcap(1.5) causal kv_len(%c45) : tensor<3x128xf32>, tensor<64x64xf32>, tensor<64x64xf32> -> tensor<3x128xf32>
+  %r7 = attn.attention %q3, %kc, %vc heads(4) kv_heads(2) softcap(1.5) causal bias(%bias4 : tensor<1x?x?xf32>) kv_len(%c45) : tensor<3x128xf32>, tensor<64x64xf32>, tensor<64x64xf32> -> tensor<3x128xf32>
+  %a7d = tensor.cast %a7 : tensor<3x128xf32> to tensor<?x128xf32>
+  %r7d = tensor.cast %r7 : tensor<3x128xf32> to tensor<?x128xf32>
+  %ok7 = call @close(%a7d, %r7d) : (tensor<?x128xf32>, tensor<?x128xf32>) -> i1
+  vector.print str "softcap decode 3 over 45 of 64\n"
+  vector.print %ok7 : i1
+
+  %a8 = attn.attention %q1, %kc, %vc heads(4) kv_heads(2) softcap(1.5) causal alibi([0.5, 0.25, 0.125, 0.0625]) kv_len(%c45) : tensor<1x128xf32>, tensor<64x64xf32>, tensor<64x64xf32> -> tensor<1x128xf32>
+  %r8 = attn.attention %q1, %kc, %vc heads(4) kv_heads(2) softcap(1.5) causal alibi([0.5, 0.25, 0.125, 0.0625]) bias(%bias1 : tensor<1x?x?xf32>) kv_len(%c45) : tensor<1x128xf32>, tensor<64x64xf32>, tensor<64x64xf32> -> tensor<1x128xf32>
+  %a8d = tensor.cast %a8 : tensor<1x128xf32> to tensor<?x128xf32>
+  %r8d = tensor.cast %r8 : tensor<1x128xf32> to tensor<?x128xf32>
+  %ok8 = call @close(%a8d, %r8d) : (tensor<?x128xf32>, tensor<?x128xf32>) -> i1
+  vector.print str "softcap alibi decode 1 over 45 of 64\n"
+  vector.print %ok8 : i1
   return
 }

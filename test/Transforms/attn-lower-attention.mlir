@@ -105,6 +105,32 @@ func.func @decode(%q: memref<1x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf
 
 // -----
 
+// Gemma 2's softcap: each block of scores is capped in registers, after the
+// dot products and before it is stored for the online softmax (prefill),
+// and as the decode kernel reads its scores: s / c, tanh, * c.
+// CHECK-LABEL: func.func @softcap_prefill
+// CHECK: %[[CAP:.*]] = arith.constant dense<5.000000e+01> : vector<16xf32>
+// CHECK: scf.for {{.*}} iter_args(
+// CHECK: %[[DIV:.*]] = arith.divf %{{.*}}, %[[CAP]] : vector<16xf32>
+// CHECK: %[[TANH:.*]] = math.tanh %[[DIV]] : vector<16xf32>
+// CHECK: %[[CAPPED:.*]] = arith.mulf %[[TANH]], %[[CAP]] : vector<16xf32>
+// CHECK: vector.store %[[CAPPED]]
+func.func @softcap_prefill(%q: memref<?x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf32>, %out: memref<?x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.0625) softcap(50.0) causal ins(%q, %k, %v : memref<?x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<?x128xf32>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softcap_decode
+// CHECK: math.tanh %{{.*}} : vector<16xf32>
+func.func @softcap_decode(%q: memref<1x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf32>, %out: memref<1x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.0625) softcap(50.0) causal ins(%q, %k, %v : memref<1x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<1x128xf32>)
+  return
+}
+
+// -----
+
 // A head_dim of 20 takes vectors of 4 lanes.
 // CHECK-LABEL: func.func @odd_head_dim
 // CHECK: vector<4xf32>

@@ -1,7 +1,8 @@
 //===- FamiliesReferenceTest.cpp - The oracle's model families ------------===//
 //
 // Checks the whole-model reference on every family beyond GPT-2 and LLaMA
-// (mistral, qwen2, gemma, phi3, gpt_neox, gptj, opt, bloom, xglm) and on
+// (mistral, qwen2, qwen3, gemma, gemma2, gemma3_text and gemma3's text model,
+// phi3, gpt_neox, gptj, opt, bloom, xglm) and on
 // rope_scaling, without the model writer: configs are written here as JSON
 // text and parsed by the reader, weights are built in memory.
 //  - the reader: defaults of absent keys, errors naming the key, and the
@@ -14,7 +15,9 @@
 //    scaling "dynamic" against HF's per-call semantics;
 //  - that each family's distinctive feature matters: a planted change
 //    (no ALiBi, window off by one, position offset 0, rotary on all dims,
-//    sequential residual, no +1 in Gemma's norm, the wrong qkv split, ...)
+//    sequential residual, no +1 in Gemma's norm, the wrong qkv split, Qwen3's
+//    qk-norm skipped, after RoPE or swapped, Gemma 2's softcaps off or a
+//    sandwich norm dropped, Gemma 3's local layers on the global RoPE, ...)
 //    moves the logits far more than the compiled-model tolerance (1e-5);
 //  - hand-computed small cases (OPT's offset, XGLM's table, Gemma's
 //    normalizer) and the --cached command line.
@@ -78,17 +81,29 @@ struct Spec {
   int64_t rotaryDim = 8;
   double partial = 1.0;
   int64_t window = 0;                  ///< sliding_window (0: null / off)
-  int64_t maxWindowLayers = 0;         ///< qwen2
-  std::vector<std::string> layerTypes; ///< qwen2 layer_types when given
+  int64_t maxWindowLayers = 0;         ///< qwen2, qwen3
+  /// qwen2, qwen3, gemma2, gemma3_text layer_types if given
+  std::vector<std::string> layerTypes;
+  /// gemma2, gemma3_text: query_pre_attn_scalar, the softcaps (0: null),
+  /// sliding_window_pattern (0: not written), rope_local_base_freq, and
+  /// gemma3's multimodal form (model_type gemma3, the keys in text_config).
+  double queryPreAttnScalar = 0;
+  double attnSoftcap = 0, finalSoftcap = 0;
+  int64_t slidingPattern = 0;
+  double localTheta = 10000.0;
+  bool multimodal = false;
   bool tie = false;
   bool parallelResidual = true;  ///< gpt_neox
   bool normBefore = true;        ///< opt
   bool residualFromNorm = false; ///< bloom
-  bool bias = true;              ///< gemma attention_bias, opt enable_bias
-  std::string act;               ///< ACT2FN name
-  std::string rope = "default";  ///< rope_scaling type
+  bool bias = true; ///< gemma, qwen3 attention_bias, opt enable_bias
+  std::string act;  ///< ACT2FN name
+  std::string rope = "default"; ///< rope_scaling type
   double factor = 1.0, lowFreq = 1.0, highFreq = 4.0;
   int64_t originalMax = 0;
+  /// The rope dict as transformers 5 writes it: rope_parameters with
+  /// rope_theta inside, no top-level rope_theta.
+  bool ropeParameters = false;
   std::string extraJson; ///< more keys, e.g. "\"layer_types\": [...]"
 };
 
@@ -110,10 +125,15 @@ std::string num(double v) {
 }
 
 std::string ropeScalingJson(const Spec &s) {
-  if (s.rope == "default")
+  if (s.rope == "default" && !s.ropeParameters)
     return "";
-  std::string j = "\"rope_scaling\": {\"rope_type\": \"" + s.rope +
-                  "\", \"factor\": " + num(s.factor);
+  std::string j =
+      s.ropeParameters
+          ? "\"rope_parameters\": {\"rope_theta\": " + num(s.theta) + ", "
+          : "\"rope_scaling\": {";
+  j += "\"rope_type\": \"" + s.rope + "\"";
+  if (s.rope != "default")
+    j += ", \"factor\": " + num(s.factor);
   if (s.rope == "yarn" || s.rope == "llama3")
     j += ", \"original_max_position_embeddings\": " +
          std::to_string(s.originalMax);
@@ -123,14 +143,89 @@ std::string ropeScalingJson(const Spec &s) {
   return j + "},\n";
 }
 
+/// The keys of gemma2 and gemma3_text (one JSON object's members); in the
+/// multimodal form, those of its text_config.
+std::string gemmaKeys(const Spec &s) {
+  std::ostringstream j;
+  auto orNull = [](double v) { return v > 0 ? num(v) : std::string("null"); };
+  const bool g3 = s.type == "gemma3_text";
+  j << "\"model_type\": \"" << s.type << "\", \"vocab_size\": " << s.vocab
+    << ", \"hidden_size\": " << s.hidden
+    << ", \"num_hidden_layers\": " << s.layers
+    << ", \"num_attention_heads\": " << s.heads
+    << ", \"num_key_value_heads\": " << s.kvHeads
+    << ", \"head_dim\": " << s.headDim
+    << ", \"intermediate_size\": " << s.ffn
+    << ", \"max_position_embeddings\": " << s.maxPos
+    << ", \"rms_norm_eps\": " << num(s.eps)
+    << ", \"query_pre_attn_scalar\": " << num(s.queryPreAttnScalar)
+    << ", \"attn_logit_softcapping\": " << orNull(s.attnSoftcap)
+    << ", \"final_logit_softcapping\": " << orNull(s.finalSoftcap)
+    << ", \"sliding_window\": "
+    << (s.window ? std::to_string(s.window) : "null")
+    << ", \"hidden_activation\": \"" << s.act << "\""
+    << ", \"attention_bias\": " << jsonBool(s.bias)
+    << ", \"tie_word_embeddings\": " << jsonBool(s.tie) << ",\n";
+  if (!s.layerTypes.empty()) {
+    j << "\"layer_types\": [";
+    for (size_t i = 0; i < s.layerTypes.size(); ++i)
+      j << (i ? ", " : "") << "\"" << s.layerTypes[i] << "\"";
+    j << "],\n";
+  }
+  if (g3 && s.slidingPattern > 0)
+    j << "\"sliding_window_pattern\": " << s.slidingPattern << ",\n";
+  if (!s.ropeParameters) {
+    j << "\"rope_theta\": " << num(s.theta) << ",\n";
+    if (g3)
+      j << "\"rope_local_base_freq\": " << num(s.localTheta) << ",\n";
+    j << ropeScalingJson(s);
+  } else if (!g3) {
+    j << ropeScalingJson(s);
+  } else {
+    // transformers 5: a rope dict per layer type, rope_theta inside.
+    Spec global = s;
+    global.ropeParameters = false;
+    std::string scaling = ropeScalingJson(global); // "rope_scaling": {...},
+    std::string fields =
+        s.rope == "default"
+            ? "\"rope_type\": \"default\""
+            : scaling.substr(scaling.find('{') + 1,
+                             scaling.rfind('}') - scaling.find('{') - 1);
+    j << "\"rope_parameters\": {\"full_attention\": {\"rope_theta\": "
+      << num(s.theta) << ", " << fields
+      << "}, \"sliding_attention\": {\"rope_type\": \"default\", "
+         "\"rope_theta\": "
+      << num(s.localTheta) << "}},\n";
+  }
+  if (!s.extraJson.empty())
+    j << s.extraJson << ",\n";
+  return j.str();
+}
+
 /// config.json for `s`, with each family's own key names.
 std::string configJson(const Spec &s) {
+  if (s.type == "gemma2" || s.type == "gemma3_text") {
+    std::string keys = gemmaKeys(s);
+    if (!s.multimodal)
+      return "{\n" + keys + "\"torch_dtype\": \"float32\"\n}\n";
+    // Gemma3ForConditionalGeneration's config, as google/gemma-3-4b-it's.
+    keys.erase(keys.find_last_of(','));
+    return "{\n\"model_type\": \"gemma3\", \"architectures\": "
+           "[\"Gemma3ForConditionalGeneration\"],\n\"text_config\": {" +
+           keys +
+           "},\n\"vision_config\": {\"model_type\": "
+           "\"siglip_vision_model\", \"hidden_size\": 16, "
+           "\"num_hidden_layers\": 1},\n\"mm_tokens_per_image\": 256, "
+           "\"boi_token_index\": 3, \"eoi_token_index\": 4, "
+           "\"image_token_index\": 5, \"torch_dtype\": \"float32\"\n}\n";
+  }
   std::ostringstream j;
   j << "{\n\"model_type\": \"" << s.type << "\",\n";
   j << "\"vocab_size\": " << s.vocab << ",\n";
   const std::string &t = s.type;
-  if (t == "llama" || t == "mistral" || t == "qwen2" || t == "gemma" ||
-      t == "phi3") {
+  if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
+      t == "gemma" || t == "phi3") {
+    const bool qwen = t == "qwen2" || t == "qwen3";
     j << "\"hidden_size\": " << s.hidden
       << ", \"num_hidden_layers\": " << s.layers
       << ", \"num_attention_heads\": " << s.heads
@@ -138,25 +233,26 @@ std::string configJson(const Spec &s) {
       << ", \"intermediate_size\": " << s.ffn
       << ", \"max_position_embeddings\": " << s.maxPos
       << ", \"rms_norm_eps\": " << num(s.eps)
-      << ", \"rope_theta\": " << num(s.theta)
       << ", \"tie_word_embeddings\": " << jsonBool(s.tie)
       << ", \"hidden_act\": \"" << s.act << "\",\n";
+    if (!s.ropeParameters)
+      j << "\"rope_theta\": " << num(s.theta) << ",\n";
     if (t != "phi3" && t != "qwen2")
       j << "\"head_dim\": " << s.headDim << ",\n";
     if (t == "mistral")
       j << "\"sliding_window\": "
         << (s.window ? std::to_string(s.window) : "null") << ",\n";
-    if (t == "qwen2")
+    if (qwen)
       j << "\"use_sliding_window\": " << jsonBool(s.window > 0)
         << ", \"sliding_window\": " << (s.window ? s.window : 4096)
         << ", \"max_window_layers\": " << s.maxWindowLayers << ",\n";
-    if (t == "qwen2" && !s.layerTypes.empty()) {
+    if (qwen && !s.layerTypes.empty()) {
       j << "\"layer_types\": [";
       for (size_t i = 0; i < s.layerTypes.size(); ++i)
         j << (i ? ", " : "") << "\"" << s.layerTypes[i] << "\"";
       j << "],\n";
     }
-    if (t == "gemma")
+    if (t == "gemma" || t == "qwen3")
       j << "\"attention_bias\": " << jsonBool(s.bias) << ",\n";
     if (t == "phi3")
       j << "\"partial_rotary_factor\": " << num(s.partial)
@@ -240,6 +336,19 @@ Spec baseSpec(const std::string &type) {
     s.window = 5;
     s.maxWindowLayers = 1; // layer 0 full, layer 1 windowed
     s.theta = 1000000.0;
+  } else if (type == "qwen3") {
+    // Three layers, the first full and the others windowed; head_dim 12
+    // with 4 heads of a 32 wide model; no biases (Qwen3Config's default).
+    s.layers = 3;
+    s.kvHeads = 2;
+    s.headDim = 12;
+    s.rotaryDim = 12;
+    s.act = "silu";
+    s.window = 5;
+    s.maxWindowLayers = 1;
+    s.theta = 1000000.0;
+    s.eps = 1e-6;
+    s.bias = false;
   } else if (type == "gemma") {
     s.kvHeads = 1;
     s.headDim = 12;
@@ -248,6 +357,33 @@ Spec baseSpec(const std::string &type) {
     s.tie = true;
     s.bias = false;
     s.eps = 1e-6;
+  } else if (type == "gemma2" || type == "gemma3_text") {
+    // head_dim 12 with 4 heads of a 32 wide model and query_pre_attn_scalar
+    // 20 (neither 12 nor hidden / heads). gemma2: three layers (0 and 2
+    // sliding), softcaps small enough to bite with these sharp weights.
+    // gemma3_text: six layers, sliding_window_pattern 3 (0, 1, 3, 4 local,
+    // 2 and 5 global), global RoPE 1e6 with linear 8, local 1e4, tied.
+    const bool g2 = type == "gemma2";
+    s.layers = g2 ? 3 : 6;
+    s.kvHeads = 2;
+    s.headDim = 12;
+    s.rotaryDim = 12;
+    s.act = "gelu_pytorch_tanh";
+    s.eps = 1e-6;
+    s.bias = false;
+    s.window = 5;
+    s.queryPreAttnScalar = 20;
+    if (g2) {
+      s.attnSoftcap = 5.0;
+      s.finalSoftcap = 3.0;
+    } else {
+      s.tie = true;
+      s.slidingPattern = 3;
+      s.theta = 1000000.0;
+      s.localTheta = 10000.0;
+      s.rope = "linear";
+      s.factor = 8;
+    }
   } else if (type == "phi3") {
     s.hidden = 64;
     s.kvHeads = 2;
@@ -319,10 +455,11 @@ using Weights = std::map<std::string, std::vector<float>>;
 /// Sharp random weights for every tensor the config needs: q/k/v (and the
 /// fused qkv) std 2 / sqrt(fan_in) so that attention is peaked, other
 /// linears 1 / sqrt(fan_in), biases N(0, 0.5), norm weights 1 + N(0, 0.1)
-/// (Gemma's N(0, 0.1): it adds the 1), embeddings and position tables N(0, 1).
+/// (the Gemmas' N(0, 0.1): they add the 1; Gemma 3's q/k norms N(0, 0.3)),
+/// embeddings and position tables N(0, 1).
 Weights makeWeights(const ModelConfig &config, uint64_t seed) {
   Weights w;
-  bool gemma = config.architecture == Architecture::Gemma;
+  bool gemma = config.normPlusOne; // gemma, gemma2, gemma3_text
   for (const auto &[name, shape] : ModelReference::expectedWeights(config)) {
     size_t n = 1;
     for (int64_t d : shape)
@@ -341,7 +478,11 @@ Weights makeWeights(const ModelConfig &config, uint64_t seed) {
     float stddev;
     float mean = 0.0f;
     if (isNorm && !isBias) {
-      stddev = 0.1f;
+      // Gemma 3's q_norm / k_norm gains spread wider: RoPE keeps each
+      // head's RMS, so only their spread across a head tells a norm after
+      // RoPE from one before.
+      bool headNorm = contains(name, "q_norm") || contains(name, "k_norm");
+      stddev = gemma && headNorm ? 0.3f : 0.1f;
       mean = gemma ? 0.0f : 1.0f;
     } else if (isBias) {
       stddev = 0.5f;
@@ -439,6 +580,19 @@ struct Bugs {
   bool interleavedSinusoid = false; ///< xglm table as sin, cos, sin, ...
   bool preNormForOpt350m = false;   ///< an opt post-norm model read as pre-norm
   bool qkvBiasOff = false;          ///< qwen2 without its q/k/v biases
+  bool qkNormSkipped = false;       ///< qwen3 without q_norm / k_norm
+  bool qkNormAfterRope = false;     ///< qwen3 norming the rotated q and k
+  bool qkNormSwapped = false;       ///< qwen3 q read with k_norm and back
+  bool windowBelowMaxLayers = false; ///< qwen: i < max_window_layers slides
+  bool noAttnSoftcap = false;        ///< gemma2/3: scores not softcapped
+  bool noFinalSoftcap = false;       ///< gemma2/3: logits not softcapped
+  bool noPostAttentionNorm = false;  ///< gemma2/3: attention output as is
+  bool noPreFeedforwardNorm = false; ///< gemma2/3: the MLP reads x
+  bool noPostFeedforwardNorm = false; ///< gemma2/3: MLP output as is
+  bool scaleByHeadDim = false;       ///< gemma2/3: head_dim^-0.5, not qpas's
+  bool slidingShifted = false;       ///< gemma2/3: layer i slides if i % p
+  bool localGetsGlobalRope = false;  ///< gemma3: local layers 1e6 and linear
+  bool globalUnscaled = false;       ///< gemma3: global RoPE without scaling
 };
 
 using Vec = std::vector<double>;
@@ -482,7 +636,7 @@ Mat layerNormHF(const Mat &x, const Weights &w, const std::string &name,
 }
 
 Mat rmsNormHF(const Mat &x, const Weights &w, const std::string &name,
-              double eps, bool plusOne) {
+              double eps, bool plusOne = false) {
   const std::vector<float> &g = w.at(name + ".weight");
   Mat y = x;
   for (Vec &row : y) {
@@ -493,6 +647,21 @@ Mat rmsNormHF(const Mat &x, const Weights &w, const std::string &name,
     for (size_t i = 0; i < row.size(); ++i)
       row[i] = row[i] / std::sqrt(ms + eps) * (plusOne ? 1.0 + g[i] : g[i]);
   }
+  return y;
+}
+
+/// Qwen3's and Gemma 3's q_norm / k_norm: an RMSNorm of each head's hd
+/// features of m [n, heads * hd] (the norm of proj(x).view(..., -1,
+/// head_dim)); Gemma's multiplies by 1 + w.
+Mat headNormHF(const Mat &m, const Weights &w, const std::string &name,
+               int64_t heads, int64_t hd, double eps, bool plusOne = false) {
+  Mat y = m;
+  for (Vec &row : y)
+    for (int64_t h = 0; h < heads; ++h) {
+      Mat head = {Vec(row.begin() + h * hd, row.begin() + (h + 1) * hd)};
+      head = rmsNormHF(head, w, name, eps, plusOne);
+      std::copy(head[0].begin(), head[0].end(), row.begin() + h * hd);
+    }
   return y;
 }
 
@@ -656,11 +825,14 @@ Vec alibiSlopesHF(int64_t heads) {
   return slopes;
 }
 
-/// eager attention: repeat_kv, q k^T * scaling (+ alibi slope * j), the
-/// causal (and sliding window) mask, softmax, @ v.
+/// eager attention: repeat_kv, q k^T * scaling (head_dim^-0.5 unless
+/// given), Gemma 2's softcap (/ cap, tanh, * cap) when given, + alibi
+/// slope * j, the causal (and sliding window) mask, softmax, @ v.
 Mat attentionHF(const Mat &q, const Mat &k, const Mat &v, int64_t heads,
                 int64_t kvHeads, int64_t hd, int64_t window, const Bugs &bugs,
-                const Vec *slopes) {
+                const Vec *slopes, double scaling = 0, double softcap = 0) {
+  if (scaling == 0)
+    scaling = 1 / std::sqrt(static_cast<double>(hd));
   int64_t n = q.size();
   Mat out(n, Vec(heads * hd, 0.0));
   for (int64_t h = 0; h < heads; ++h) {
@@ -679,7 +851,9 @@ Mat attentionHF(const Mat &q, const Mat &k, const Mat &v, int64_t heads,
         double dot = 0;
         for (int64_t c = 0; c < hd; ++c)
           dot += q[i][h * hd + c] * k[j][g * hd + c];
-        double score = dot / std::sqrt(static_cast<double>(hd));
+        double score = dot * scaling;
+        if (softcap > 0)
+          score = std::tanh(score / softcap) * softcap;
         if (slopes)
           score += (*slopes)[h] * j; // BLOOM: slope * key position
         s.push_back(score);
@@ -748,9 +922,9 @@ std::vector<float> independent(const Spec &s, const Weights &w,
     return flatten(linearHF(h, view, "head"));
   };
 
-  if (t == "llama" || t == "mistral" || t == "qwen2" || t == "gemma" ||
-      t == "phi3") {
-    const bool gemma = t == "gemma", phi3 = t == "phi3";
+  if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
+      t == "gemma" || t == "phi3") {
+    const bool gemma = t == "gemma", phi3 = t == "phi3", qwen3 = t == "qwen3";
     x = embed(w.at("model.embed_tokens.weight"), d, tokens);
     if (gemma && !bugs.noEmbeddingScale) {
       // normalizer = torch.tensor(hidden_size ** 0.5, dtype=float32)
@@ -776,15 +950,29 @@ std::vector<float> independent(const Spec &s, const Weights &w,
         k = linearHF(h, w, p + "self_attn.k_proj", b);
         v = linearHF(h, w, p + "self_attn.v_proj", b);
       }
+      // Qwen3Attention: q_norm(q_proj(x).view(hidden_shape)), then RoPE.
+      auto qkNorm = [&]() {
+        std::string qn = p + "self_attn.q_norm", kn = p + "self_attn.k_norm";
+        if (bugs.qkNormSwapped)
+          std::swap(qn, kn);
+        q = headNormHF(q, w, qn, s.heads, hd, s.eps);
+        k = headNormHF(k, w, kn, s.kvHeads, hd, s.eps);
+      };
+      if (qwen3 && !bugs.qkNormSkipped && !bugs.qkNormAfterRope)
+        qkNorm();
       ropeHF(q, s, s.heads, hd, rot, false, callEnd);
       ropeHF(k, s, s.kvHeads, hd, rot, false, callEnd);
+      if (qwen3 && bugs.qkNormAfterRope)
+        qkNorm();
       int64_t window = 0;
       if (t == "mistral" || t == "phi3")
         window = s.window;
-      if (t == "qwen2") {
-        // Qwen2Config.layer_types, or sliding for i >= max_window_layers.
+      if (t == "qwen2" || qwen3) {
+        // Qwen2Config / Qwen3Config layer_types, or sliding for
+        // i >= max_window_layers.
+        bool below = l < s.maxWindowLayers;
         bool sliding = s.layerTypes.empty()
-                           ? l >= s.maxWindowLayers
+                           ? (bugs.windowBelowMaxLayers ? below : !below)
                            : s.layerTypes[l] == "sliding_attention";
         if (sliding || bugs.windowAllLayers)
           window = s.window;
@@ -808,6 +996,92 @@ std::vector<float> independent(const Spec &s, const Weights &w,
     }
     x = rmsNormHF(x, w, "model.norm", s.eps, gemma && !bugs.noGemmaPlusOne);
     return headOut(x, "lm_head.weight", "model.embed_tokens.weight");
+  }
+
+  if (t == "gemma2" || t == "gemma3_text") {
+    // Gemma2Model / Gemma3TextModel and their DecoderLayer's sandwich.
+    const bool g3 = t == "gemma3_text";
+    const std::string m = s.multimodal ? "model.language_model." : "model.";
+    x = embed(w.at(m + "embed_tokens.weight"), d, tokens);
+    // normalizer / embed_scale: float32(hidden_size ** 0.5).
+    const double normalizer =
+        static_cast<float>(std::sqrt(static_cast<double>(d)));
+    for (Vec &row : x)
+      for (double &v : row)
+        v *= normalizer;
+    auto norm = [&](const Mat &in, const std::string &name) {
+      return rmsNormHF(in, w, name, s.eps, !bugs.noGemmaPlusOne);
+    };
+    // Local layers: rope_local_base_freq, unscaled.
+    Spec local = s;
+    local.theta = s.localTheta;
+    local.rope = "default";
+    Spec global = s;
+    if (bugs.globalUnscaled)
+      global.rope = "default";
+    if (bugs.localGetsGlobalRope)
+      local = global;
+    const int64_t pattern = g3 ? (s.slidingPattern ? s.slidingPattern : 6) : 2;
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = m + "layers." + std::to_string(l) + ".";
+      Mat h = norm(x, p + "input_layernorm");
+      Mat q = linearHF(h, w, p + "self_attn.q_proj");
+      Mat k = linearHF(h, w, p + "self_attn.k_proj");
+      Mat v = linearHF(h, w, p + "self_attn.v_proj");
+      // config.layer_types, by default sliding_attention when
+      // bool((i + 1) % pattern).
+      bool sliding =
+          !s.layerTypes.empty()
+              ? s.layerTypes[l] == "sliding_attention"
+              : ((bugs.slidingShifted ? l : l + 1) % pattern) != 0;
+      const Spec &ropeSpec = g3 && sliding ? local : global;
+      auto qkNorm = [&]() {
+        q = headNormHF(q, w, p + "self_attn.q_norm", s.heads, hd, s.eps, true);
+        k = headNormHF(k, w, p + "self_attn.k_norm", s.kvHeads, hd, s.eps,
+                       true);
+      };
+      if (g3 && !bugs.qkNormSkipped && !bugs.qkNormAfterRope)
+        qkNorm();
+      ropeHF(q, ropeSpec, s.heads, hd, rot, false, callEnd);
+      ropeHF(k, ropeSpec, s.kvHeads, hd, rot, false, callEnd);
+      if (g3 && bugs.qkNormAfterRope)
+        qkNorm();
+      // scaling = query_pre_attn_scalar ** -0.5.
+      double scaling = bugs.scaleByHeadDim
+                           ? 0.0
+                           : std::pow(s.queryPreAttnScalar, -0.5);
+      // Gemma3Attention passes no softcap to its attention function.
+      double softcap = g3 || bugs.noAttnSoftcap ? 0 : s.attnSoftcap;
+      Mat a = linearHF(attentionHF(q, k, v, s.heads, s.kvHeads, hd,
+                                   sliding ? s.window : 0, bugs, nullptr,
+                                   scaling, softcap),
+                       w, p + "self_attn.o_proj");
+      if (!bugs.noPostAttentionNorm)
+        a = norm(a, p + "post_attention_layernorm");
+      x = add(x, a);
+      Mat h2 = bugs.noPreFeedforwardNorm
+                   ? x
+                   : norm(x, p + "pre_feedforward_layernorm");
+      Mat mlp = linearHF(mul(activated(linearHF(h2, w, p + "mlp.gate_proj"),
+                                       s.act),
+                             linearHF(h2, w, p + "mlp.up_proj")),
+                         w, p + "mlp.down_proj");
+      if (!bugs.noPostFeedforwardNorm)
+        mlp = norm(mlp, p + "post_feedforward_layernorm");
+      x = add(x, mlp);
+    }
+    x = norm(x, m + "norm");
+    Weights view;
+    view["head.weight"] =
+        w.at(s.tie ? m + "embed_tokens.weight" : "lm_head.weight");
+    Mat logits = linearHF(x, view, "head");
+    // Gemma2ForCausalLM / Gemma3ForCausalLM: logits / cap, tanh, * cap
+    // (Gemma3ForConditionalGeneration has none).
+    if (s.finalSoftcap > 0 && !s.multimodal && !bugs.noFinalSoftcap)
+      for (Vec &row : logits)
+        for (double &v : row)
+          v = std::tanh(v / s.finalSoftcap) * s.finalSoftcap;
+    return flatten(logits);
   }
 
   if (t == "gpt2") {
@@ -1028,18 +1302,45 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
       n.insert(name + ".bias");
   };
   auto ln = [&](const std::string &name) { linear(name, true); };
-  if (type == "mistral" || type == "qwen2" || type == "gemma") {
-    bool qkvBias = type == "qwen2" || (type == "gemma" && bias);
+  if (type == "mistral" || type == "qwen2" || type == "qwen3" ||
+      type == "gemma") {
+    // Qwen3 and Gemma: attention_bias on q, k, v and o; Qwen2: q, k, v.
+    bool oBias = (type == "qwen3" || type == "gemma") && bias;
+    bool qkvBias = type == "qwen2" || oBias;
     n.insert("model.embed_tokens.weight");
     n.insert("model.layers.0.input_layernorm.weight");
     linear("model.layers.0.self_attn.q_proj", qkvBias);
     linear("model.layers.0.self_attn.k_proj", qkvBias);
     linear("model.layers.0.self_attn.v_proj", qkvBias);
-    linear("model.layers.0.self_attn.o_proj", type == "gemma" && bias);
+    linear("model.layers.0.self_attn.o_proj", oBias);
+    if (type == "qwen3") {
+      n.insert("model.layers.0.self_attn.q_norm.weight");
+      n.insert("model.layers.0.self_attn.k_norm.weight");
+    }
     n.insert("model.layers.0.post_attention_layernorm.weight");
     linear("model.layers.0.mlp.gate_proj", false);
     linear("model.layers.0.mlp.up_proj", false);
     linear("model.layers.0.mlp.down_proj", false);
+    n.insert("model.norm.weight");
+    if (!tie)
+      n.insert("lm_head.weight");
+  } else if (type == "gemma2" || type == "gemma3_text") {
+    // Gemma2DecoderLayer / Gemma3DecoderLayer: four norms; attention_bias
+    // on q, k, v and o; Gemma3Attention's q_norm and k_norm.
+    const std::string l = "model.layers.0.";
+    n.insert("model.embed_tokens.weight");
+    for (const char *norm :
+         {"input_layernorm", "post_attention_layernorm",
+          "pre_feedforward_layernorm", "post_feedforward_layernorm"})
+      n.insert(l + norm + ".weight");
+    for (const char *proj : {"q_proj", "k_proj", "v_proj", "o_proj"})
+      linear(l + "self_attn." + proj, bias);
+    if (type == "gemma3_text") {
+      n.insert(l + "self_attn.q_norm.weight");
+      n.insert(l + "self_attn.k_norm.weight");
+    }
+    for (const char *proj : {"gate_proj", "up_proj", "down_proj"})
+      linear(l + "mlp." + proj, false);
     n.insert("model.norm.weight");
     if (!tie)
       n.insert("lm_head.weight");
@@ -1121,8 +1422,9 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
   return n;
 }
 
-const char *kFamilies[] = {"mistral", "qwen2", "gemma", "phi3", "gpt_neox",
-                           "gptj",    "opt",   "bloom", "xglm"};
+const char *kFamilies[] = {"mistral", "qwen2",       "qwen3", "gemma",
+                           "gemma2",  "gemma3_text", "phi3",  "gpt_neox",
+                           "gptj",    "opt",         "bloom", "xglm"};
 
 TEST(FamilyConfig, TensorNamesAreHFs) {
   for (const char *type : kFamilies)
@@ -1162,6 +1464,71 @@ TEST(FamilyConfig, TensorNamesAreHFs) {
             (std::vector<int64_t>{4 * 12, 32}));
   EXPECT_EQ(shapes["model.layers.0.self_attn.o_proj.weight"],
             (std::vector<int64_t>{32, 4 * 12}));
+  // Qwen3: q_norm / k_norm over head_dim; q_proj [heads * head_dim, hidden]
+  // and o_proj its transpose, biases on all four with attention_bias.
+  Spec q3 = baseSpec("qwen3");
+  q3.hidden = 40; // 4 heads of 12 != 40
+  q3.bias = true;
+  shapes.clear();
+  for (const auto &[name, shape] :
+       ModelReference::expectedWeights(parseOrDie(configJson(q3))))
+    shapes[name] = shape;
+  using Shape = std::vector<int64_t>;
+  EXPECT_EQ(shapes["model.layers.2.self_attn.q_norm.weight"], Shape{12});
+  EXPECT_EQ(shapes["model.layers.2.self_attn.k_norm.weight"], Shape{12});
+  EXPECT_EQ(shapes["model.layers.0.self_attn.q_proj.weight"], (Shape{48, 40}));
+  EXPECT_EQ(shapes["model.layers.0.self_attn.k_proj.bias"], Shape{2 * 12});
+  EXPECT_EQ(shapes["model.layers.0.self_attn.o_proj.weight"], (Shape{40, 48}));
+  EXPECT_EQ(shapes["model.layers.0.self_attn.o_proj.bias"], Shape{40});
+
+  // gemma3: Gemma3ForConditionalGeneration's state_dict (transformers >=
+  // 4.52): the text model under model.language_model., the head lm_head.
+  for (bool tie : {false, true}) {
+    Spec mm = baseSpec("gemma3_text");
+    mm.multimodal = true;
+    mm.layers = 1;
+    mm.tie = tie;
+    std::set<std::string> expected;
+    for (const std::string &name : hfNames("gemma3_text", tie, false))
+      expected.insert(name.rfind("model.", 0) == 0
+                          ? "model.language_model." + name.substr(6)
+                          : name);
+    std::set<std::string> names;
+    for (const auto &entry :
+         ModelReference::expectedWeights(parseOrDie(configJson(mm))))
+      names.insert(entry.first);
+    EXPECT_EQ(names, expected) << "tie " << tie;
+  }
+  // Gemma 3: q_norm / k_norm [head_dim]; the four norms [hidden].
+  shapes.clear();
+  for (const auto &[name, shape] : ModelReference::expectedWeights(
+           parseOrDie(configJson(baseSpec("gemma3_text")))))
+    shapes[name] = shape;
+  EXPECT_EQ(shapes["model.layers.5.self_attn.k_norm.weight"], Shape{12});
+  EXPECT_EQ(shapes["model.layers.5.pre_feedforward_layernorm.weight"],
+            Shape{32});
+  EXPECT_EQ(shapes["model.layers.0.self_attn.q_proj.weight"], (Shape{48, 32}));
+}
+
+/// The dimensions a config class gives a model without those keys.
+void expectDims(const ModelConfig &c, int64_t vocab, int64_t hidden,
+                int64_t ffn, int64_t layers, int64_t heads, int64_t kvHeads,
+                int64_t headDim, int64_t maxPositions) {
+  EXPECT_EQ(c.vocab, vocab);
+  EXPECT_EQ(c.hidden, hidden);
+  EXPECT_EQ(c.ffn, ffn);
+  EXPECT_EQ(c.layers, layers);
+  EXPECT_EQ(c.heads, heads);
+  EXPECT_EQ(c.kvHeads, kvHeads);
+  EXPECT_EQ(c.headDim, headDim);
+  EXPECT_EQ(c.rotaryDim, headDim);
+  EXPECT_EQ(c.maxPositions, maxPositions);
+  EXPECT_EQ(c.normEps, 1e-6);
+  EXPECT_TRUE(c.tieEmbeddings);
+  EXPECT_EQ(c.activation, ref::Activation::GeluTanh);
+  EXPECT_FALSE(c.attentionBias);
+  EXPECT_EQ(c.queryPreAttnScalar, 256.0);
+  EXPECT_TRUE(c.normPlusOne && c.sandwichNorms);
 }
 
 TEST(FamilyConfig, DefaultsOfAbsentKeys) {
@@ -1203,6 +1570,58 @@ TEST(FamilyConfig, DefaultsOfAbsentKeys) {
   for (int64_t i = 0; i < 30; ++i) // max_window_layers 28: layers >= 28
     EXPECT_EQ(q.slidingLayers[i], i >= 28) << i;
 
+  // Qwen3Config: head_dim 128 whatever hidden / heads, no biases unless
+  // attention_bias, the qk-norm always.
+  ModelConfig q3 = parse("\"model_type\": \"qwen3\", " + llamaDims);
+  EXPECT_EQ(q3.architecture, Architecture::Qwen3);
+  EXPECT_EQ(q3.kvHeads, 32); // num_key_value_heads=32; null -> heads
+  EXPECT_EQ(q3.headDim, 128);
+  EXPECT_EQ(q3.rotaryDim, 128);
+  EXPECT_TRUE(q3.qkNorm);
+  EXPECT_FALSE(q3.attentionBias);
+  EXPECT_FALSE(q3.tieEmbeddings);
+  EXPECT_EQ(q3.maxPositions, 32768);
+  EXPECT_EQ(q3.normEps, 1e-6);
+  EXPECT_EQ(q3.ropeTheta, 10000.0);
+  EXPECT_EQ(q3.activation, ref::Activation::Silu);
+  EXPECT_EQ(q3.slidingWindow, 0);
+  EXPECT_EQ(q3.slidingLayers, std::vector<bool>(2, false));
+  EXPECT_FALSE(parse("\"model_type\": \"qwen2\", " + llamaDims).qkNorm);
+  q3 = parse("\"model_type\": \"qwen3\", \"num_key_value_heads\": null, "
+             "\"attention_bias\": true, \"use_sliding_window\": true, "
+             "\"sliding_window\": 16, \"max_window_layers\": 1, " +
+             llamaDims);
+  EXPECT_EQ(q3.kvHeads, 32);
+  EXPECT_TRUE(q3.attentionBias);
+  EXPECT_EQ(q3.slidingWindow, 16);
+  EXPECT_EQ(q3.slidingLayers, (std::vector<bool>{false, true}));
+  // Qwen3-0.6B's own keys: the window is off (null, use_sliding_window
+  // false), max_window_layers notwithstanding.
+  q3 = parse("\"model_type\": \"qwen3\", \"use_sliding_window\": false, "
+             "\"sliding_window\": null, \"max_window_layers\": 0, " +
+             llamaDims);
+  EXPECT_EQ(q3.slidingWindow, 0);
+  EXPECT_EQ(q3.slidingLayers, std::vector<bool>(2, false));
+  // An explicit layer_types wins over max_window_layers.
+  q3 = parse("\"model_type\": \"qwen3\", \"use_sliding_window\": true, "
+             "\"sliding_window\": 8, \"max_window_layers\": 0, "
+             "\"layer_types\": [\"sliding_attention\", \"full_attention\"], " +
+             llamaDims);
+  EXPECT_EQ(q3.slidingLayers, (std::vector<bool>{true, false}));
+  // transformers 5's rope_parameters, legacy rope_theta / rope_scaling.
+  q3 = parse("\"model_type\": \"qwen3\", \"rope_parameters\": "
+             "{\"rope_type\": \"yarn\", \"factor\": 4.0, \"rope_theta\": "
+             "1000000.0, \"original_max_position_embeddings\": 32768}, " +
+             llamaDims);
+  EXPECT_EQ(q3.ropeTheta, 1e6);
+  EXPECT_EQ(q3.ropeScaling.type, ref::RopeScaling::Type::Yarn);
+  EXPECT_EQ(q3.ropeScaling.originalMaxPositions, 32768);
+  q3 = parse("\"model_type\": \"qwen3\", \"rope_theta\": 1000000.0, "
+             "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}, " +
+             llamaDims);
+  EXPECT_EQ(q3.ropeTheta, 1e6);
+  EXPECT_EQ(q3.ropeScaling.type, ref::RopeScaling::Type::Linear);
+
   ModelConfig g = parse("\"model_type\": \"gemma\", " + llamaDims);
   EXPECT_EQ(g.kvHeads, 16);
   EXPECT_EQ(g.headDim, 256); // GemmaConfig head_dim=256, not hidden / heads
@@ -1225,6 +1644,152 @@ TEST(FamilyConfig, DefaultsOfAbsentKeys) {
   EXPECT_EQ(g.activation, ref::Activation::GeluErf);
   ASSERT_EQ(g.notes.size(), 1u);
   EXPECT_TRUE(contains(g.notes[0], "hidden_activation")) << g.notes[0];
+
+  // Gemma2Config gives every dimension a default (gemma-2-2b's shape).
+  ModelConfig g2 = parse("\"model_type\": \"gemma2\"");
+  EXPECT_EQ(g2.architecture, Architecture::Gemma2);
+  expectDims(g2, 256000, 2304, 9216, 26, 8, 4, 256, 8192);
+  EXPECT_EQ(g2.attnSoftcap, 50.0);
+  EXPECT_EQ(g2.finalSoftcap, 30.0);
+  EXPECT_EQ(g2.slidingWindow, 4096);
+  for (int64_t i = 0; i < 26; ++i) // bool((i + 1) % 2): the even layers
+    EXPECT_EQ(g2.slidingLayers[i], i % 2 == 0) << i;
+  EXPECT_EQ(g2.ropeTheta, 10000.0);
+  EXPECT_EQ(g2.ropeScaling.type, ref::RopeScaling::Type::None);
+  EXPECT_FALSE(g2.qkNorm || g2.localRope || g2.multimodal);
+  EXPECT_EQ(g2.embeddingScale, 48.0); // float32(2304 ** 0.5)
+  EXPECT_TRUE(g2.notes.empty());
+  // null softcaps are off; a null window is fine without sliding layers;
+  // hidden_act is not what Gemma2MLP reads (a note).
+  g2 = parse("\"model_type\": \"gemma2\", \"num_hidden_layers\": 2, "
+             "\"attn_logit_softcapping\": null, \"final_logit_softcapping\": "
+             "null, \"sliding_window\": null, \"layer_types\": "
+             "[\"full_attention\", \"full_attention\"], \"hidden_act\": "
+             "\"gelu\", \"query_pre_attn_scalar\": 144");
+  EXPECT_EQ(g2.attnSoftcap, 0.0);
+  EXPECT_EQ(g2.finalSoftcap, 0.0);
+  EXPECT_EQ(g2.slidingWindow, 0);
+  EXPECT_EQ(g2.slidingLayers, std::vector<bool>(2, false));
+  EXPECT_EQ(g2.activation, ref::Activation::GeluTanh);
+  EXPECT_EQ(g2.queryPreAttnScalar, 144.0);
+  ASSERT_EQ(g2.notes.size(), 2u);
+  EXPECT_TRUE(contains(g2.notes[0], "hidden_act")) << g2.notes[0];
+  EXPECT_TRUE(contains(g2.notes[1], "transformers >= 4.53")) << g2.notes[1];
+
+  // Gemma3TextConfig: no softcaps, five local layers to one global,
+  // global RoPE 1e6 and local 1e4, (1 + w) q/k norms.
+  ModelConfig g3 = parse("\"model_type\": \"gemma3_text\"");
+  EXPECT_EQ(g3.architecture, Architecture::Gemma3);
+  expectDims(g3, 262208, 2304, 9216, 26, 8, 4, 256, 131072);
+  EXPECT_EQ(g3.attnSoftcap, 0.0);
+  EXPECT_EQ(g3.finalSoftcap, 0.0);
+  EXPECT_EQ(g3.slidingWindow, 4096);
+  for (int64_t i = 0; i < 26; ++i) // layers 5, 11, 17, 23 global
+    EXPECT_EQ(g3.slidingLayers[i], (i + 1) % 6 != 0) << i;
+  EXPECT_TRUE(g3.qkNorm && g3.localRope);
+  EXPECT_EQ(g3.ropeTheta, 1e6);
+  EXPECT_EQ(g3.localRopeTheta, 1e4);
+  EXPECT_EQ(g3.ropeScaling.type, ref::RopeScaling::Type::None);
+  EXPECT_EQ(g3.localRopeScaling.type, ref::RopeScaling::Type::None);
+  EXPECT_FALSE(g3.multimodal);
+  // google/gemma-3-1b-it's config.json.
+  g3 = parseOrDie(R"({"architectures": ["Gemma3ForCausalLM"],
+    "attention_bias": false, "attention_dropout": 0.0,
+    "attn_logit_softcapping": null, "bos_token_id": 2,
+    "cache_implementation": "hybrid", "eos_token_id": [1, 106],
+    "final_logit_softcapping": null, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152,
+    "initializer_range": 0.02, "intermediate_size": 6912,
+    "max_position_embeddings": 32768, "model_type": "gemma3_text",
+    "num_attention_heads": 4, "num_hidden_layers": 26,
+    "num_key_value_heads": 1, "pad_token_id": 0,
+    "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06,
+    "rope_local_base_freq": 10000, "rope_scaling": null,
+    "rope_theta": 1000000, "sliding_window": 512,
+    "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
+    "transformers_version": "4.50.0.dev0", "use_cache": true,
+    "vocab_size": 262144})");
+  EXPECT_EQ(g3.hidden, 1152);
+  EXPECT_EQ(g3.kvHeads, 1);
+  EXPECT_EQ(g3.slidingWindow, 512);
+  EXPECT_EQ(g3.slidingLayers[5], false);
+  EXPECT_EQ(g3.slidingLayers[6], true);
+  EXPECT_EQ(g3.embeddingScale,
+            static_cast<double>(static_cast<float>(std::sqrt(1152.0))));
+  EXPECT_TRUE(g3.notes.empty());
+  // Legacy rope_scaling scales the global layers only; transformers 5's
+  // rope_parameters per layer type say the same.
+  for (const char *rope :
+       {"\"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"}",
+        "\"rope_parameters\": {\"full_attention\": {\"rope_type\": "
+        "\"linear\", \"factor\": 8.0, \"rope_theta\": 1000000.0}, "
+        "\"sliding_attention\": {\"rope_type\": \"default\", "
+        "\"rope_theta\": 10000.0}}"}) {
+    g3 = parse("\"model_type\": \"gemma3_text\", " + std::string(rope));
+    EXPECT_EQ(g3.ropeScaling.type, ref::RopeScaling::Type::Linear) << rope;
+    EXPECT_EQ(g3.ropeScaling.factor, 8.0);
+    EXPECT_EQ(g3.localRopeScaling.type, ref::RopeScaling::Type::None);
+    EXPECT_EQ(g3.ropeTheta, 1e6);
+    EXPECT_EQ(g3.localRopeTheta, 1e4);
+  }
+  // sliding_window_pattern, and layer_types over it (with a note: before
+  // transformers 4.53 the pattern decided).
+  g3 = parse("\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 4, "
+             "\"sliding_window_pattern\": 2");
+  EXPECT_EQ(g3.slidingLayers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_TRUE(g3.notes.empty());
+  g3 = parse("\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 2, "
+             "\"layer_types\": [\"full_attention\", \"sliding_attention\"]");
+  EXPECT_EQ(g3.slidingLayers, (std::vector<bool>{false, true}));
+  ASSERT_EQ(g3.notes.size(), 1u);
+  EXPECT_TRUE(contains(g3.notes[0], "sliding_window_pattern")) << g3.notes[0];
+  // Gemma3Attention ignores attn_logit_softcapping; Gemma3ForCausalLM
+  // applies final_logit_softcapping.
+  g3 = parse("\"model_type\": \"gemma3_text\", \"attn_logit_softcapping\": "
+             "50.0, \"final_logit_softcapping\": 30.0");
+  EXPECT_EQ(g3.attnSoftcap, 0.0);
+  EXPECT_EQ(g3.finalSoftcap, 30.0);
+  ASSERT_EQ(g3.notes.size(), 1u);
+  EXPECT_TRUE(contains(g3.notes[0], "attn_logit_softcapping is not applied"))
+      << g3.notes[0];
+
+  // gemma3: google/gemma-3-4b-it's config.json, whose text_config leaves
+  // out the keys equal to Gemma3TextConfig's defaults.
+  ModelConfig mm = parseOrDie(R"({"architectures":
+    ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
+    "eoi_token_index": 256000, "eos_token_id": [1, 106],
+    "image_token_index": 262144, "initializer_range": 0.02,
+    "mm_tokens_per_image": 256, "model_type": "gemma3",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240,
+      "model_type": "gemma3_text", "num_attention_heads": 8,
+      "num_hidden_layers": 34, "num_key_value_heads": 4,
+      "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+      "sliding_window": 1024},
+    "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+    "vision_config": {"hidden_size": 1152, "image_size": 896,
+      "intermediate_size": 4304, "model_type": "siglip_vision_model",
+      "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14,
+      "vision_use_head": false}})");
+  EXPECT_EQ(mm.architecture, Architecture::Gemma3);
+  EXPECT_TRUE(mm.multimodal);
+  EXPECT_EQ(mm.hidden, 2560);
+  EXPECT_EQ(mm.layers, 34);
+  EXPECT_EQ(mm.vocab, 262208);
+  EXPECT_EQ(mm.headDim, 256);
+  EXPECT_EQ(mm.slidingWindow, 1024);
+  EXPECT_EQ(mm.ropeScaling.type, ref::RopeScaling::Type::Linear);
+  EXPECT_TRUE(mm.tieEmbeddings);
+  ASSERT_EQ(mm.notes.size(), 1u);
+  EXPECT_TRUE(contains(mm.notes[0], "image part")) << mm.notes[0];
+  // No text_config: Gemma3TextConfig's defaults, as HF. A final softcap in
+  // text_config is not applied by Gemma3ForConditionalGeneration.
+  mm = parse("\"model_type\": \"gemma3\", \"text_config\": "
+             "{\"final_logit_softcapping\": 30.0}");
+  EXPECT_EQ(mm.layers, 26);
+  EXPECT_EQ(mm.finalSoftcap, 0.0);
+  ASSERT_EQ(mm.notes.size(), 2u);
+  EXPECT_TRUE(contains(mm.notes[1], "final_logit_softcapping")) << mm.notes[1];
+  EXPECT_EQ(parse("\"model_type\": \"gemma3\"").hidden, 2304);
 
   ModelConfig p = parse("\"model_type\": \"phi3\", " + llamaDims);
   EXPECT_EQ(p.kvHeads, 32);
@@ -1290,15 +1855,15 @@ TEST(FamilyConfig, DefaultsOfAbsentKeys) {
   EXPECT_FALSE(b.residualFromNorm);
   EXPECT_EQ(b.maxPositions, ref::kNoPositionLimit);
 
-  ModelConfig g2 = parse("\"model_type\": \"xglm\", \"d_model\": 32, "
+  ModelConfig xg = parse("\"model_type\": \"xglm\", \"d_model\": 32, "
                          "\"num_layers\": 1, \"attention_heads\": 4, "
                          "\"vocab_size\": 10, \"ffn_dim\": 8");
-  EXPECT_EQ(g2.activation, ref::Activation::GeluErf);
-  EXPECT_EQ(g2.embeddingScale,
+  EXPECT_EQ(xg.activation, ref::Activation::GeluErf);
+  EXPECT_EQ(xg.embeddingScale,
             static_cast<double>(static_cast<float>(std::sqrt(32.0))));
-  EXPECT_EQ(g2.positionPaddingIndex, 1);
-  EXPECT_TRUE(g2.tieEmbeddings);
-  EXPECT_EQ(g2.maxPositions, 2048);
+  EXPECT_EQ(xg.positionPaddingIndex, 1);
+  EXPECT_TRUE(xg.tieEmbeddings);
+  EXPECT_EQ(xg.maxPositions, 2048);
 }
 
 TEST(FamilyConfig, RopeScalingKeys) {
@@ -1402,6 +1967,25 @@ TEST(FamilyConfig, UnsupportedSettingsNameTheKey) {
       {dims("llama") + ", \"vision_config\": {}",
        "\"vision_config\": vision and multimodal configs are not supported"},
       {dims("gemma") + ", \"head_dim\": null", "\"head_dim\" must not be null"},
+      {dims("qwen3") + ", \"num_key_value_heads\": 4, \"head_dim\": null",
+       "\"head_dim\" must not be null for qwen3"},
+      {dims("qwen3") + ", \"num_key_value_heads\": 4, \"use_sliding_window\": "
+                       "true, \"layer_types\": [\"chunked_attention\"]",
+       "\"layer_types\"[0] must be \"full_attention\" or "
+       "\"sliding_attention\""},
+      {dims("qwen3") + ", \"num_key_value_heads\": 4, \"layer_types\": "
+                       "[\"sliding_attention\"]",
+       "\"layer_types\" has sliding_attention layers but use_sliding_window "
+       "is false"},
+      {dims("qwen3") + ", \"num_key_value_heads\": 4, "
+                       "\"partial_rotary_factor\": 0.5",
+       "partial_rotary_factor < 1 is not supported for qwen3"},
+      {dims("qwen3") + ", \"num_key_value_heads\": 4, \"rope_scaling\": "
+                       "{\"rope_type\": \"linear\", \"factor\": 2}, "
+                       "\"rope_parameters\": {\"rope_theta\": 1e6}",
+       "both \"rope_scaling\" and \"rope_parameters\" are given"},
+      {dims("qwen3"), "num_key_value_heads (32) does not divide "
+                      "num_attention_heads (4)"},
       {dims("gemma") + ", \"use_bidirectional_attention\": true",
        "use_bidirectional_attention: true is not supported"},
       {"\"model_type\": \"opt\", \"hidden_size\": 64, \"num_hidden_layers\": "
@@ -1444,6 +2028,69 @@ TEST(FamilyConfig, UnsupportedSettingsNameTheKey) {
       {dims("qwen2"), "num_key_value_heads (32) does not divide "
                       "num_attention_heads (4)"},
       {"\"model_type\": \"mixtral\"", "unsupported model_type \"mixtral\""},
+      // gemma2, gemma3_text, gemma3.
+      {"\"model_type\": \"gemma2\", \"attn_logit_softcapping\": 0",
+       "\"attn_logit_softcapping\" must be positive (or null)"},
+      {"\"model_type\": \"gemma3_text\", \"final_logit_softcapping\": -1",
+       "\"final_logit_softcapping\" must be positive (or null)"},
+      {"\"model_type\": \"gemma3\", \"text_config\": "
+       "{\"attn_logit_softcapping\": 0.0}",
+       "\"text_config.attn_logit_softcapping\" must be positive"},
+      {"\"model_type\": \"gemma2\", \"num_hidden_layers\": 2, "
+       "\"layer_types\": [\"chunked_attention\", \"full_attention\"]",
+       "\"layer_types\"[0] must be \"full_attention\" or "
+       "\"sliding_attention\""},
+      {"\"model_type\": \"gemma3\", \"text_config\": {\"layer_types\": "
+       "[\"full_attention\"]}",
+       "\"text_config.layer_types\" must be an array of num_hidden_layers"},
+      {"\"model_type\": \"gemma2\", \"sliding_window\": null",
+       "\"sliding_window\" is null but some layers are sliding_attention"},
+      {"\"model_type\": \"gemma2\", \"head_dim\": null",
+       "\"head_dim\" must not be null for gemma2"},
+      {"\"model_type\": \"gemma3_text\", \"query_pre_attn_scalar\": null",
+       "\"query_pre_attn_scalar\" must not be null for gemma3_text"},
+      {"\"model_type\": \"gemma2\", \"query_pre_attn_scalar\": 0",
+       "\"query_pre_attn_scalar\" must be positive"},
+      {"\"model_type\": \"gemma2\", \"use_bidirectional_attention\": true",
+       "\"use_bidirectional_attention\": true is not supported"},
+      {"\"model_type\": \"gemma2\", \"num_attention_heads\": 5",
+       "num_attention_heads (5) does not divide hidden_size (2304)"},
+      {"\"model_type\": \"gemma3_text\", \"partial_rotary_factor\": 0.5",
+       "\"partial_rotary_factor\" is not supported for gemma3_text"},
+      {"\"model_type\": \"gemma3_text\", \"rope_parameters\": "
+       "{\"rope_type\": \"linear\", \"factor\": 8.0}",
+       "\"rope_parameters\" must map full_attention and sliding_attention"},
+      {"\"model_type\": \"gemma3_text\", \"rope_scaling\": {\"rope_type\": "
+       "\"linear\", \"factor\": 8.0}, \"rope_parameters\": "
+       "{\"full_attention\": {}}",
+       "both \"rope_scaling\" and \"rope_parameters\" are given"},
+      {"\"model_type\": \"gemma3_text\", \"rope_theta\": 10000.0, "
+       "\"rope_parameters\": {\"full_attention\": {\"rope_theta\": 1e6}}",
+       "\"rope_parameters.full_attention.rope_theta\" and \"rope_theta\" "
+       "disagree"},
+      {"\"model_type\": \"gemma3\", \"text_config\": "
+       "{\"rope_local_base_freq\": 500.0, \"rope_parameters\": "
+       "{\"sliding_attention\": {\"rope_theta\": 10000.0}}}",
+       "\"text_config.rope_parameters.sliding_attention.rope_theta\" and "
+       "\"text_config.rope_local_base_freq\" disagree"},
+      {"\"model_type\": \"gemma3_text\", \"rope_parameters\": "
+       "{\"sliding_attention\": {\"rope_type\": \"yarn\"}}",
+       "missing key \"rope_parameters.sliding_attention.factor\""},
+      {"\"model_type\": \"gemma3_text\", \"rope_parameters\": "
+       "{\"full_attention\": 8}",
+       "\"rope_parameters.full_attention\" must be an object"},
+      {"\"model_type\": \"gemma3\", \"text_config\": {\"model_type\": "
+       "\"gemma2\"}",
+       "\"text_config.model_type\" must be \"gemma3_text\""},
+      {"\"model_type\": \"gemma3\", \"tie_word_embeddings\": false",
+       "\"tie_word_embeddings\" and \"text_config.tie_word_embeddings\" "
+       "disagree"},
+      {"\"model_type\": \"gemma3\", \"text_config\": {\"num_experts\": 4}",
+       "\"text_config.num_experts\": mixture-of-experts"},
+      {"\"model_type\": \"gemma3\", \"text_config\": 3",
+       "\"text_config\" must be an object"},
+      {"\"model_type\": \"gemma3_text\", \"vision_config\": {}",
+       "\"vision_config\": vision and multimodal configs are not supported"},
   };
   for (const Case &c : cases) {
     std::string error = parseError("{" + c.json + "}");
@@ -1488,11 +2135,61 @@ std::vector<Case> cases() {
   s.layerTypes = {"sliding_attention", "full_attention"};
   s.maxWindowLayers = 1; // ignored: layer_types wins
   add("qwen2-layer-types", s);
+  s = baseSpec("qwen3");
+  s.bias = true;
+  s.tie = true;
+  s.layerTypes = {"sliding_attention", "full_attention", "sliding_attention"};
+  add("qwen3-bias-tied-layer-types", s);
+  s = baseSpec("qwen3");
+  s.kvHeads = 4;
+  s.window = 0;
+  s.ropeParameters = true; // rope_theta inside rope_parameters
+  add("qwen3-mha-no-window-rope-parameters", s);
   s = baseSpec("gemma");
   s.bias = true;
   s.act = "gelu";
   s.tie = false;
   add("gemma-bias-erf-untied", s);
+  // Gemma2Config's own softcaps (50, 30), an explicit layer_types, biases
+  // and an untied head; transformers 5's flat rope_parameters.
+  s = baseSpec("gemma2");
+  s.attnSoftcap = 50;
+  s.finalSoftcap = 30;
+  s.layerTypes = {"full_attention", "sliding_attention", "sliding_attention"};
+  s.bias = true;
+  s.tie = false;
+  add("gemma2-hf-softcaps-layer-types-bias-untied", s);
+  s = baseSpec("gemma2");
+  s.attnSoftcap = s.finalSoftcap = 0;
+  s.kvHeads = 1;
+  s.ropeParameters = true;
+  s.rope = "linear";
+  s.factor = 2;
+  add("gemma2-no-softcaps-mqa-rope-parameters", s);
+  // Gemma 3 with transformers 5's rope_parameters per layer type.
+  s = baseSpec("gemma3_text");
+  s.ropeParameters = true;
+  add("gemma3-rope-parameters", s);
+  // Gemma 3 applies the final softcap but not the attention one.
+  s = baseSpec("gemma3_text");
+  s.attnSoftcap = 5;
+  s.finalSoftcap = 3;
+  s.bias = true;
+  s.tie = false;
+  s.slidingPattern = 0; // 6: layers 0-4 local, 5 global
+  s.rope = "default";
+  add("gemma3-softcaps-bias-untied-pattern-6", s);
+  s = baseSpec("gemma3_text");
+  s.layerTypes = {"full_attention",    "sliding_attention", "full_attention",
+                  "sliding_attention", "sliding_attention", "full_attention"};
+  s.localTheta = 500.0;
+  add("gemma3-layer-types-local-base-500", s);
+  // gemma3: the text model of a multimodal checkpoint; its final softcap
+  // is not applied (Gemma3ForConditionalGeneration has none).
+  s = baseSpec("gemma3_text");
+  s.multimodal = true;
+  s.finalSoftcap = 3;
+  add("gemma3-multimodal", s);
   s = baseSpec("phi3");
   s.partial = 1.0;
   s.rotaryDim = 16;
@@ -1558,6 +2255,12 @@ std::vector<Case> cases() {
   s.factor = 4;
   s.originalMax = 64;
   add("gemma-llama3", s);
+  s = baseSpec("qwen3");
+  s.rope = "yarn";
+  s.factor = 4;
+  s.originalMax = 16;
+  s.ropeParameters = true;
+  add("qwen3-yarn-rope-parameters", s);
   return out;
 }
 
@@ -1644,7 +2347,7 @@ TEST(FamilyForward, StepByStepWithAnExplicitCache) {
 /// call's queries and keys with the base of that call's length and keeps
 /// the cached keys as they were.
 TEST(FamilyForward, DynamicNtkFollowsHFsPerCallBase) {
-  for (const char *type : {"llama", "qwen2"}) {
+  for (const char *type : {"llama", "qwen2", "qwen3"}) {
     Spec s = baseSpec(type);
     s.rope = "dynamic";
     s.factor = 2;
@@ -1734,6 +2437,52 @@ TEST(FamilyForward, PlantedBugsAreVisible) {
        [](Bugs &b) { b.noGemmaPlusOne = true; }},
       {"gemma without the normalizer", spec("gemma"),
        [](Bugs &b) { b.noEmbeddingScale = true; }},
+      {"qwen3 qk-norm skipped", spec("qwen3"),
+       [](Bugs &b) { b.qkNormSkipped = true; }},
+      {"qwen3 qk-norm after RoPE", spec("qwen3"),
+       [](Bugs &b) { b.qkNormAfterRope = true; }},
+      {"qwen3 q_norm and k_norm swapped", spec("qwen3"),
+       [](Bugs &b) { b.qkNormSwapped = true; }},
+      {"qwen3 window below max_window_layers", spec("qwen3"),
+       [](Bugs &b) { b.windowBelowMaxLayers = true; }},
+      {"qwen3 window on every layer", spec("qwen3"),
+       [](Bugs &b) { b.windowAllLayers = true; }},
+      {"qwen3 window off by one", spec("qwen3"),
+       [](Bugs &b) { b.windowOffByOne = true; }},
+      {"gemma2 attention softcap off", spec("gemma2"),
+       [](Bugs &b) { b.noAttnSoftcap = true; }},
+      {"gemma2 final softcap off", spec("gemma2"),
+       [](Bugs &b) { b.noFinalSoftcap = true; }},
+      {"gemma2 post-attention norm dropped", spec("gemma2"),
+       [](Bugs &b) { b.noPostAttentionNorm = true; }},
+      {"gemma2 pre-feedforward norm dropped", spec("gemma2"),
+       [](Bugs &b) { b.noPreFeedforwardNorm = true; }},
+      {"gemma2 post-feedforward norm dropped", spec("gemma2"),
+       [](Bugs &b) { b.noPostFeedforwardNorm = true; }},
+      {"gemma2 query_pre_attn_scalar ignored", spec("gemma2"),
+       [](Bugs &b) { b.scaleByHeadDim = true; }},
+      {"gemma2 window on the odd layers", spec("gemma2"),
+       [](Bugs &b) { b.slidingShifted = true; }},
+      {"gemma2 window off by one", spec("gemma2"),
+       [](Bugs &b) { b.windowOffByOne = true; }},
+      {"gemma2 norm without +1", spec("gemma2"),
+       [](Bugs &b) { b.noGemmaPlusOne = true; }},
+      {"gemma3 local layers with the global RoPE", spec("gemma3_text"),
+       [](Bugs &b) { b.localGetsGlobalRope = true; }},
+      {"gemma3 global RoPE without linear scaling", spec("gemma3_text"),
+       [](Bugs &b) { b.globalUnscaled = true; }},
+      {"gemma3 qk-norm skipped", spec("gemma3_text"),
+       [](Bugs &b) { b.qkNormSkipped = true; }},
+      {"gemma3 qk-norm after RoPE", spec("gemma3_text"),
+       [](Bugs &b) { b.qkNormAfterRope = true; }},
+      {"gemma3 windows on the wrong layers", spec("gemma3_text"),
+       [](Bugs &b) { b.slidingShifted = true; }},
+      {"gemma3 post-attention norm dropped", spec("gemma3_text"),
+       [](Bugs &b) { b.noPostAttentionNorm = true; }},
+      {"gemma3 post-feedforward norm dropped", spec("gemma3_text"),
+       [](Bugs &b) { b.noPostFeedforwardNorm = true; }},
+      {"gemma3 query_pre_attn_scalar ignored", spec("gemma3_text"),
+       [](Bugs &b) { b.scaleByHeadDim = true; }},
   };
   for (const BugCase &c : bugs) {
     Built b = build(c.spec);
@@ -1916,6 +2665,55 @@ TEST(FamilyFiles, BareNamesBuffersAndTheCachedCommandLine) {
   ASSERT_TRUE(ModelReference::load(gemmaDir, error, &warnings)) << error;
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_TRUE(contains(warnings[0], "hidden_activation")) << warnings[0];
+}
+
+/// gemma3 checkpoints in both layouts: the files' language_model.model.*
+/// (and language_model.lm_head, a tied copy), and transformers >= 4.52's
+/// model.language_model.*; the vision tower's tensors in either are
+/// skipped, with the config's one note; other unknown tensors still warn.
+TEST(FamilyFiles, Gemma3MultimodalCheckpointsInBothLayouts) {
+  TempDir dir;
+  Spec s = baseSpec("gemma3_text");
+  s.multimodal = true;
+  Built b = build(s);
+  ASSERT_TRUE(b.model);
+  std::vector<int64_t> tokens = someTokens(12, s.vocab);
+  std::vector<float> expected = forwardOrDie(*b.model, tokens);
+  const std::string canonical = "model.language_model.";
+  StoredTensor dummy;
+  dummy.dtype = "F32";
+  dummy.shape = {2};
+  dummy.data = {1, 2};
+  for (bool oldLayout : {true, false}) {
+    std::map<std::string, StoredTensor> stored;
+    for (auto &[name, t] : toStored(b.config, b.weights)) {
+      ASSERT_EQ(name.rfind(canonical, 0), 0u) << name;
+      std::string rest = name.substr(canonical.size());
+      stored[(oldLayout ? "language_model.model." : canonical) + rest] = t;
+    }
+    std::string vision = oldLayout ? "" : "model.";
+    stored[vision + "vision_tower.vision_model.post_layernorm.weight"] = dummy;
+    stored[vision + "multi_modal_projector.mm_input_projection_weight"] = dummy;
+    // Tied: a copy of the embeddings, as real files may carry.
+    ASSERT_TRUE(s.tie);
+    stored[oldLayout ? "language_model.lm_head.weight" : "lm_head.weight"] =
+        stored.at((oldLayout ? "language_model.model." : canonical) +
+                  std::string("embed_tokens.weight"));
+    stored["language_model.model.layers.0.mystery"] = dummy;
+    std::string model = dir.sub(oldLayout ? "old" : "new");
+    fs::create_directories(model);
+    std::ofstream(model + "/config.json") << configJson(s);
+    writeSafetensors(model + "/model.safetensors", stored);
+    std::string error;
+    std::vector<std::string> warnings;
+    auto loaded = ModelReference::load(model, error, &warnings);
+    ASSERT_TRUE(loaded) << error;
+    ASSERT_EQ(warnings.size(), 2u) << oldLayout;
+    EXPECT_TRUE(contains(warnings[0], "language_model.model.layers.0.mystery"))
+        << warnings[0];
+    EXPECT_TRUE(contains(warnings[1], "image part")) << warnings[1];
+    EXPECT_EQ(forwardOrDie(*loaded, tokens), expected) << oldLayout;
+  }
 }
 
 } // namespace

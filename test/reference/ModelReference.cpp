@@ -347,6 +347,12 @@ public:
 
   const JsonValue *value(const std::string &key) const { return root.get(key); }
 
+  /// A reader of the object `v` (this file's `key`) that names its keys
+  /// "key.inner" and reports to this reader's error.
+  ConfigReader child(const JsonValue &v, const std::string &key) {
+    return ConfigReader(v, name(key) + ".", sink ? sink : &error);
+  }
+
   std::string name(const std::string &key) const { return prefix + key; }
 
   /// An integer in [minValue, kMaxDim]; `fallback` < 0 means required.
@@ -515,8 +521,10 @@ const char *kGpt2Prefix = "transformer.";
 /// The prefix of HF's base model (base_model_prefix + "."): stored names
 /// may omit it, as in files saved from the bare model. GPT-2's canonical
 /// names are bare instead (see classify).
-std::string basePrefix(Architecture a) {
-  switch (a) {
+std::string basePrefix(const ModelConfig &c) {
+  if (c.multimodal)
+    return "model.language_model.";
+  switch (c.architecture) {
   case Architecture::GPT2:
     return "";
   case Architecture::GPTNeoX:
@@ -559,9 +567,13 @@ std::set<std::string> bufferNames(const ModelConfig &c) {
     case Architecture::Llama:
     case Architecture::Mistral:
     case Architecture::Qwen2:
+    case Architecture::Qwen3:
     case Architecture::Gemma:
+    case Architecture::Gemma2:
+    case Architecture::Gemma3:
     case Architecture::Phi3:
-      out.insert("model.layers." + l + ".self_attn.rotary_emb.inv_freq");
+      out.insert(basePrefix(c) + "layers." + l +
+                 ".self_attn.rotary_emb.inv_freq");
       break;
     default:
       break;
@@ -571,7 +583,7 @@ std::set<std::string> bufferNames(const ModelConfig &c) {
     out.insert("gpt_neox.rotary_emb.inv_freq");
   if (c.rotaryDim > 0 && c.architecture != Architecture::GPTJ &&
       c.architecture != Architecture::GPTNeoX)
-    out.insert("model.rotary_emb.inv_freq");
+    out.insert(basePrefix(c) + "rotary_emb.inv_freq");
   if (c.architecture == Architecture::XGLM) {
     out.insert("model.embed_positions.weights");
     out.insert("model.embed_positions._float_tensor");
@@ -587,11 +599,28 @@ NameKind classify(const ModelConfig &config,
                   const std::set<std::string> &buffers,
                   const std::string &stored, std::string &canonical) {
   canonical = stored;
+  if (config.multimodal) {
+    // Gemma3ForConditionalGeneration's _checkpoint_conversion_mapping: the
+    // files' language_model.model.* and language_model.lm_head are
+    // model.language_model.* and lm_head since transformers 4.52. The
+    // image part (vision_tower, multi_modal_projector, under model. in the
+    // new layout) is not run (the config's note says so).
+    auto startsWith = [&](const char *p) { return stored.rfind(p, 0) == 0; };
+    if (startsWith("language_model.model."))
+      canonical = "model.language_model." +
+                  stored.substr(std::strlen("language_model.model."));
+    else if (stored == "language_model.lm_head.weight")
+      canonical = "lm_head.weight";
+    for (const char *p : {"vision_tower.", "multi_modal_projector.",
+                          "model.vision_tower.", "model.multi_modal_projector."})
+      if (startsWith(p))
+        return NameKind::Buffer;
+  }
   if (config.architecture == Architecture::GPT2) {
     if (stored.rfind(kGpt2Prefix, 0) == 0)
       canonical = stored.substr(std::strlen(kGpt2Prefix));
   } else {
-    std::string prefix = basePrefix(config.architecture);
+    std::string prefix = basePrefix(config);
     if (!weightNames.count(stored) && !buffers.count(stored) &&
         stored.rfind(prefix, 0) != 0 &&
         (weightNames.count(prefix + stored) || buffers.count(prefix + stored)))
@@ -646,8 +675,14 @@ const char *modelTypeName(Architecture architecture) {
     return "mistral";
   case Architecture::Qwen2:
     return "qwen2";
+  case Architecture::Qwen3:
+    return "qwen3";
   case Architecture::Gemma:
     return "gemma";
+  case Architecture::Gemma2:
+    return "gemma2";
+  case Architecture::Gemma3:
+    return "gemma3_text";
   case Architecture::Phi3:
     return "phi3";
   case Architecture::GPTNeoX:
@@ -701,14 +736,14 @@ void rejectUnsupportedKeys(ConfigReader &r) {
     const JsonValue *v = r.value(key);
     if (v && v->kind != JsonValue::Kind::Null &&
         !(v->kind == JsonValue::Kind::Number && v->number == 0))
-      r.setError(std::string("\"") + key +
+      r.setError("\"" + r.name(key) +
                  "\": mixture-of-experts configs are not supported");
   }
   const char *multimodal[] = {"vision_config", "text_config", "audio_config",
                               "vision_tower"};
   for (const char *key : multimodal)
     if (r.has(key))
-      r.setError(std::string("\"") + key +
+      r.setError("\"" + r.name(key) +
                  "\": vision and multimodal configs are not supported");
 }
 
@@ -740,78 +775,27 @@ int64_t originalMaxPositions(ConfigReader &r, ConfigReader &rope,
   return c.maxPositions;
 }
 
-/// The RoPE keys of the rotary families: the base (rope_theta, or
-/// `thetaKey`), the rotating fraction of each head (`partialKey`, default
-/// `partialDefault`), and rope_scaling (or the rope_parameters dict that
-/// transformers 5 writes), whose types are read only when `allowScaling`.
-void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
-              const std::string &partialKey, double partialDefault,
-              bool allowScaling) {
-  static const JsonValue kEmpty = [] {
-    JsonValue v;
-    v.kind = JsonValue::Kind::Object;
-    return v;
-  }();
-  std::string dictKey;
-  if (r.has("rope_scaling") && r.has("rope_parameters"))
-    r.setError("both \"rope_scaling\" and \"rope_parameters\" are given");
-  else if (r.has("rope_scaling"))
-    dictKey = "rope_scaling";
-  else if (r.has("rope_parameters"))
-    dictKey = "rope_parameters";
-  const JsonValue *dict = dictKey.empty() ? &kEmpty : r.value(dictKey);
-  if (dict->kind != JsonValue::Kind::Object) {
-    r.setError("\"" + dictKey + "\" must be an object");
-    dict = &kEmpty;
-  }
-  ConfigReader rope(*dict, dictKey + ".", &r.error);
+/// A RoPE key that may sit in the rope dict (transformers 5, `inner`) or
+/// at the top level (4, `outer`; empty = none): the same value either way,
+/// or an error.
+double ropeKey(ConfigReader &r, ConfigReader &rope, const std::string &inner,
+               const std::string &outer, double fallback) {
+  bool a = rope.has(inner), b = !outer.empty() && r.has(outer);
+  double value = a   ? rope.number(inner, fallback)
+                 : b ? r.number(outer, fallback)
+                     : fallback;
+  if (a && b && rope.number(inner, fallback) != r.number(outer, fallback))
+    r.setError("\"" + rope.name(inner) + "\" and \"" + r.name(outer) +
+               "\" disagree");
+  return value;
+}
 
-  // Keys that may sit in the dict (v5) or at the top level (v4): the same
-  // value either way, or an error.
-  auto either = [&](const std::string &inner, const std::string &outer,
-                    double fallback) {
-    bool a = rope.has(inner), b = !outer.empty() && r.has(outer);
-    double value = a   ? rope.number(inner, fallback)
-                   : b ? r.number(outer, fallback)
-                       : fallback;
-    if (a && b && rope.number(inner, fallback) != r.number(outer, fallback))
-      r.setError("\"" + rope.name(inner) + "\" and \"" + outer + "\" disagree");
-    return value;
-  };
-  c.ropeTheta = either("rope_theta", thetaKey, 10000.0);
-  double partial = either("partial_rotary_factor", partialKey, partialDefault);
-  if (r.failed())
-    return;
-  if (!(c.ropeTheta > 0)) {
-    r.setError("\"" +
-               (thetaKey.empty() ? std::string("rope_theta") : thetaKey) +
-               "\" must be positive");
-    return;
-  }
-  if (!(partial > 0 && partial <= 1)) {
-    r.setError("\"" +
-               (partialKey.empty() ? std::string("partial_rotary_factor")
-                                   : partialKey) +
-               "\" must be in (0, 1]");
-    return;
-  }
-  // Python int(head_dim * factor).
-  c.rotaryDim = static_cast<int64_t>(static_cast<double>(c.headDim) * partial);
-  if (c.rotaryDim == c.headDim && c.headDim % 2 != 0) {
-    r.setError("head_dim (" + std::to_string(c.headDim) +
-               ") must be even for rotary embeddings");
-    return;
-  }
-  if (c.rotaryDim < 2 || c.rotaryDim % 2 != 0) {
-    r.setError("the rotary dimensions (head_dim " + std::to_string(c.headDim) +
-               " x " + numberText(partial) + " = " +
-               std::to_string(c.rotaryDim) + ") must be even and at least 2");
-    return;
-  }
-
-  // rope_type, or the legacy "type"; "default" when absent.
+/// The rope dict `rope`'s type (rope_type, or the legacy "type"; default
+/// when absent) and its parameters, into `sc`; types other than default are
+/// read only when `allowScaling`.
+void readRopeScaling(ConfigReader &r, ConfigReader &rope, ModelConfig &c,
+                     RopeScaling &sc, bool allowScaling) {
   std::string type = rope.string("rope_type", rope.string("type", "default"));
-  RopeScaling &sc = c.ropeScaling;
   sc = RopeScaling();
   sc.maxPositions = c.maxPositions;
   if (type == "default")
@@ -821,7 +805,8 @@ void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
   if (!allowScaling) {
     r.setError("\"" + typeKey + "\" \"" + type + "\" is not supported for " +
                modelTypeName(c.architecture) +
-               " (rope scaling: llama, mistral, qwen2, gemma)");
+               " (rope scaling: llama, mistral, qwen2, qwen3, gemma, gemma2, "
+               "gemma3_text)");
     return;
   }
   if (type == "linear" || type == "dynamic") {
@@ -882,6 +867,80 @@ void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
     r.setError("\"" + rope.name("factor") + "\" must be positive");
 }
 
+const JsonValue &emptyObject() {
+  static const JsonValue kEmpty = [] {
+    JsonValue v;
+    v.kind = JsonValue::Kind::Object;
+    return v;
+  }();
+  return kEmpty;
+}
+
+/// The rope dict of the file: rope_scaling (transformers 4) or
+/// rope_parameters (5), never both; an empty object when neither. Sets
+/// `key` to the one found.
+const JsonValue &ropeDict(ConfigReader &r, std::string &key) {
+  key.clear();
+  if (r.has("rope_scaling") && r.has("rope_parameters"))
+    r.setError("both \"" + r.name("rope_scaling") + "\" and \"" +
+               r.name("rope_parameters") + "\" are given");
+  else if (r.has("rope_scaling"))
+    key = "rope_scaling";
+  else if (r.has("rope_parameters"))
+    key = "rope_parameters";
+  if (key.empty())
+    return emptyObject();
+  if (r.value(key)->kind != JsonValue::Kind::Object) {
+    r.setError("\"" + r.name(key) + "\" must be an object");
+    return emptyObject();
+  }
+  return *r.value(key);
+}
+
+/// The RoPE keys of the rotary families: the base (rope_theta, or
+/// `thetaKey`), the rotating fraction of each head (`partialKey`, default
+/// `partialDefault`), and rope_scaling (or the rope_parameters dict that
+/// transformers 5 writes), whose types are read only when `allowScaling`.
+void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
+              const std::string &partialKey, double partialDefault,
+              bool allowScaling) {
+  std::string dictKey;
+  const JsonValue &dict = ropeDict(r, dictKey);
+  ConfigReader rope = r.child(dict, dictKey);
+  c.ropeTheta = ropeKey(r, rope, "rope_theta", thetaKey, 10000.0);
+  double partial =
+      ropeKey(r, rope, "partial_rotary_factor", partialKey, partialDefault);
+  if (r.failed())
+    return;
+  if (!(c.ropeTheta > 0)) {
+    r.setError("\"" +
+               (thetaKey.empty() ? std::string("rope_theta") : thetaKey) +
+               "\" must be positive");
+    return;
+  }
+  if (!(partial > 0 && partial <= 1)) {
+    r.setError("\"" +
+               (partialKey.empty() ? std::string("partial_rotary_factor")
+                                   : partialKey) +
+               "\" must be in (0, 1]");
+    return;
+  }
+  // Python int(head_dim * factor).
+  c.rotaryDim = static_cast<int64_t>(static_cast<double>(c.headDim) * partial);
+  if (c.rotaryDim == c.headDim && c.headDim % 2 != 0) {
+    r.setError("head_dim (" + std::to_string(c.headDim) +
+               ") must be even for rotary embeddings");
+    return;
+  }
+  if (c.rotaryDim < 2 || c.rotaryDim % 2 != 0) {
+    r.setError("the rotary dimensions (head_dim " + std::to_string(c.headDim) +
+               " x " + numberText(partial) + " = " +
+               std::to_string(c.rotaryDim) + ") must be even and at least 2");
+    return;
+  }
+  readRopeScaling(r, rope, c, c.ropeScaling, allowScaling);
+}
+
 void requireDivides(ConfigReader &r, int64_t heads, int64_t hidden,
                     const std::string &headsKey, const std::string &hiddenKey) {
   if (!r.failed() && hidden % heads != 0)
@@ -919,23 +978,56 @@ void parseGpt2(ConfigReader &r, ModelConfig &c) {
   c.attentionBias = c.mlpBias = true;
 }
 
-/// llama, mistral, qwen2, gemma: the LlamaDecoderLayer shape.
+/// layer_types (transformers >= 4.53): one "full_attention" or
+/// "sliding_attention" per layer, into c.slidingLayers. False when absent
+/// or null.
+bool readLayerTypes(ConfigReader &r, ModelConfig &c) {
+  if (!r.has("layer_types"))
+    return false;
+  const JsonValue *types = r.value("layer_types");
+  if (types->kind != JsonValue::Kind::Array ||
+      static_cast<int64_t>(types->items.size()) != c.layers) {
+    r.setError("\"" + r.name("layer_types") +
+               "\" must be an array of num_hidden_layers strings");
+    return true;
+  }
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const JsonValue &t = types->items[i];
+    bool sliding =
+        t.kind == JsonValue::Kind::String && t.text == "sliding_attention";
+    bool full = t.kind == JsonValue::Kind::String && t.text == "full_attention";
+    if (!sliding && !full)
+      r.setError("\"" + r.name("layer_types") + "\"[" + std::to_string(i) +
+                 "] must be \"full_attention\" or \"sliding_attention\"");
+    c.slidingLayers[i] = sliding;
+  }
+  return true;
+}
+
+bool anySliding(const ModelConfig &c) {
+  return std::find(c.slidingLayers.begin(), c.slidingLayers.end(), true) !=
+         c.slidingLayers.end();
+}
+
+/// llama, mistral, qwen2, qwen3, gemma: the LlamaDecoderLayer shape.
 void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   const Architecture a = c.architecture;
+  const bool qwen = a == Architecture::Qwen2 || a == Architecture::Qwen3;
   c.hidden = r.integer("hidden_size");
   c.layers = r.integer("num_hidden_layers");
   c.heads = r.integer("num_attention_heads");
   c.vocab = r.integer("vocab_size");
   c.ffn = r.integer("intermediate_size");
   // num_key_value_heads: LlamaConfig None -> heads; MistralConfig default 8
-  // and None -> heads; Qwen2Config default 32 and None -> heads;
-  // GemmaConfig default 16 (None is not handled).
+  // and None -> heads; Qwen2Config and Qwen3Config default 32 and None ->
+  // heads; GemmaConfig default 16 (None is not handled).
   const std::string kv = "num_key_value_heads";
   switch (a) {
   case Architecture::Mistral:
     c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 8;
     break;
   case Architecture::Qwen2:
+  case Architecture::Qwen3:
     c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 32;
     break;
   case Architecture::Gemma:
@@ -948,17 +1040,19 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   }
   c.maxPositions = r.integer("max_position_embeddings",
                              a == Architecture::Mistral ? 4096 * 32
-                             : a == Architecture::Qwen2 ? 32768
+                             : qwen                     ? 32768
                              : a == Architecture::Gemma ? 8192
                                                         : 2048);
   c.normEps = r.number("rms_norm_eps", 1e-6);
   c.tieEmbeddings = r.boolean("tie_word_embeddings", a == Architecture::Gemma);
-  // head_dim: GemmaConfig defaults it to 256 (not hidden / heads); the
-  // others to hidden_size / num_attention_heads (also for null).
-  if (a == Architecture::Gemma) {
+  // head_dim: GemmaConfig defaults it to 256 and Qwen3Config to 128 (not
+  // hidden / heads; their attention reads config.head_dim, so null fails
+  // there); the others to hidden_size / num_attention_heads (also for null).
+  if (a == Architecture::Gemma || a == Architecture::Qwen3) {
     if (r.present("head_dim") && !r.has("head_dim"))
-      r.setError("\"head_dim\" must not be null for gemma");
-    c.headDim = r.integer("head_dim", 256);
+      r.setError(std::string("\"head_dim\" must not be null for ") +
+                 modelTypeName(a));
+    c.headDim = r.integer("head_dim", a == Architecture::Gemma ? 256 : 128);
   } else {
     if (!r.failed() && !r.has("head_dim"))
       requireDivides(r, c.heads, c.hidden, "num_attention_heads",
@@ -983,7 +1077,12 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   }
   if (a == Architecture::Qwen2)
     c.attentionBias = true; // q/k/v always, o_proj never
+  if (a == Architecture::Qwen3) {
+    c.attentionBias = r.boolean("attention_bias", false); // q/k/v and o
+    c.qkNorm = true;
+  }
   if (a == Architecture::Gemma) {
+    c.normPlusOne = true;
     c.attentionBias = r.boolean("attention_bias", false);
     if (r.boolean("use_bidirectional_attention", false))
       r.setError("use_bidirectional_attention: true is not supported");
@@ -1000,7 +1099,9 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
         r.present("sliding_window") ? r.integer("sliding_window", 0) : 4096;
     if (c.slidingWindow > 0)
       c.slidingLayers.assign(c.layers, true);
-  } else if (a == Architecture::Qwen2) {
+  } else if (qwen) {
+    // Qwen2Config and Qwen3Config: sliding_window is None unless
+    // use_sliding_window.
     bool use = r.boolean("use_sliding_window", false);
     int64_t window = r.integer("sliding_window", 4096);
     c.slidingWindow =
@@ -1008,33 +1109,13 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
             ? 0
             : (use ? window : 0);
     int64_t maxWindowLayers = r.integer("max_window_layers", 28, 0);
-    if (r.has("layer_types")) {
-      const JsonValue *types = r.value("layer_types");
-      if (types->kind != JsonValue::Kind::Array ||
-          static_cast<int64_t>(types->items.size()) != c.layers) {
-        r.setError("\"layer_types\" must be an array of num_hidden_layers "
-                   "strings");
-      } else {
-        for (int64_t i = 0; i < c.layers; ++i) {
-          const JsonValue &t = types->items[i];
-          bool sliding = t.kind == JsonValue::Kind::String &&
-                         t.text == "sliding_attention";
-          bool full =
-              t.kind == JsonValue::Kind::String && t.text == "full_attention";
-          if (!sliding && !full)
-            r.setError("\"layer_types\"[" + std::to_string(i) +
-                       "] must be \"full_attention\" or "
-                       "\"sliding_attention\"");
-          c.slidingLayers[i] = sliding;
-        }
-        bool any = std::find(c.slidingLayers.begin(), c.slidingLayers.end(),
-                             true) != c.slidingLayers.end();
-        if (any && c.slidingWindow == 0)
-          r.setError("\"layer_types\" has sliding_attention layers but "
-                     "use_sliding_window is false or sliding_window null");
-      }
+    if (readLayerTypes(r, c)) {
+      if (anySliding(c) && c.slidingWindow == 0)
+        r.setError("\"layer_types\" has sliding_attention layers but "
+                   "use_sliding_window is false or sliding_window null");
     } else if (c.slidingWindow > 0) {
-      // Qwen2Config: "sliding_attention" for layer i >= max_window_layers.
+      // layer_types' default: "sliding_attention" for layer i >=
+      // max_window_layers.
       for (int64_t i = 0; i < c.layers; ++i)
         c.slidingLayers[i] = i >= maxWindowLayers;
     }
@@ -1046,6 +1127,208 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
     r.setError(std::string("partial_rotary_factor < 1 is not supported for ") +
                modelTypeName(a) +
                " (its apply_rotary_pos_emb rotates the whole head)");
+}
+
+/// Gemma 3's two RoPE tables: global layers rope_theta (default 1e6) with
+/// rope_scaling, sliding layers rope_local_base_freq (1e4), unscaled; in
+/// transformers 5 rope_parameters {"full_attention": {...},
+/// "sliding_attention": {...}}, whose sliding table may also be scaled.
+void readGemma3Rope(ConfigReader &r, ModelConfig &c) {
+  const double partial = r.number("partial_rotary_factor", 1.0);
+  if (partial != 1.0)
+    r.setError("\"" + r.name("partial_rotary_factor") +
+               "\" is not supported for gemma3_text (its "
+               "apply_rotary_pos_emb rotates the whole head)");
+  if (!r.failed() && c.headDim % 2 != 0)
+    r.setError("head_dim (" + std::to_string(c.headDim) +
+               ") must be even for rotary embeddings");
+  c.rotaryDim = c.headDim;
+  std::string dictKey;
+  const JsonValue &dict = ropeDict(r, dictKey);
+  const JsonValue *global = &dict, *local = &emptyObject();
+  std::string globalKey = dictKey, localKey = "rope_local";
+  if (dictKey == "rope_parameters") {
+    for (const auto &member : dict.members)
+      if (member.first != "full_attention" &&
+          member.first != "sliding_attention")
+        r.setError("\"" + r.name(dictKey) +
+                   "\" must map full_attention and sliding_attention to "
+                   "rope dicts for gemma3_text, got key \"" +
+                   member.first + "\"");
+    auto byType = [&](const char *type, const JsonValue *&out,
+                      std::string &key) {
+      key = dictKey + "." + type;
+      const JsonValue *v = dict.get(type);
+      out = &emptyObject();
+      if (v && v->kind == JsonValue::Kind::Object)
+        out = v;
+      else if (v && v->kind != JsonValue::Kind::Null)
+        r.setError("\"" + r.name(key) + "\" must be an object");
+    };
+    byType("full_attention", global, globalKey);
+    byType("sliding_attention", local, localKey);
+  }
+  ConfigReader g = r.child(*global, globalKey), l = r.child(*local, localKey);
+  c.ropeTheta = ropeKey(r, g, "rope_theta", "rope_theta", 1000000.0);
+  c.localRopeTheta =
+      ropeKey(r, l, "rope_theta", "rope_local_base_freq", 10000.0);
+  if (!r.failed() && !(c.ropeTheta > 0))
+    r.setError("\"" + r.name("rope_theta") + "\" must be positive");
+  if (!r.failed() && !(c.localRopeTheta > 0))
+    r.setError("\"" + r.name("rope_local_base_freq") + "\" must be positive");
+  readRopeScaling(r, g, c, c.ropeScaling, /*allowScaling=*/true);
+  readRopeScaling(r, l, c, c.localRopeScaling, /*allowScaling=*/true);
+  c.localRope = true;
+}
+
+/// gemma2 and gemma3_text (also gemma3's text_config): Gemma's (1 + w)
+/// RMSNorm, GeGLU and sqrt(hidden) embeddings, plus the four sandwich norms
+/// per layer, query_pre_attn_scalar, the softcaps and windows on the
+/// layers layer_types names; gemma3_text adds (1 + w) q/k norms and two RoPE
+/// tables. Every dimension has a default in Gemma2Config and
+/// Gemma3TextConfig, and gemma3 checkpoints' text_config leave out the keys
+/// equal to them (google/gemma-3-4b-it has no vocab_size or head_dim).
+void parseGemma2Family(ConfigReader &r, ModelConfig &c) {
+  const bool g3 = c.architecture == Architecture::Gemma3;
+  const std::string type = modelTypeName(c.architecture);
+  // The attention reads head_dim, num_key_value_heads and
+  // query_pre_attn_scalar as they are: null fails in HF.
+  auto notNull = [&](const std::string &key) {
+    if (r.present(key) && !r.has(key))
+      r.setError("\"" + r.name(key) + "\" must not be null for " + type);
+  };
+  for (const char *key : {"num_key_value_heads", "head_dim",
+                          "query_pre_attn_scalar"})
+    notNull(key);
+  c.vocab = r.integer("vocab_size", g3 ? 262208 : 256000);
+  c.hidden = r.integer("hidden_size", 2304);
+  c.ffn = r.integer("intermediate_size", 9216);
+  c.layers = r.integer("num_hidden_layers", 26);
+  c.heads = r.integer("num_attention_heads", 8);
+  c.kvHeads = r.integer("num_key_value_heads", 4);
+  c.headDim = r.integer("head_dim", 256);
+  c.maxPositions = r.integer("max_position_embeddings", g3 ? 131072 : 8192);
+  c.normEps = r.number("rms_norm_eps", 1e-6);
+  c.tieEmbeddings = r.boolean("tie_word_embeddings", true);
+  // Gemma2MLP: ACT2FN[config.hidden_activation]; hidden_act is not read.
+  readActivation(r, "hidden_activation", "gelu_pytorch_tanh", c);
+  if (r.has("hidden_act") &&
+      r.string("hidden_act", "") !=
+          r.string("hidden_activation", "gelu_pytorch_tanh"))
+    c.notes.push_back("config.json: " + type + "'s " + r.name("hidden_act") +
+                      " \"" + r.string("hidden_act", "") +
+                      "\" is ignored: its MLP uses hidden_activation");
+  c.attentionBias = r.boolean("attention_bias", false); // q, k, v and o
+  if (r.boolean("use_bidirectional_attention", false))
+    r.setError("\"" + r.name("use_bidirectional_attention") +
+               "\": true is not supported");
+  // Gemma2Model's normalizer = torch.tensor(hidden_size ** 0.5,
+  // dtype=float32); Gemma3TextScaledWordEmbedding's embed_scale buffer is
+  // the same float32 (cast to the weights' dtype, float32 here).
+  c.embeddingScale =
+      static_cast<float>(std::sqrt(static_cast<double>(c.hidden)));
+  c.normPlusOne = c.sandwichNorms = true;
+  c.qkNorm = g3;
+  c.queryPreAttnScalar = r.number("query_pre_attn_scalar", 256.0);
+  if (!r.failed() && !(c.queryPreAttnScalar > 0))
+    r.setError("\"" + r.name("query_pre_attn_scalar") +
+               "\" must be positive");
+  // The softcaps: null is off; Gemma2Config defaults to 50 and 30,
+  // Gemma3TextConfig to none.
+  auto softcap = [&](const std::string &key, double fallback) {
+    if (r.present(key) && !r.has(key))
+      return 0.0;
+    double v = r.number(key, fallback);
+    if (r.has(key) && !(v > 0))
+      r.setError("\"" + r.name(key) + "\" must be positive (or null)");
+    return v;
+  };
+  c.attnSoftcap = softcap("attn_logit_softcapping", g3 ? 0.0 : 50.0);
+  c.finalSoftcap = softcap("final_logit_softcapping", g3 ? 0.0 : 30.0);
+  if (g3 && c.attnSoftcap > 0) {
+    // Gemma3Attention keeps the value but passes no softcap to its
+    // attention function, in every release so far.
+    c.notes.push_back("config.json: " + r.name("attn_logit_softcapping") +
+                      " is not applied: transformers' Gemma3Attention "
+                      "passes no softcap to the attention");
+    c.attnSoftcap = 0;
+  }
+  requireDivides(r, c.heads, c.hidden, "num_attention_heads", "hidden_size");
+
+  // Windows: layer_types, else layer i slides when (i + 1) % pattern != 0:
+  // pattern 2 (even layers) for gemma2, sliding_window_pattern (6: five
+  // local, one global) for gemma3. Before transformers 4.53 the pattern
+  // decided alone.
+  c.slidingWindow =
+      r.present("sliding_window") ? r.integer("sliding_window", 0) : 4096;
+  int64_t pattern = g3 ? r.integer("sliding_window_pattern", 6) : 2;
+  std::vector<bool> byPattern(c.layers > 0 ? c.layers : 0);
+  for (size_t i = 0; i < byPattern.size(); ++i)
+    byPattern[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
+  c.slidingLayers.assign(byPattern.size(), false);
+  if (!readLayerTypes(r, c))
+    c.slidingLayers = byPattern;
+  else if (c.slidingLayers != byPattern)
+    c.notes.push_back(
+        "config.json: " + r.name("layer_types") +
+        " decides which layers slide (transformers >= 4.53); earlier "
+        "versions slide layer i when (i + 1) % " + std::to_string(pattern) +
+        " != 0" + (g3 ? " (sliding_window_pattern)" : "") +
+        ", other layers than here");
+  if (!r.failed() && anySliding(c) && c.slidingWindow == 0)
+    r.setError("\"" + r.name("sliding_window") +
+               "\" is null but some layers are sliding_attention");
+
+  if (g3) {
+    readGemma3Rope(r, c);
+    return;
+  }
+  readRope(r, c, "rope_theta", "partial_rotary_factor", 1.0,
+           /*allowScaling=*/true);
+  if (!r.failed() && c.rotaryDim != c.headDim)
+    r.setError("partial_rotary_factor < 1 is not supported for gemma2 (its "
+               "apply_rotary_pos_emb rotates the whole head)");
+}
+
+/// gemma3 (Gemma3ForConditionalGeneration): the language model of
+/// text_config (absent: Gemma3TextConfig's defaults, as HF); the vision
+/// tower and its keys are not used.
+void parseGemma3Multimodal(ConfigReader &r, ModelConfig &c) {
+  c.multimodal = true;
+  const JsonValue *text = r.value("text_config");
+  if (text && text->kind != JsonValue::Kind::Null &&
+      text->kind != JsonValue::Kind::Object) {
+    r.setError("\"text_config\" must be an object");
+    return;
+  }
+  ConfigReader t = r.child(
+      text && text->kind == JsonValue::Kind::Object ? *text : emptyObject(),
+      "text_config");
+  std::string inner = t.string("model_type", "gemma3_text");
+  if (inner != "gemma3_text")
+    r.setError("\"text_config.model_type\" must be \"gemma3_text\", got \"" +
+               inner + "\"");
+  rejectUnsupportedKeys(t);
+  if (r.has("audio_config"))
+    r.setError("\"audio_config\": audio configs are not supported");
+  parseGemma2Family(t, c);
+  // The head is tied by text_config's tie_word_embeddings (get_text_config
+  // in tie_weights); a top-level value that disagrees is ambiguous.
+  if (r.has("tie_word_embeddings") &&
+      r.boolean("tie_word_embeddings", true) != c.tieEmbeddings)
+    r.setError("\"tie_word_embeddings\" and "
+               "\"text_config.tie_word_embeddings\" disagree");
+  c.notes.push_back("config.json: gemma3: the image part (vision_config, "
+                    "vision_tower, multi_modal_projector) is not used; the "
+                    "reference runs the language model on token ids");
+  if (c.finalSoftcap > 0) {
+    c.notes.push_back(
+        "config.json: text_config.final_logit_softcapping is not applied: "
+        "Gemma3ForConditionalGeneration (transformers >= 4.52) computes "
+        "lm_head(hidden) without it; 4.50 and 4.51 applied it through "
+        "Gemma3ForCausalLM");
+    c.finalSoftcap = 0;
+  }
 }
 
 void parsePhi3(ConfigReader &r, ModelConfig &c) {
@@ -1216,11 +1499,13 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
   ModelConfig c;
   std::string type = r.string("model_type", "");
   const std::pair<const char *, Architecture> kTypes[] = {
-      {"gpt2", Architecture::GPT2},        {"llama", Architecture::Llama},
-      {"mistral", Architecture::Mistral},  {"qwen2", Architecture::Qwen2},
-      {"gemma", Architecture::Gemma},      {"phi3", Architecture::Phi3},
+      {"gpt2", Architecture::GPT2},       {"llama", Architecture::Llama},
+      {"mistral", Architecture::Mistral}, {"qwen2", Architecture::Qwen2},
+      {"qwen3", Architecture::Qwen3},     {"gemma", Architecture::Gemma},
+      {"gemma2", Architecture::Gemma2},   {"gemma3_text", Architecture::Gemma3},
+      {"gemma3", Architecture::Gemma3},   {"phi3", Architecture::Phi3},
       {"gpt_neox", Architecture::GPTNeoX}, {"gptj", Architecture::GPTJ},
-      {"opt", Architecture::OPT},          {"bloom", Architecture::Bloom},
+      {"opt", Architecture::OPT},         {"bloom", Architecture::Bloom},
       {"xglm", Architecture::XGLM},
   };
   bool known = false;
@@ -1233,8 +1518,11 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     r.setError("missing key \"model_type\"");
   } else if (!known) {
     r.setError("unsupported model_type \"" + type +
-               "\" (expected gpt2, llama, mistral, qwen2, gemma, phi3, "
-               "gpt_neox, gptj, opt, bloom or xglm)");
+               "\" (expected gpt2, llama, mistral, qwen2, qwen3, gemma, "
+               "gemma2, gemma3_text, gemma3, phi3, gpt_neox, gptj, opt, bloom "
+               "or xglm)");
+  } else if (type == "gemma3") {
+    parseGemma3Multimodal(r, c);
   } else {
     rejectUnsupportedKeys(r);
     switch (c.architecture) {
@@ -1244,8 +1532,13 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     case Architecture::Llama:
     case Architecture::Mistral:
     case Architecture::Qwen2:
+    case Architecture::Qwen3:
     case Architecture::Gemma:
       parseLlamaFamily(r, c);
+      break;
+    case Architecture::Gemma2:
+    case Architecture::Gemma3:
+      parseGemma2Family(r, c);
       break;
     case Architecture::Phi3:
       parsePhi3(r, c);
@@ -1548,11 +1841,13 @@ ModelReference::expectedWeights(const ModelConfig &c) {
   case Architecture::Llama:
   case Architecture::Mistral:
   case Architecture::Qwen2:
+  case Architecture::Qwen3:
   case Architecture::Gemma:
   case Architecture::Phi3: {
     bool phi3 = c.architecture == Architecture::Phi3;
     bool qkvBias = c.attentionBias;
-    bool oBias = c.attentionBias && c.architecture == Architecture::Gemma;
+    bool oBias = c.attentionBias && (c.architecture == Architecture::Gemma ||
+                                     c.architecture == Architecture::Qwen3);
     add("model.embed_tokens.weight", {V, d});
     for (int64_t i = 0; i < c.layers; ++i) {
       std::string l = "model.layers." + std::to_string(i) + ".";
@@ -1561,7 +1856,11 @@ ModelReference::expectedWeights(const ModelConfig &c) {
         linear(l + "self_attn.qkv_proj", q + 2 * kv, d, false);
       } else {
         linear(l + "self_attn.q_proj", q, d, qkvBias);
+        if (c.qkNorm)
+          add(l + "self_attn.q_norm.weight", {c.headDim});
         linear(l + "self_attn.k_proj", kv, d, qkvBias);
+        if (c.qkNorm)
+          add(l + "self_attn.k_norm.weight", {c.headDim});
         linear(l + "self_attn.v_proj", kv, d, qkvBias);
       }
       linear(l + "self_attn.o_proj", d, q, oBias);
@@ -1575,6 +1874,31 @@ ModelReference::expectedWeights(const ModelConfig &c) {
       linear(l + "mlp.down_proj", d, f, false);
     }
     add("model.norm.weight", {d});
+    break;
+  }
+  case Architecture::Gemma2:
+  case Architecture::Gemma3: {
+    const std::string m = basePrefix(c);
+    add(m + "embed_tokens.weight", {V, d});
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string l = m + "layers." + std::to_string(i) + ".";
+      add(l + "input_layernorm.weight", {d});
+      linear(l + "self_attn.q_proj", q, d, c.attentionBias);
+      linear(l + "self_attn.k_proj", kv, d, c.attentionBias);
+      linear(l + "self_attn.v_proj", kv, d, c.attentionBias);
+      if (c.qkNorm) {
+        add(l + "self_attn.q_norm.weight", {c.headDim});
+        add(l + "self_attn.k_norm.weight", {c.headDim});
+      }
+      linear(l + "self_attn.o_proj", d, q, c.attentionBias);
+      add(l + "post_attention_layernorm.weight", {d});
+      add(l + "pre_feedforward_layernorm.weight", {d});
+      linear(l + "mlp.gate_proj", f, d, false);
+      linear(l + "mlp.up_proj", f, d, false);
+      linear(l + "mlp.down_proj", d, f, false);
+      add(l + "post_feedforward_layernorm.weight", {d});
+    }
+    add(m + "norm.weight", {d});
     break;
   }
   case Architecture::GPTNeoX:
@@ -2002,15 +2326,20 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   auto layerNormOf = [&](const std::vector<float> &x, const std::string &name) {
     return layerNorm(x, n, d, w(name + ".weight"), w(name + ".bias"), eps);
   };
-  auto rmsNormOf = [&](const std::vector<float> &x, const std::string &name) {
-    if (arch != Architecture::Gemma)
-      return rmsNorm(x, n, d, w(name + ".weight"), eps);
+  // Rows of `width` features (a head's for the q/k norms).
+  auto rmsNormRows = [&](const std::vector<float> &x, const std::string &name,
+                         int64_t rows, int64_t width) {
+    if (!c.normPlusOne)
+      return rmsNorm(x, rows, width, w(name + ".weight"), eps);
     // GemmaRMSNorm: x * rsqrt(mean(x^2) + eps) * (1.0 + weight.float()),
     // with 1 + w rounded to float as torch holds it.
     std::vector<float> gamma(w(name + ".weight"));
     for (float &g : gamma)
       g = static_cast<float>(1.0 + static_cast<double>(g));
-    return rmsNorm(x, n, d, gamma, eps);
+    return rmsNorm(x, rows, width, gamma, eps);
+  };
+  auto rmsNormOf = [&](const std::vector<float> &x, const std::string &name) {
+    return rmsNormRows(x, name, n, d);
   };
   auto activate = [&](const std::vector<float> &x) {
     switch (c.activation) {
@@ -2049,25 +2378,42 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   // inverse frequencies (rounded to float, as HF holds inv_freq) and the
   // attention factor; "dynamic" uses the length of this call, the last
   // position + 1. Unscaled RoPE uses theta as an f32 attribute.
-  const bool scaledRope = c.ropeScaling.type != RopeScaling::Type::None;
-  std::vector<double> invFreq;
-  double attentionFactor = 1.0;
-  if (c.rotaryDim > 0) {
-    if (scaledRope) {
-      invFreq = ropeScaledFrequencies(c.ropeTheta, c.rotaryDim, c.ropeScaling,
-                                      start + n, attentionFactor);
-      for (double &v : invFreq)
+  // Gemma 3's sliding layers have a table of their own.
+  struct RopeTable {
+    double theta = 0;
+    bool scaled = false;
+    std::vector<double> invFreq;
+    double attentionFactor = 1.0;
+  };
+  auto makeTable = [&](double theta, const RopeScaling &scaling) {
+    RopeTable t;
+    t.theta = theta;
+    t.scaled = scaling.type != RopeScaling::Type::None;
+    if (c.rotaryDim <= 0)
+      return t;
+    if (t.scaled) {
+      t.invFreq = ropeScaledFrequencies(theta, c.rotaryDim, scaling, start + n,
+                                        t.attentionFactor);
+      for (double &v : t.invFreq)
         v = asF32(v);
-      attentionFactor = asF32(attentionFactor);
+      t.attentionFactor = asF32(t.attentionFactor);
     } else {
-      invFreq = ropeFrequencies(asF32(c.ropeTheta), c.rotaryDim);
+      t.invFreq = ropeFrequencies(asF32(theta), c.rotaryDim);
     }
-  }
-  auto rotate = [&](const std::vector<float> &x, int64_t width) {
-    if (!scaledRope && c.rotaryDim == hd)
-      return rope(x, n, width, hd, asF32(c.ropeTheta), c.ropePairing, start);
-    return ropeWithFrequencies(x, n, width, hd, invFreq, attentionFactor,
+    return t;
+  };
+  const RopeTable globalRope = makeTable(c.ropeTheta, c.ropeScaling);
+  const RopeTable localRope =
+      c.localRope ? makeTable(c.localRopeTheta, c.localRopeScaling) : globalRope;
+  auto rotateWith = [&](const std::vector<float> &x, int64_t width,
+                        const RopeTable &t) {
+    if (!t.scaled && c.rotaryDim == hd)
+      return rope(x, n, width, hd, asF32(t.theta), c.ropePairing, start);
+    return ropeWithFrequencies(x, n, width, hd, t.invFreq, t.attentionFactor,
                                c.ropePairing, start);
+  };
+  auto rotate = [&](const std::vector<float> &x, int64_t width) {
+    return rotateWith(x, width, globalRope);
   };
 
   std::vector<double> slopes;
@@ -2094,7 +2440,11 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
     p.heads = c.heads;
     p.kvHeads = c.kvHeads;
     p.headDim = hd;
-    p.scale = asF32(defaultScale(hd));
+    // Gemma 2 and 3: query_pre_attn_scalar ** -0.5.
+    p.scale = c.queryPreAttnScalar > 0
+                  ? asF32(std::pow(c.queryPreAttnScalar, -0.5))
+                  : asF32(defaultScale(hd));
+    p.softcap = asF32(c.attnSoftcap);
     p.causal = true;
     if (!c.slidingLayers.empty() && c.slidingLayers[layer])
       p.window = c.slidingWindow;
@@ -2156,6 +2506,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   case Architecture::Llama:
   case Architecture::Mistral:
   case Architecture::Qwen2:
+  case Architecture::Qwen3:
   case Architecture::Gemma:
   case Architecture::Phi3: {
     const bool phi3 = arch == Architecture::Phi3;
@@ -2180,6 +2531,13 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
         k = dense(h, d, l + "self_attn.k_proj", kvWidth);
         v = dense(h, d, l + "self_attn.v_proj", kvWidth);
       }
+      if (c.qkNorm) {
+        // Qwen3: q_norm(q.view(..., -1, head_dim)) before RoPE: each head's
+        // features are one RMSNorm row.
+        q = rmsNorm(q, n * c.heads, hd, w(l + "self_attn.q_norm.weight"), eps);
+        k = rmsNorm(k, n * c.kvHeads, hd, w(l + "self_attn.k_norm.weight"),
+                    eps);
+      }
       q = rotate(q, qWidth);
       k = rotate(k, kvWidth);
       std::vector<float> a = attend(i, q, k, v);
@@ -2203,6 +2561,54 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
     const std::vector<float> &head =
         c.tieEmbeddings ? w("model.embed_tokens.weight") : w("lm_head.weight");
     return linear(x, n, d, head, c.vocab, outIn);
+  }
+
+  case Architecture::Gemma2:
+  case Architecture::Gemma3: {
+    const std::string m = basePrefix(c);
+    x = scaled(embedding(w(m + "embed_tokens.weight"), c.vocab, d, ids),
+               c.embeddingScale);
+    for (int64_t i = 0; i < c.layers; ++i) {
+      record(x); // the input of layer i
+      std::string l = m + "layers." + std::to_string(i) + ".";
+      std::vector<float> h = rmsNormOf(x, l + "input_layernorm");
+      std::vector<float> q = dense(h, d, l + "self_attn.q_proj", qWidth);
+      std::vector<float> k = dense(h, d, l + "self_attn.k_proj", kvWidth);
+      std::vector<float> v = dense(h, d, l + "self_attn.v_proj", kvWidth);
+      if (c.qkNorm) {
+        // Gemma3Attention: q_norm / k_norm ((1 + w), per head) before RoPE.
+        q = rmsNormRows(q, l + "self_attn.q_norm", n * c.heads, hd);
+        k = rmsNormRows(k, l + "self_attn.k_norm", n * c.kvHeads, hd);
+      }
+      const bool sliding = !c.slidingLayers.empty() && c.slidingLayers[i];
+      const RopeTable &table = sliding ? localRope : globalRope;
+      q = rotateWith(q, qWidth, table);
+      k = rotateWith(k, kvWidth, table);
+      std::vector<float> a =
+          dense(attend(i, q, k, v), qWidth, l + "self_attn.o_proj", d);
+      // The sandwich: post_attention_layernorm on the attention output,
+      // pre/post_feedforward_layernorm around the MLP.
+      x = residualAdd(x, rmsNormOf(a, l + "post_attention_layernorm"));
+      std::vector<float> h2 = rmsNormOf(x, l + "pre_feedforward_layernorm");
+      std::vector<float> mlp =
+          dense(gated(dense(h2, d, l + "mlp.gate_proj", f),
+                      dense(h2, d, l + "mlp.up_proj", f)),
+                f, l + "mlp.down_proj", d);
+      x = residualAdd(x, rmsNormOf(mlp, l + "post_feedforward_layernorm"));
+    }
+    record(x); // the last layer's output
+    x = rmsNormOf(x, m + "norm");
+    recordFinalNorm(x);
+    const std::vector<float> &head =
+        c.tieEmbeddings ? w(m + "embed_tokens.weight") : w("lm_head.weight");
+    std::vector<float> logits = linear(x, n, d, head, c.vocab, outIn);
+    if (c.finalSoftcap > 0) {
+      // logits / cap, tanh, * cap.
+      const double cap = asF32(c.finalSoftcap);
+      for (float &value : logits)
+        value = static_cast<float>(cap * std::tanh(value / cap));
+    }
+    return logits;
   }
 
   case Architecture::GPTNeoX: {

@@ -7,8 +7,9 @@
 // (double accumulation, one rounding to float per op result): either one
 // call from position 0 without a cache, or HF's cached generation, one
 // call per step with a KV cache. Families: gpt2, llama, mistral, qwen2,
-// gemma, phi3, gpt_neox, gptj, opt, bloom, xglm (docs/reference.md has the
-// keys each reads and the HF subtleties it follows).
+// qwen3, gemma, gemma2, gemma3_text (and gemma3's text_config), phi3,
+// gpt_neox, gptj, opt, bloom, xglm (docs/reference.md has the keys each
+// reads and the HF subtleties it follows).
 //
 // Independent of the compiler and the runtime on purpose: it shares no code
 // with them, so that a misreading of a checkpoint in one cannot be hidden by
@@ -51,7 +52,11 @@ enum class Architecture {
   Llama,   ///< llama
   Mistral, ///< mistral: sliding window, decoupled head_dim
   Qwen2,   ///< qwen2: q/k/v biases, per-layer sliding window
+  Qwen3,   ///< qwen3: per-head q/k RMSNorm before RoPE, explicit head_dim
   Gemma,   ///< gemma: GeGLU, (1 + w) RMSNorm, embeddings * sqrt(hidden)
+  Gemma2,  ///< gemma2: gemma + sandwich norms, softcaps, alternating windows
+  Gemma3,  ///< gemma3_text (or gemma3's text_config): gemma2 + (1 + w) q/k
+           ///< norms, 5 local : 1 global layers, a RoPE table per kind
   Phi3,    ///< phi3: fused qkv_proj and gate_up_proj, partial rotary
   GPTNeoX, ///< gpt_neox: per-head fused qkv, partial rotary, parallel residual
   GPTJ,    ///< gptj: interleaved partial rotary, shared ln_1, lm_head bias
@@ -104,17 +109,50 @@ struct ModelConfig {
   int64_t rotaryDim = 0;
   /// RotateHalf except GPT-J (rotate_every_two: Interleaved).
   RopePairing ropePairing = RopePairing::RotateHalf;
-  /// rope_scaling (llama, mistral, qwen2, gemma).
+  /// rope_scaling (llama, mistral, qwen2, qwen3, gemma, gemma2; gemma3:
+  /// of the global layers).
   RopeScaling ropeScaling;
+  /// Gemma 3: the sliding layers rotate with a table of their own,
+  /// rope_local_base_freq and no scaling (transformers 5:
+  /// rope_parameters.sliding_attention); the others use ropeTheta and
+  /// ropeScaling (rope_parameters.full_attention).
+  bool localRope = false;
+  double localRopeTheta = 10000.0;
+  RopeScaling localRopeScaling;
 
   /// Sliding window size (keys with pos - j < window are visible); 0 =
   /// none. slidingLayers[i] says whether layer i uses it (Mistral and Phi3:
-  /// every layer; Qwen2: layer_types).
+  /// every layer; Qwen2, Qwen3, Gemma 2 and 3: layer_types).
   int64_t slidingWindow = 0;
   std::vector<bool> slidingLayers;
+  /// Qwen3, Gemma 3: q and k pass through an RMSNorm over each head's
+  /// head_dim features (q_norm / k_norm, weights [head_dim], eps
+  /// rms_norm_eps) after their projection and before RoPE.
+  bool qkNorm = false;
+  /// Gemma, Gemma 2 and 3: every RMSNorm (q_norm / k_norm included)
+  /// multiplies by 1 + w, rounded to float.
+  bool normPlusOne = false;
+  /// Gemma 2 and 3: post_attention_layernorm normalizes the attention
+  /// output before its residual add, and the MLP reads
+  /// pre_feedforward_layernorm(x) and passes through
+  /// post_feedforward_layernorm before its own.
+  bool sandwichNorms = false;
+  /// Gemma 2 and 3: the attention scale is query_pre_attn_scalar^-0.5
+  /// instead of head_dim^-0.5; 0 = head_dim.
+  double queryPreAttnScalar = 0.0;
+  /// attn_logit_softcapping: each scaled score s becomes
+  /// cap * tanh(s / cap) before the mask; 0 = none (null).
+  double attnSoftcap = 0.0;
+  /// final_logit_softcapping: the logits likewise; 0 = none (null).
+  double finalSoftcap = 0.0;
+  /// gemma3 (Gemma3ForConditionalGeneration): the text model of a
+  /// multimodal checkpoint, read from text_config; its tensors are named
+  /// model.language_model.* (language_model.model.* in the files) and the
+  /// vision tower's are skipped.
+  bool multimodal = false;
 
   /// Biases of the attention projections, per family: Qwen2 q/k/v (always);
-  /// Gemma attention_bias (q/k/v/o); GPT-NeoX attention_bias
+  /// Gemma and Qwen3 attention_bias (q/k/v/o); GPT-NeoX attention_bias
   /// (query_key_value and dense); OPT enable_bias (q/k/v/out); GPT-2, BLOOM,
   /// XGLM always (all).
   bool attentionBias = false;
@@ -130,7 +168,7 @@ struct ModelConfig {
   bool finalLayerNorm = true;
   /// BLOOM apply_residual_connection_post_layernorm.
   bool residualFromNorm = false;
-  /// Multiplies the token embeddings: Gemma float32(sqrt(hidden_size)),
+  /// Multiplies the token embeddings: Gemma (1, 2, 3) float32(sqrt(hidden_size)),
   /// XGLM float32(sqrt(d_model)) when scale_embedding; else 1.
   double embeddingScale = 1.0;
   /// XGLM: the sinusoidal table row that is zeroed (pad_token_id); -1 = none.

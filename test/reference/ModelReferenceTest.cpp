@@ -377,6 +377,217 @@ std::vector<float> independentLlama(const ModelSpec &spec,
 /// GQA or mask bugs move logits by O(1) of that scale (see BugsAreVisible).
 const double kIndependentTolerance = 1e-6;
 
+/// The qwen3 presets as the reference reads them, and --sharp weights that
+/// catch its bugs by argmax on the e2e tests' 40-token prompts: RoPE keeps
+/// each head's RMS, so a qk-norm applied after RoPE instead of before only
+/// differs through how the q_norm / k_norm gains vary across a head. With
+/// every gain replaced by its vector's mean (the scale kept, the spread
+/// gone) the two orders agree; the argmaxes must then move.
+TEST(ModelWriter, Qwen3PresetsCatchTheirBugs) {
+  TempDir dir;
+  const int64_t n = 40;
+  struct Case {
+    const char *preset;
+    std::vector<bool> sliding;
+    bool bias;
+  };
+  const Case cases[] = {{"tiny-qwen3", {false, false, false}, false},
+                        {"tiny-qwen3-swa", {false, true, true}, false},
+                        {"tiny-qwen3-bias", {true, false, true}, true}};
+  for (const Case &c : cases) {
+    ModelSpec spec = preset(c.preset);
+    spec.sharp = true;
+    std::string path = writeOrDie(spec, dir.sub(c.preset));
+    std::vector<std::string> warnings;
+    auto model = loadOrDie(path, &warnings);
+    ASSERT_TRUE(model) << c.preset;
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+    const ref::ModelConfig &config = model->config();
+    EXPECT_EQ(config.architecture, ref::Architecture::Qwen3);
+    EXPECT_TRUE(config.qkNorm);
+    EXPECT_EQ(config.headDim, 32);
+    EXPECT_EQ(config.kvHeads, 2);
+    EXPECT_EQ(config.ropeTheta, 1e6);
+    EXPECT_EQ(config.slidingLayers, c.sliding) << c.preset;
+    EXPECT_EQ(config.slidingWindow, c.sliding[1] || c.sliding[0] ? 8 : 0);
+    EXPECT_EQ(config.attentionBias, c.bias);
+    std::vector<int64_t> tokens = someTokens(n, spec.vocab);
+    std::vector<float> good = forwardOrDie(*model, tokens);
+    std::vector<float> cached;
+    std::string error;
+    ASSERT_TRUE(model->forwardCached(tokens, 9, cached, error)) << error;
+    EXPECT_EQ(cached, good) << c.preset;
+
+    std::map<std::string, ref::StoredTensor> tensors;
+    ASSERT_TRUE(
+        ref::readSafetensors(path + "/model.safetensors", tensors, error))
+        << error;
+    auto variant = [&](ref::ModelConfig changed,
+                       const std::function<void(std::vector<float> &)> &edit) {
+      std::map<std::string, ref::StoredTensor> t = tensors;
+      for (auto &[name, tensor] : t)
+        if (name.find("_norm.weight") != std::string::npos &&
+            name.find("self_attn.") != std::string::npos)
+          edit(tensor.data);
+      auto m = ModelReference::create(changed, t, error);
+      EXPECT_TRUE(m) << error;
+      return forwardOrDie(*m, tokens);
+    };
+    std::vector<float> flat = variant(config, [](std::vector<float> &g) {
+      double mean = 0;
+      for (float x : g)
+        mean += x / static_cast<double>(g.size());
+      std::fill(g.begin(), g.end(), static_cast<float>(mean));
+    });
+    auto expectFlips = [&](const std::vector<float> &bad, const char *what) {
+      int64_t flips = countArgmaxDifferences(good, bad, spec.vocab);
+      EXPECT_GE(flips, n / 4) << c.preset << ": " << what;
+      RecordProperty(std::string(c.preset) + " " + what,
+                     static_cast<int>(flips));
+    };
+    expectFlips(flat, "gain spread");
+    std::vector<float> unit = variant(config, [](std::vector<float> &g) {
+      std::fill(g.begin(), g.end(), 1.0f);
+    });
+    expectFlips(unit, "gain scale");
+    if (c.sliding != std::vector<bool>(3, false)) {
+      ref::ModelConfig noWindow = config;
+      noWindow.slidingLayers.assign(3, false);
+      std::vector<float> full = variant(noWindow, [](std::vector<float> &) {});
+      // Positions below the window see the same keys either way.
+      EXPECT_EQ(std::memcmp(full.data(), good.data(), 8 * spec.vocab * 4), 0);
+      expectFlips(full, "window");
+    }
+  }
+}
+
+/// The gemma2 and gemma3 presets as the reference reads them, and their
+/// --sharp weights catching each feature's bug on 40-token prompts: by
+/// argmax, except the final softcap, which is monotonic (argmaxes must stay)
+/// and moves the logits instead. tiny-gemma3-mm runs tiny-gemma3's text
+/// model bit for bit.
+TEST(ModelWriter, Gemma2And3PresetsCatchTheirBugs) {
+  TempDir dir;
+  const int64_t n = 40;
+  std::vector<float> gemma3Logits;
+  for (const char *name : {"tiny-gemma2", "tiny-gemma3", "tiny-gemma3-mm"}) {
+    ModelSpec spec = preset(name);
+    spec.sharp = true;
+    const bool g2 = spec.family == Family::Gemma2;
+    std::string path = writeOrDie(spec, dir.sub(name));
+    std::vector<std::string> warnings;
+    auto model = loadOrDie(path, &warnings);
+    ASSERT_TRUE(model) << name;
+    // The multimodal form: one note that the image part is not used.
+    ASSERT_EQ(warnings.size(), spec.multimodal ? 1u : 0u) << warnings.front();
+    const ref::ModelConfig &config = model->config();
+    EXPECT_EQ(config.architecture,
+              g2 ? ref::Architecture::Gemma2 : ref::Architecture::Gemma3);
+    EXPECT_EQ(config.multimodal, spec.multimodal);
+    EXPECT_EQ(config.headDim, 32);
+    EXPECT_EQ(config.queryPreAttnScalar, g2 ? 16.0 : 24.0);
+    EXPECT_EQ(config.attnSoftcap, g2 ? 5.0 : 0.0);
+    EXPECT_EQ(config.finalSoftcap, g2 ? 3.0 : 0.0);
+    EXPECT_EQ(config.slidingWindow, 8);
+    const std::vector<bool> sliding =
+        g2 ? std::vector<bool>{true, false, true}
+           : std::vector<bool>{true, true, false, true, true, false};
+    EXPECT_EQ(config.slidingLayers, sliding);
+    EXPECT_EQ(config.qkNorm, !g2);
+    EXPECT_EQ(config.tieEmbeddings, !g2);
+    if (!g2) {
+      EXPECT_EQ(config.ropeTheta, 1e6);
+      EXPECT_EQ(config.localRopeTheta, 1e4);
+      EXPECT_EQ(config.ropeScaling.type, ref::RopeScaling::Type::Linear);
+      EXPECT_EQ(config.localRopeScaling.type, ref::RopeScaling::Type::None);
+    }
+    std::vector<int64_t> tokens = someTokens(n, spec.vocab);
+    std::vector<float> good = forwardOrDie(*model, tokens);
+    std::vector<float> cached;
+    std::string error;
+    ASSERT_TRUE(model->forwardCached(tokens, 9, cached, error)) << error;
+    EXPECT_EQ(cached, good) << name;
+    if (!g2 && gemma3Logits.empty())
+      gemma3Logits = good;
+    else if (!g2)
+      EXPECT_EQ(good, gemma3Logits) << "the multimodal form's text model";
+
+    std::map<std::string, ref::StoredTensor> tensors;
+    ASSERT_TRUE(
+        ref::readSafetensors(path + "/model.safetensors", tensors, error))
+        << error;
+    // The model with a changed config, and its q/k norm gains edited.
+    auto variant = [&](const std::function<void(ref::ModelConfig &)> &change,
+                       const std::function<void(std::vector<float> &)> &edit =
+                           nullptr) {
+      ref::ModelConfig changed = config;
+      change(changed);
+      std::map<std::string, ref::StoredTensor> t = tensors;
+      if (edit)
+        for (auto &[tensorName, tensor] : t)
+          if (tensorName.find("self_attn.q_norm.weight") != std::string::npos ||
+              tensorName.find("self_attn.k_norm.weight") != std::string::npos)
+            edit(tensor.data);
+      auto m = ModelReference::create(changed, t, error);
+      EXPECT_TRUE(m) << error;
+      return forwardOrDie(*m, tokens);
+    };
+    auto expectFlips = [&](const std::vector<float> &bad, const char *what,
+                           int64_t atLeast = n / 4) {
+      int64_t flips = countArgmaxDifferences(good, bad, spec.vocab);
+      EXPECT_GE(flips, atLeast) << name << ": " << what;
+      RecordProperty(std::string(name) + " " + what, static_cast<int>(flips));
+    };
+    // A wrong scale is a softmax temperature the softcap partly absorbs.
+    expectFlips(variant([](ref::ModelConfig &c) { c.queryPreAttnScalar = 0; }),
+                "query_pre_attn_scalar ignored", n / 8);
+    expectFlips(variant([](ref::ModelConfig &c) {
+                  c.slidingLayers.assign(c.layers, false);
+                }),
+                "no window");
+    expectFlips(variant([](ref::ModelConfig &c) {
+                  for (int64_t i = 0; i < c.layers; ++i) // i % p, not i + 1
+                    c.slidingLayers[i] = i % (c.layers == 3 ? 2 : 3) != 0;
+                }),
+                "windows on the wrong layers");
+    if (g2) {
+      expectFlips(variant([](ref::ModelConfig &c) { c.attnSoftcap = 0; }),
+                  "attention softcap off");
+      std::vector<float> uncapped =
+          variant([](ref::ModelConfig &c) { c.finalSoftcap = 0; });
+      EXPECT_EQ(countArgmaxDifferences(good, uncapped, spec.vocab), 0);
+      double moved = ref::maxRelError(good, uncapped);
+      EXPECT_GT(moved, 0.1) << "final softcap off";
+      RecordProperty("tiny-gemma2 final softcap off (max rel)",
+                     std::to_string(moved));
+      continue;
+    }
+    expectFlips(variant([](ref::ModelConfig &c) {
+                  c.localRopeTheta = c.ropeTheta;
+                  c.localRopeScaling = c.ropeScaling;
+                }),
+                "local layers with the global RoPE");
+    expectFlips(variant([](ref::ModelConfig &c) {
+                  c.ropeScaling = ref::RopeScaling();
+                }),
+                "global RoPE unscaled");
+    expectFlips(variant([](ref::ModelConfig &c) { c.qkNorm = false; },
+                        [](std::vector<float> &) {}),
+                "qk-norm skipped");
+    // RoPE keeps each head's RMS: with every (1 + w) made its mean, a
+    // qk-norm after RoPE equals one before; the argmaxes must then move.
+    expectFlips(variant([](ref::ModelConfig &) {},
+                        [](std::vector<float> &g) {
+                          double mean = 0;
+                          for (float x : g)
+                            mean += x / static_cast<double>(g.size());
+                          std::fill(g.begin(), g.end(),
+                                    static_cast<float>(mean));
+                        }),
+                "qk-norm gain spread");
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // The writer
 //===----------------------------------------------------------------------===//

@@ -375,6 +375,7 @@ std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
         "attention: biasHeads must be 1 or heads");
 
   check(params.window >= 0, "attention: window must be >= 0");
+  check(params.softcap >= 0, "attention: softcap must be >= 0");
   if (params.relativeBias) {
     int64_t buckets = params.relativeBidirectional ? params.relativeBuckets / 2
                                                    : params.relativeBuckets;
@@ -414,6 +415,8 @@ std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
         for (int64_t c = 0; c < headDim; ++c)
           dot += static_cast<double>(qRow[c]) * kRow[c];
         double s = params.scale * dot;
+        if (params.softcap > 0)
+          s = params.softcap * std::tanh(s / params.softcap);
         if (bias)
           s += bias[i * seqKv + j];
         if (params.alibiSlopes)

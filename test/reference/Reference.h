@@ -186,6 +186,10 @@ struct AttentionParams {
   int64_t relativeMaxDistance = 128;
   /// false for a decoder (causal) stack, as T5's decoder.
   bool relativeBidirectional = false;
+  /// Logit softcapping (Gemma 2's attn_logit_softcapping): with softcap > 0
+  /// the scaled score s becomes softcap * tanh(s / softcap) before any bias,
+  /// ALiBi or mask is added (HF eager_attention_forward). 0 = none.
+  double softcap = 0.0;
 };
 
 /// 1 / sqrt(headDim), the op's default scale.
@@ -196,8 +200,8 @@ double defaultScale(int64_t headDim);
 /// With L = min(kvLen, seqKv) (or seqKv), query i sits at position
 /// pos_i = L - seqQ + i and key j at position j; key j is visible to query
 /// i when j < L, if causal j <= pos_i, and with a window j > pos_i - window.
-/// The score of a visible key is scale * q.k + bias + ALiBi + relative bias
-/// (whichever are given). A query row with no visible key yields zeros, as
+/// The score of a visible key is scale * q.k (softcapped when softcap > 0)
+/// + bias + ALiBi + relative bias (whichever are given). A query row with no visible key yields zeros, as
 /// the op defines. `weights`, when given, receives the softmax weights
 /// [heads, seqQ, seqKv] (0 for keys a query does not see), as
 /// attn.attention_probabilities defines them.

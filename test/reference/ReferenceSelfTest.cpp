@@ -610,6 +610,49 @@ void testNewActivations() {
     CHECK_NEAR(geglu(x, up, a), expected, 1e-6);
   }
 }
+// Gemma 2's attn_logit_softcapping: cap * tanh(scale q.k / cap) before the
+// mask, computed here per query from the dot products by hand.
+void testSoftcap() {
+  const int64_t h = 2, kv = 1, hd = 4, seq = 5;
+  const double cap = 1.5, scale = 0.7;
+  Tensor q = randomTensor(seq * h * hd, 2.0f, 40);
+  Tensor k = randomTensor(seq * kv * hd, 2.0f, 41);
+  Tensor v = randomTensor(seq * kv * hd, 1.0f, 42);
+  AttentionParams p;
+  p.heads = h, p.kvHeads = kv, p.headDim = hd, p.scale = scale;
+  p.causal = true, p.window = 3, p.softcap = cap;
+  Tensor out = attention(q, seq, k, v, seq, p);
+  Tensor expected(out.size());
+  for (int64_t hh = 0; hh < h; ++hh)
+    for (int64_t i = 0; i < seq; ++i) {
+      std::vector<double> e;
+      double sum = 0;
+      for (int64_t j = 0; j < seq; ++j) {
+        double dot = 0;
+        for (int64_t c = 0; c < hd; ++c)
+          dot += static_cast<double>(q[(i * h + hh) * hd + c]) * k[j * hd + c];
+        bool visible = j <= i && j > i - 3;
+        e.push_back(visible ? std::exp(cap * std::tanh(scale * dot / cap)) : 0);
+        sum += e.back();
+      }
+      for (int64_t c = 0; c < hd; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < seq; ++j)
+          acc += e[j] / sum * v[j * hd + c];
+        expected[(i * h + hh) * hd + c] = static_cast<float>(acc);
+      }
+    }
+  CHECK_NEAR(out, expected, 1e-6);
+  // The cap matters here (scores reach several times the cap), and a huge
+  // cap is the identity.
+  AttentionParams plain = p;
+  plain.softcap = 0;
+  CHECK(maxAbsError(attention(q, seq, k, v, seq, plain), out) > 1e-2);
+  p.softcap = 1e9;
+  CHECK_NEAR(attention(q, seq, k, v, seq, p),
+             attention(q, seq, k, v, seq, plain), 1e-6);
+}
+
 } // namespace
 
 int main() {
@@ -620,6 +663,7 @@ int main() {
   testRope();
   testOthers();
   testSlidingWindow();
+  testSoftcap();
   testAlibiAttention();
   testRelativeBias();
   testRopeFrequencies();

@@ -505,8 +505,14 @@ const char *familyName(Family family) {
     return "mistral";
   case Family::Qwen2:
     return "qwen2";
+  case Family::Qwen3:
+    return "qwen3";
   case Family::Gemma:
     return "gemma";
+  case Family::Gemma2:
+    return "gemma2";
+  case Family::Gemma3:
+    return "gemma3_text";
   case Family::Phi3:
     return "phi3";
   case Family::GPTNeoX:
@@ -529,6 +535,8 @@ bool familyTiesByDefault(Family family) {
   switch (family) {
   case Family::GPT2:
   case Family::Gemma:
+  case Family::Gemma2:
+  case Family::Gemma3:
   case Family::OPT:
   case Family::Bloom:
   case Family::XGLM:
@@ -543,16 +551,27 @@ namespace {
 /// model.layers.* with separate q/k/v projections, a gated MLP and RMSNorm.
 bool isLlamaLike(Family f) {
   return f == Family::Llama || f == Family::Mistral || f == Family::Qwen2 ||
-         f == Family::Gemma;
+         f == Family::Qwen3 || f == Family::Gemma;
 }
-bool hasGqa(Family f) { return isLlamaLike(f) || f == Family::Phi3; }
+/// use_sliding_window, max_window_layers (and qwen3's layer_types).
+bool isQwen(Family f) { return f == Family::Qwen2 || f == Family::Qwen3; }
+/// Gemma's block with four norms, query_pre_attn_scalar, softcaps and
+/// windows by pattern or layer_types.
+bool isGemma2Like(Family f) {
+  return f == Family::Gemma2 || f == Family::Gemma3;
+}
+/// GeGLU with gelu_pytorch_tanh and (1 + w) norms.
+bool isGemmaFamily(Family f) { return f == Family::Gemma || isGemma2Like(f); }
+bool hasGqa(Family f) {
+  return isLlamaLike(f) || isGemma2Like(f) || f == Family::Phi3;
+}
 bool hasRope(Family f) {
-  return isLlamaLike(f) || f == Family::Phi3 || f == Family::GPTNeoX ||
-         f == Family::GPTJ;
+  return isLlamaLike(f) || isGemma2Like(f) || f == Family::Phi3 ||
+         f == Family::GPTNeoX || f == Family::GPTJ;
 }
-bool hasRopeScaling(Family f) { return isLlamaLike(f); }
+bool hasRopeScaling(Family f) { return isLlamaLike(f) || isGemma2Like(f); }
 /// head_dim may differ from hidden / heads.
-bool hasHeadDim(Family f) { return isLlamaLike(f); }
+bool hasHeadDim(Family f) { return isLlamaLike(f) || isGemma2Like(f); }
 bool hasNormEps(Family f) { return f != Family::OPT && f != Family::XGLM; }
 /// MLP width from 4 * hidden when not given (gpt2, gptj: n_inner null;
 /// bloom: always).
@@ -617,6 +636,8 @@ std::string effectiveActivation(const ModelSpec &spec) {
   case Family::OPT:
     return "relu";
   case Family::Gemma:
+  case Family::Gemma2:
+  case Family::Gemma3:
   case Family::Bloom: // bloom_gelu_forward: the tanh form.
     return "gelu_pytorch_tanh";
   default:
@@ -649,6 +670,26 @@ int64_t effectiveMaxWindowLayers(const ModelSpec &spec) {
   return spec.slidingWindow > 0 ? 0 : spec.layers;
 }
 
+std::vector<bool> effectiveSlidingLayers(const ModelSpec &spec) {
+  if (!isGemma2Like(spec.family))
+    return {};
+  std::vector<bool> out(static_cast<size_t>(std::max<int64_t>(spec.layers, 0)));
+  int64_t pattern = spec.family == Family::Gemma2 ? 2
+                    : spec.slidingWindowPattern > 0 ? spec.slidingWindowPattern
+                                                    : 6;
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = spec.layerTypes.size() == out.size()
+                 ? spec.layerTypes[i] == "sliding_attention"
+                 : (static_cast<int64_t>(i) + 1) % pattern != 0;
+  return out;
+}
+
+double effectiveQueryPreAttnScalar(const ModelSpec &spec) {
+  return spec.queryPreAttnScalar > 0
+             ? spec.queryPreAttnScalar
+             : static_cast<double>(effectiveHeadDim(spec));
+}
+
 int64_t effectiveWordEmbedProjDim(const ModelSpec &spec) {
   return spec.family == Family::OPT && spec.wordEmbedProjDim > 0
              ? spec.wordEmbedProjDim
@@ -666,8 +707,16 @@ std::vector<std::string> presetNames() {
           "tiny-mistral-mqa",
           "tiny-qwen2",
           "tiny-qwen2-swa",
+          "tiny-qwen3",
+          "tiny-qwen3-swa",
+          "tiny-qwen3-bias",
+          "qwen3-0.6b",
           "tiny-gemma",
           "tiny-gemma-mqa",
+          "tiny-gemma2",
+          "tiny-gemma3",
+          "tiny-gemma3-mm",
+          "gemma3-1b",
           "tiny-phi3",
           "tiny-phi3-partial",
           "tiny-gpt_neox",
@@ -736,6 +785,31 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
     s.ropeTheta = 1000000.0, s.normEps = 1e-6;
     if (name == "tiny-qwen2-swa") // layer 0 full, layer 1 windowed
       s.slidingWindow = 8, s.maxWindowLayers = 1;
+  } else if (name == "tiny-qwen3" || name == "tiny-qwen3-swa" ||
+             name == "tiny-qwen3-bias") {
+    // Three layers; head_dim 32 != 64 / 4 (Qwen3-0.6B: 1024 wide, 16 heads
+    // of 128). The swa variant windows layers 1 and 2 by max_window_layers;
+    // the bias variant has q/k/v/o biases and windows layers 0 and 2 by
+    // layer_types, which max_window_layers cannot express. Windows of 8
+    // are shorter than the tests' prompts.
+    s.family = Family::Qwen3;
+    s.layers = 3, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 172;
+    s.vocab = 101, s.maxPositions = 64, s.headDim = 32;
+    s.ropeTheta = 1000000.0, s.normEps = 1e-6;
+    if (name == "tiny-qwen3-swa")
+      s.slidingWindow = 8, s.maxWindowLayers = 1;
+    if (name == "tiny-qwen3-bias") {
+      s.attentionBias = true, s.slidingWindow = 8;
+      s.layerTypes = {"sliding_attention", "full_attention",
+                      "sliding_attention"};
+    }
+  } else if (name == "qwen3-0.6b") {
+    // The shape of Qwen/Qwen3-0.6B, for benchmarks.
+    s.family = Family::Qwen3;
+    s.layers = 28, s.hidden = 1024, s.heads = 16, s.kvHeads = 8;
+    s.headDim = 128, s.ffn = 3072, s.vocab = 151936, s.maxPositions = 40960;
+    s.ropeTheta = 1000000.0, s.normEps = 1e-6;
+    s.tieEmbeddings = true, s.embeddingStd = kTiedEmbeddingStd;
   } else if (name == "tiny-gemma" || name == "tiny-gemma-mqa") {
     // head_dim 32 != 64 / 4 (gemma-7b: 3072 wide, 16 heads of 256); tied;
     // the mqa variant has gemma-2b's single kv head.
@@ -744,6 +818,45 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
     s.kvHeads = name == "tiny-gemma-mqa" ? 1 : 2;
     s.headDim = 32, s.maxPositions = 64, s.normEps = 1e-6;
     s.tieEmbeddings = true, s.embeddingStd = kScaledTiedEmbeddingStd;
+  } else if (name == "tiny-gemma2") {
+    // Three layers, 0 and 2 windowed (8, shorter than the tests' prompts);
+    // head_dim 32 != 64 / 4 and query_pre_attn_scalar 16 = 64 / 4, as
+    // gemma-2-27b's 144 = 4608 / 32 with head_dim 128; softcaps
+    // 5 and 3 (gemma-2: 50 and 30) so that with --sharp both bite: scores
+    // reach several times 5, and the untied head's logits are O(1), which
+    // a tied head (embedding std 0.03125) would keep near 0.25.
+    s.family = Family::Gemma2;
+    s.layers = 3, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 172;
+    s.vocab = 101, s.maxPositions = 64, s.headDim = 32, s.normEps = 1e-6;
+    s.queryPreAttnScalar = 16, s.attnSoftcap = 5.0, s.finalSoftcap = 3.0;
+    s.slidingWindow = 8;
+    // Embeddings times sqrt(64) start the stream at RMS 1, as large as what
+    // each sandwich-normed sublayer adds (with std 1 they would drown it).
+    s.embeddingStd = 0.125;
+  } else if (name == "tiny-gemma3" || name == "tiny-gemma3-mm") {
+    // Six layers with sliding_window_pattern 3: 0, 1, 3, 4 local (window
+    // 8), 2 and 5 global; global RoPE 1e6 with linear 8 (Gemma 3 4B-27B),
+    // local 1e4; tied like Gemma 3; no softcaps, as Gemma 3. The mm
+    // variant is the same text model as a gemma3 multimodal checkpoint.
+    s.family = Family::Gemma3;
+    s.layers = 6, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 172;
+    s.vocab = 101, s.maxPositions = 64, s.headDim = 32, s.normEps = 1e-6;
+    s.queryPreAttnScalar = 24, s.slidingWindow = 8, s.slidingWindowPattern = 3;
+    s.ropeTheta = 1000000.0, s.ropeLocalTheta = 10000.0;
+    s.ropeScaling.type = RopeScaling::Type::Linear, s.ropeScaling.factor = 8;
+    s.tieEmbeddings = true, s.embeddingStd = kScaledTiedEmbeddingStd;
+    s.multimodal = name == "tiny-gemma3-mm";
+  } else if (name == "gemma3-1b") {
+    // The shape of google/gemma-3-1b-pt, for benchmarks.
+    s.family = Family::Gemma3;
+    s.layers = 26, s.hidden = 1152, s.heads = 4, s.kvHeads = 1;
+    s.headDim = 256, s.ffn = 6912, s.vocab = 262144, s.maxPositions = 32768;
+    s.normEps = 1e-6, s.queryPreAttnScalar = 256;
+    s.slidingWindow = 512, s.slidingWindowPattern = 6;
+    s.ropeTheta = 1000000.0, s.ropeLocalTheta = 10000.0;
+    s.tieEmbeddings = true;
+    // 0.25 / sqrt(1152): the residual stream of the other tied presets.
+    s.embeddingStd = 0.25 / std::sqrt(1152.0);
   } else if (name == "tiny-phi3" || name == "tiny-phi3-partial") {
     s.family = Family::Phi3;
     s.layers = 2, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 172;
@@ -796,7 +909,8 @@ std::string validateRopeScaling(const ModelSpec &spec) {
   if (!hasRopeScaling(spec.family))
     return "rope_scaling applies only to " +
            familyList({Family::Llama, Family::Mistral, Family::Qwen2,
-                       Family::Gemma}) +
+                       Family::Qwen3, Family::Gemma, Family::Gemma2,
+                       Family::Gemma3}) +
            " models";
   if (!std::isfinite(r.factor) || r.factor < 1.0)
     return "rope_scaling factor must be finite and >= 1, got " +
@@ -841,16 +955,68 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
            "models";
   if (std::string e = validateRopeScaling(spec); !e.empty())
     return e;
-  if (spec.slidingWindow != 0 && f != Family::Mistral && f != Family::Qwen2)
-    return "a sliding window applies only to mistral and qwen2 models";
+  if (spec.slidingWindow != 0 && f != Family::Mistral && !isQwen(f) &&
+      !isGemma2Like(f))
+    return "a sliding window applies only to " +
+           familyList({Family::Mistral, Family::Qwen2, Family::Qwen3,
+                       Family::Gemma2, Family::Gemma3}) +
+           " models";
   if (spec.slidingWindow < 0 || spec.slidingWindow > kMaxDim)
     return "sliding window out of range";
   if (spec.maxWindowLayers != -1) {
-    if (f != Family::Qwen2)
-      return "max_window_layers applies only to qwen2 models";
+    if (!isQwen(f))
+      return "max_window_layers applies only to qwen2 and qwen3 models";
     if (spec.maxWindowLayers < 0 || spec.maxWindowLayers > spec.layers)
       return "max_window_layers must be in [0, layers], got " +
              std::to_string(spec.maxWindowLayers);
+  }
+  const std::string withLayerTypes =
+      familyList({Family::Qwen3, Family::Gemma2, Family::Gemma3});
+  if (!spec.layerTypes.empty()) {
+    if (f != Family::Qwen3 && !isGemma2Like(f))
+      return "layer_types applies only to " + withLayerTypes + " models";
+    if (static_cast<int64_t>(spec.layerTypes.size()) != spec.layers)
+      return "layer_types needs one entry per layer (" +
+             std::to_string(spec.layers) + "), got " +
+             std::to_string(spec.layerTypes.size());
+    for (const std::string &type : spec.layerTypes) {
+      if (type != "full_attention" && type != "sliding_attention")
+        return "layer_types entries must be full_attention or "
+               "sliding_attention, got '" +
+               type + "'";
+      // Qwen3Config drops sliding_window unless use_sliding_window.
+      if (type == "sliding_attention" && spec.slidingWindow == 0)
+        return "layer_types has sliding_attention layers but no sliding "
+               "window";
+    }
+  }
+  if (spec.attentionBias && f != Family::Qwen3 && !isGemma2Like(f))
+    return "attention_bias applies only to " + withLayerTypes + " models";
+  const std::string gemmas = familyList({Family::Gemma2, Family::Gemma3});
+  if (!isGemma2Like(f) && (spec.queryPreAttnScalar != 0 ||
+                           spec.attnSoftcap != 0 || spec.finalSoftcap != 0))
+    return "query_pre_attn_scalar and the softcaps apply only to " + gemmas +
+           " models";
+  for (double v :
+       {spec.queryPreAttnScalar, spec.attnSoftcap, spec.finalSoftcap})
+    if (!std::isfinite(v) || v < 0)
+      return "query_pre_attn_scalar and the softcaps must be finite and >= 0 "
+             "(0: the default / null)";
+  if (f != Family::Gemma3 &&
+      (spec.slidingWindowPattern != 0 || spec.ropeLocalTheta != 10000.0 ||
+       spec.multimodal))
+    return "sliding_window_pattern, rope_local_base_freq and the multimodal "
+           "form apply only to gemma3_text models";
+  if (spec.slidingWindowPattern < 0 || spec.slidingWindowPattern > kMaxDim)
+    return "sliding_window_pattern out of range";
+  if (!(spec.ropeLocalTheta > 0) || !std::isfinite(spec.ropeLocalTheta))
+    return "rope_local_base_freq must be positive and finite";
+  if (isGemma2Like(f) && spec.slidingWindow == 0) {
+    std::vector<bool> sliding = effectiveSlidingLayers(spec);
+    if (std::find(sliding.begin(), sliding.end(), true) != sliding.end())
+      return std::string(name) +
+             " slides some layers (by its pattern or layer_types): they "
+             "need a sliding window";
   }
   if (spec.rotaryFraction != 0 && f != Family::GPTNeoX && f != Family::Phi3)
     return "a rotary fraction (rotary_pct, partial_rotary_factor) applies "
@@ -935,11 +1101,12 @@ std::string validateSpec(const ModelSpec &spec) {
       return "heads (" + std::to_string(spec.heads) +
              ") must divide the hidden size (" + std::to_string(spec.hidden) +
              ") unless head dim is given";
-    // GemmaAttention raises on it even with an explicit head_dim.
-    if (family == Family::Gemma && spec.hidden % spec.heads != 0)
-      return "gemma: heads (" + std::to_string(spec.heads) +
+    // GemmaAttention raises on it even with an explicit head_dim, as do
+    // Gemma2Attention (transformers 4) and the gemma2 / gemma3 configs (5).
+    if (isGemmaFamily(family) && spec.hidden % spec.heads != 0)
+      return name + ": heads (" + std::to_string(spec.heads) +
              ") must divide the hidden size (" + std::to_string(spec.hidden) +
-             "), which GemmaAttention checks even with head_dim";
+             "), which transformers checks even with head_dim";
   } else {
     if (spec.hidden % spec.heads != 0)
       return "heads (" + std::to_string(spec.heads) +
@@ -994,7 +1161,7 @@ std::string validateSpec(const ModelSpec &spec) {
     if (!spec.activation.empty())
       return "bloom has no activation setting (its MLP uses the tanh GELU)";
   } else {
-    std::string fixed = family == Family::Gemma ? "gelu_pytorch_tanh" : "silu";
+    std::string fixed = isGemmaFamily(family) ? "gelu_pytorch_tanh" : "silu";
     if (act != fixed)
       return name + " models use hidden_act " + fixed + ", got '" +
              spec.activation + "'";
@@ -1193,6 +1360,13 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
   auto gain = [&](const std::string &name, int64_t d) {
     add(name, {d}, 1.0, 0.1);
   };
+  // Qwen3's q_norm / k_norm: RoPE keeps each head's RMS, so a norm applied
+  // after RoPE instead of before differs only by how the gains vary across
+  // a head, hence a wide spread; and as the norms undo any projection
+  // scale, --sharp scales these gains instead.
+  auto qkNormGain = [&](const std::string &name, int64_t d) {
+    add(name, {d}, qkScale, 0.3 * qkScale);
+  };
   // Gemma's RMSNorm multiplies by (1 + w): the stored w is the deviation.
   auto offsetGain = [&](const std::string &name, int64_t d) {
     add(name, {d}, 0.0, 0.1);
@@ -1244,7 +1418,8 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
     gain("ln_f.weight", d);
     bias("ln_f.bias", d);
   } else if (isLlamaLike(family)) {
-    bool qkvBias = family == Family::Qwen2;
+    bool oBias = family == Family::Qwen3 && spec.attentionBias;
+    bool qkvBias = family == Family::Qwen2 || oBias;
     auto norm = [&](const std::string &name) {
       if (family == Family::Gemma)
         offsetGain(name, d);
@@ -1266,6 +1441,12 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
       if (qkvBias)
         bias(l + "self_attn.v_proj.bias", kvWidth);
       projection(l + "self_attn.o_proj.weight", d, qWidth, qWidth);
+      if (oBias)
+        bias(l + "self_attn.o_proj.bias", d);
+      if (family == Family::Qwen3) {
+        qkNormGain(l + "self_attn.q_norm.weight", hd);
+        qkNormGain(l + "self_attn.k_norm.weight", hd);
+      }
       if (spec.extraBuffers)
         add(l + "self_attn.rotary_emb.inv_freq", {hd / 2}, 0.0, 0.0,
             TensorInit::InvFreq);
@@ -1277,6 +1458,52 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
     norm("model.norm.weight");
     if (!tied)
       projection("lm_head.weight", v, d, d);
+  } else if (isGemma2Like(family)) {
+    // (1 + w) norms whose w spreads N(0, 0.3): a dropped or misplaced
+    // sandwich norm changes more than a scale. Gemma 3's q_norm / k_norm
+    // undo the projections' scale, so --sharp scales their 1 + w instead
+    // (to 2 + N(0, 0.6)), as qwen3's.
+    auto norm = [&](const std::string &name) { add(name, {d}, 0.0, 0.3); };
+    add("model.embed_tokens.weight", {v, d}, 0.0, spec.embeddingStd);
+    for (int64_t i = 0; i < spec.layers; ++i) {
+      std::string l = "model.layers." + std::to_string(i) + ".";
+      norm(l + "input_layernorm.weight");
+      qkProjection(l + "self_attn.q_proj.weight", qWidth, d, d);
+      if (spec.attentionBias)
+        bias(l + "self_attn.q_proj.bias", qWidth);
+      qkProjection(l + "self_attn.k_proj.weight", kvWidth, d, d);
+      if (spec.attentionBias)
+        bias(l + "self_attn.k_proj.bias", kvWidth);
+      projection(l + "self_attn.v_proj.weight", kvWidth, d, d);
+      if (spec.attentionBias)
+        bias(l + "self_attn.v_proj.bias", kvWidth);
+      if (family == Family::Gemma3) {
+        add(l + "self_attn.q_norm.weight", {hd}, qkScale - 1, 0.3 * qkScale);
+        add(l + "self_attn.k_norm.weight", {hd}, qkScale - 1, 0.3 * qkScale);
+      }
+      projection(l + "self_attn.o_proj.weight", d, qWidth, qWidth);
+      if (spec.attentionBias)
+        bias(l + "self_attn.o_proj.bias", d);
+      norm(l + "post_attention_layernorm.weight");
+      norm(l + "pre_feedforward_layernorm.weight");
+      projection(l + "mlp.gate_proj.weight", f, d, d);
+      projection(l + "mlp.up_proj.weight", f, d, d);
+      projection(l + "mlp.down_proj.weight", d, f, f);
+      norm(l + "post_feedforward_layernorm.weight");
+    }
+    norm("model.norm.weight");
+    if (!tied)
+      projection("lm_head.weight", v, d, d);
+    if (spec.multimodal) {
+      // Gemma3ForConditionalGeneration's files: the text model under
+      // language_model. (streams still seeded by the text names), and two
+      // tensors of the image part, which a text-only reader skips.
+      for (TensorDesc &t : plan)
+        t.name = "language_model." + t.canonicalName;
+      add("vision_tower.vision_model.post_layernorm.weight", {16}, 1.0, 0.1);
+      add("multi_modal_projector.mm_input_projection_weight", {16, d}, 0.0,
+          0.25);
+    }
   } else if (family == Family::Phi3) {
     add("model.embed_tokens.weight", {v, d}, 0.0, spec.embeddingStd);
     for (int64_t i = 0; i < spec.layers; ++i) {
@@ -1482,10 +1709,128 @@ std::string jsonIntegralOrDouble(double value) {
 
 std::string jsonBool(bool b) { return b ? "true" : "false"; }
 
+/// `"key": value` members, sorted, as one JSON object.
+std::string jsonObject(const std::map<std::string, std::string> &members) {
+  JsonObjectWriter w;
+  for (const auto &[key, value] : members)
+    w.add(key, value);
+  return w.finish();
+}
+
+/// gemma2 (as google/gemma-2-2b's config.json, transformers 4.42) and
+/// gemma3_text (as google/gemma-3-1b-pt's, 4.50); the multimodal form as
+/// google/gemma-3-4b-pt's, with the text keys (all of them, where the real
+/// file leaves out those equal to Gemma3TextConfig's defaults) in
+/// text_config.
+std::string gemma2ConfigJson(const ModelSpec &spec,
+                             const std::string &torchDtype) {
+  const bool g3 = spec.family == Family::Gemma3;
+  int64_t v = spec.vocab;
+  auto id = [&](int64_t token) {
+    return jsonInt(std::min<int64_t>(token, v - 1));
+  };
+  auto orNull = [](double value) {
+    return value > 0 ? jsonDouble(value) : std::string("null");
+  };
+  std::map<std::string, std::string> c;
+  c["model_type"] = jsonString(familyName(spec.family));
+  c["architectures"] =
+      g3 ? "[\"Gemma3ForCausalLM\"]" : "[\"Gemma2ForCausalLM\"]";
+  c["torch_dtype"] = torchDtype;
+  c["transformers_version"] = g3 ? "\"4.50.0.dev0\"" : "\"4.42.4\"";
+  c["use_cache"] = "true";
+  c["vocab_size"] = jsonInt(v);
+  c["initializer_range"] = "0.02";
+  c["hidden_size"] = jsonInt(spec.hidden);
+  c["intermediate_size"] = jsonInt(spec.ffn);
+  c["num_hidden_layers"] = jsonInt(spec.layers);
+  c["num_attention_heads"] = jsonInt(spec.heads);
+  c["num_key_value_heads"] = jsonInt(effectiveKvHeads(spec));
+  c["head_dim"] = jsonInt(effectiveHeadDim(spec));
+  c["max_position_embeddings"] = jsonInt(spec.maxPositions);
+  c["rms_norm_eps"] = jsonDouble(spec.normEps);
+  // Gemma2MLP reads hidden_activation; the checkpoints carry both.
+  c["hidden_act"] = jsonString("gelu_pytorch_tanh");
+  c["hidden_activation"] = jsonString("gelu_pytorch_tanh");
+  c["attention_bias"] = jsonBool(spec.attentionBias);
+  c["attention_dropout"] = "0.0";
+  c["query_pre_attn_scalar"] =
+      jsonIntegralOrDouble(effectiveQueryPreAttnScalar(spec));
+  c["attn_logit_softcapping"] = orNull(spec.attnSoftcap);
+  c["final_logit_softcapping"] = orNull(spec.finalSoftcap);
+  c["sliding_window"] =
+      spec.slidingWindow > 0 ? jsonInt(spec.slidingWindow) : "null";
+  c["cache_implementation"] = "\"hybrid\"";
+  c["bos_token_id"] = id(2);
+  c["eos_token_id"] = id(1);
+  c["pad_token_id"] = id(0);
+  if (!spec.tieEmbeddings)
+    c["tie_word_embeddings"] = "false";
+  if (g3) {
+    c["rope_theta"] = jsonIntegralOrDouble(spec.ropeTheta);
+    c["rope_local_base_freq"] = jsonIntegralOrDouble(spec.ropeLocalTheta);
+    c["sliding_window_pattern"] = jsonInt(
+        spec.slidingWindowPattern > 0 ? spec.slidingWindowPattern : 6);
+    c["rope_scaling"] = ropeScalingJson(spec);
+  } else {
+    c["rope_theta"] = jsonDouble(spec.ropeTheta);
+    if (spec.ropeScaling.type != RopeScaling::Type::None)
+      c["rope_scaling"] = ropeScalingJson(spec);
+  }
+  if (!spec.layerTypes.empty()) {
+    std::string types;
+    for (const std::string &t : spec.layerTypes)
+      types += (types.empty() ? "" : ", ") + jsonString(t);
+    c["layer_types"] = "[" + types + "]";
+  }
+  if (!spec.multimodal)
+    return jsonObject(c);
+  std::map<std::string, std::string> top;
+  for (const char *key : {"torch_dtype", "transformers_version",
+                          "initializer_range", "bos_token_id",
+                          "eos_token_id", "pad_token_id"}) {
+    top[key] = c[key];
+    if (std::string(key) != "initializer_range")
+      c.erase(key);
+  }
+  c.erase("architectures");
+  top["model_type"] = jsonString("gemma3");
+  top["architectures"] = "[\"Gemma3ForConditionalGeneration\"]";
+  top["boi_token_index"] = id(3);
+  top["eoi_token_index"] = id(4);
+  top["image_token_index"] = id(5);
+  top["mm_tokens_per_image"] = "256";
+  // Both flags when untied: transformers versions differ in which one
+  // tie_weights reads.
+  if (!spec.tieEmbeddings)
+    top["tie_word_embeddings"] = "false";
+  // Nested objects, indented one more level, without their newline.
+  auto nested = [](std::string text) {
+    text.pop_back();
+    std::string out;
+    for (char ch : text)
+      out += ch == '\n' ? std::string("\n  ") : std::string(1, ch);
+    return out;
+  };
+  top["text_config"] = nested(jsonObject(c));
+  top["vision_config"] = nested(jsonObject(
+      {{"model_type", jsonString("siglip_vision_model")},
+       {"hidden_size", "16"},
+       {"image_size", "896"},
+       {"intermediate_size", "64"},
+       {"num_attention_heads", "2"},
+       {"num_hidden_layers", "1"},
+       {"patch_size", "14"},
+       {"vision_use_head", "false"}}));
+  return jsonObject(top);
+}
+
 /// config.json of the families after gpt2 and llama, as save_pretrained
 /// writes them: keys sorted, every key of the config class.
 std::string familyConfigJson(const ModelSpec &spec,
                              const std::string &torchDtype) {
+  if (isGemma2Like(spec.family))
+    return gemma2ConfigJson(spec, torchDtype);
   std::map<std::string, std::string> c;
   Family family = spec.family;
   int64_t v = spec.vocab;
@@ -1537,6 +1882,28 @@ std::string familyConfigJson(const ModelSpec &spec,
     c["sliding_window"] = jsonInt(spec.slidingWindow > 0 ? spec.slidingWindow
                                                          : spec.maxPositions);
     c["max_window_layers"] = jsonInt(effectiveMaxWindowLayers(spec));
+    break;
+  case Family::Qwen3:
+    // As Qwen3's checkpoints (transformers 4.51): head_dim always (absent
+    // means 128), a null window when it is off, rope_scaling null and an
+    // integral rope_theta written as an int.
+    c["architectures"] = "[\"Qwen3ForCausalLM\"]";
+    c["transformers_version"] = "\"4.51.0\"";
+    c["head_dim"] = jsonInt(effectiveHeadDim(spec));
+    c["attention_bias"] = jsonBool(spec.attentionBias);
+    c["use_sliding_window"] = jsonBool(spec.slidingWindow > 0);
+    c["sliding_window"] =
+        spec.slidingWindow > 0 ? jsonInt(spec.slidingWindow) : "null";
+    c["max_window_layers"] = jsonInt(effectiveMaxWindowLayers(spec));
+    c["rope_theta"] = jsonIntegralOrDouble(spec.ropeTheta);
+    if (!c.count("rope_scaling"))
+      c["rope_scaling"] = "null";
+    if (!spec.layerTypes.empty()) {
+      std::string types;
+      for (const std::string &t : spec.layerTypes)
+        types += (types.empty() ? "" : ", ") + jsonString(t);
+      c["layer_types"] = "[" + types + "]";
+    }
     break;
   case Family::Gemma:
     c["architectures"] = "[\"GemmaForCausalLM\"]";

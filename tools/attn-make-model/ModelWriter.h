@@ -2,10 +2,11 @@
 //
 // Writes a model folder (config.json + model.safetensors) in the layout of a
 // real Hugging Face checkpoint of one of the families below (GPT-2, LLaMA,
-// Mistral, Qwen2, Gemma, Phi-3, GPT-NeoX, GPT-J, OPT, BLOOM, XGLM), filled
-// with deterministic random weights, so that the compiler, the runtime and
-// the reference model can be tested on any shape without downloading
-// anything.
+// Mistral, Qwen2, Qwen3, Gemma, Gemma 2, Gemma 3, Phi-3, GPT-NeoX, GPT-J,
+// OPT, BLOOM, XGLM),
+// filled with deterministic random weights, so that the compiler, the
+// runtime and the reference model can be tested on any shape without
+// downloading anything.
 //
 // The weights are drawn from a generator written here (splitmix64 seeding,
 // xoshiro256**, Box-Muller with our own log/sin/cos in plain IEEE double
@@ -41,7 +42,14 @@ enum class Family {
   Llama,   ///< "llama": nn.Linear [out, in] weights, RoPE, GQA.
   Mistral, ///< "mistral": LLaMA + sliding_window, head_dim always written.
   Qwen2,   ///< "qwen2": LLaMA + q/k/v biases, use_sliding_window.
+  Qwen3,   ///< "qwen3": LLaMA + per-head q_norm / k_norm, head_dim written,
+           ///< attention_bias (q/k/v/o), use_sliding_window, layer_types.
   Gemma,   ///< "gemma": GeGLU, (1 + w) RMSNorm, sqrt(hidden) embed scale.
+  Gemma2,  ///< "gemma2": gemma + four sandwich norms per layer,
+           ///< query_pre_attn_scalar, softcaps, windows on even layers.
+  Gemma3,  ///< "gemma3_text": gemma2 + (1 + w) q_norm / k_norm, 5 local : 1
+           ///< global layers, rope_local_base_freq; `multimodal` writes the
+           ///< "gemma3" form (text_config, language_model.* names).
   Phi3,    ///< "phi3": fused qkv_proj and gate_up_proj, partial rotary.
   GPTNeoX, ///< "gpt_neox": per-head fused query_key_value, parallel residual.
   GPTJ,    ///< "gptj": interleaved partial rotary, parallel block.
@@ -54,7 +62,7 @@ enum class Family {
 const char *familyName(Family family);
 
 /// rope_scaling of the RoPE families that support it (llama, mistral,
-/// qwen2, gemma), written as transformers writes it:
+/// qwen2, qwen3, gemma), written as transformers writes it:
 /// {"factor": F, "rope_type": "linear"}, dynamic likewise,
 /// {"factor": F, "original_max_position_embeddings": N, "rope_type": "yarn"}
 /// (N, beta_fast, beta_slow and attention_factor only when set) and
@@ -91,7 +99,7 @@ struct ModelSpec {
   int64_t layers = 2;
   int64_t hidden = 64;
   int64_t heads = 4;
-  /// Key/value heads (llama, mistral, qwen2, gemma, phi3); must divide
+  /// Key/value heads (llama, mistral, qwen2, qwen3, the gemmas, phi3); must divide
   /// heads. 0 = heads. The other families: 0 or heads.
   int64_t kvHeads = 0;
   /// MLP width. 0 = `n_inner: null` (4 * hidden) for gpt2 and gptj, and
@@ -101,7 +109,8 @@ struct ModelSpec {
   /// n_positions / max_position_embeddings (bloom, with ALiBi, has none).
   int64_t maxPositions = 64;
   /// llama, qwen2: 0 = hidden / heads, and config.json has no head_dim key.
-  /// mistral, gemma: 0 = hidden / heads, head_dim always written. The other
+  /// mistral, qwen3, the gemmas: 0 = hidden / heads, head_dim always written
+  /// (a qwen3 config without it would mean 128, a gemma one 256). The other
   /// families: 0 or hidden / heads.
   int64_t headDim = 0;
   /// rope_theta (gpt_neox rotary_emb_base; gptj fixes 10000).
@@ -140,15 +149,46 @@ struct ModelSpec {
   /// (model-00001-of-0000N.safetensors, the plan's tensors split in order
   /// into N runs of nearly equal count) and model.safetensors.index.json.
   int64_t shards = 0;
-  /// mistral sliding_window, qwen2 sliding_window with use_sliding_window
-  /// true. 0 = none (mistral writes null; qwen2 writes use_sliding_window
-  /// false and sliding_window = max positions, as its checkpoints do).
+  /// mistral sliding_window, qwen2 and qwen3 sliding_window with
+  /// use_sliding_window true, gemma2 and gemma3 sliding_window (on the
+  /// layers their pattern or layer_types make sliding). 0 = none (mistral,
+  /// gemma2, gemma3 write null; qwen2 writes use_sliding_window false and
+  /// sliding_window = max positions, qwen3 false and null, as their
+  /// checkpoints do).
   int64_t slidingWindow = 0;
-  /// qwen2 max_window_layers: layers with index >= this use the window.
-  /// -1 = the default: 0 with a sliding window (every layer slides), the
-  /// layer count without.
+  /// qwen2, qwen3 max_window_layers: layers with index >= this use the
+  /// window. -1 = the default: 0 with a sliding window (every layer
+  /// slides), the layer count without.
   int64_t maxWindowLayers = -1;
-  /// llama, mistral, qwen2, gemma rope_scaling.
+  /// qwen3, gemma2, gemma3 layer_types, one "full_attention" or
+  /// "sliding_attention" per layer; when given it decides which layers
+  /// slide (over qwen3's max_window_layers, gemma2's even layers and
+  /// gemma3's sliding_window_pattern). Empty = not written.
+  std::vector<std::string> layerTypes;
+  /// qwen3, gemma2, gemma3 attention_bias: biases on q_proj, k_proj, v_proj
+  /// and o_proj.
+  bool attentionBias = false;
+  /// gemma2, gemma3 query_pre_attn_scalar (scores are scaled by its
+  /// ^-0.5), always written. 0 = the head dim.
+  double queryPreAttnScalar = 0.0;
+  /// gemma2, gemma3 attn_logit_softcapping and final_logit_softcapping;
+  /// 0 = null (off). (transformers' Gemma3Attention ignores the first.)
+  double attnSoftcap = 0.0, finalSoftcap = 0.0;
+  /// gemma3 sliding_window_pattern, always written: layer i is global when
+  /// (i + 1) % pattern == 0. 0 = 6, transformers' default.
+  int64_t slidingWindowPattern = 0;
+  /// gemma3 rope_local_base_freq: the RoPE base of the sliding layers
+  /// (ropeTheta and ropeScaling are the global layers').
+  double ropeLocalTheta = 10000.0;
+  /// gemma3: write Gemma3ForConditionalGeneration's checkpoint, as Gemma 3
+  /// 4B-27B's: config model_type "gemma3" with the text model's keys in
+  /// text_config and a small vision_config; tensors named
+  /// language_model.model.* (language_model.lm_head.weight when untied)
+  /// plus two dummy vision tensors a text-only reader must skip. The text
+  /// weights are those of the same spec without it, bit for bit.
+  bool multimodal = false;
+  /// llama, mistral, qwen2, qwen3, gemma, gemma2 rope_scaling; gemma3's
+  /// applies to its global layers only.
   RopeScaling ropeScaling;
   /// The fraction of each head's dims that rotate: gpt_neox rotary_pct
   /// (0 = 0.25, always written), phi3 partial_rotary_factor (0 = the key
@@ -169,7 +209,10 @@ struct ModelSpec {
   /// Peaked attention and large biases, so that a missing bias, a wrong
   /// q/k/v layout or a wrong position offset or pairing flips argmaxes:
   /// query and key projections (and the q/k parts of fused ones) get std
-  /// 2/sqrt(fan_in) and every bias N(0, 0.5). Off in every preset.
+  /// 2/sqrt(fan_in), qwen3's and gemma3's q_norm / k_norm gains (which
+  /// undo any projection scale) twice their usual size, and every bias
+  /// N(0, 0.5).
+  /// Off in every preset.
   bool sharp = false;
   /// Standard deviation of the token embedding (wte / embed_tokens).
   /// With a tied head (every GPT-2, tied LLaMA) and the default 1, the
@@ -193,8 +236,13 @@ std::string effectiveActivation(const ModelSpec &spec);
 /// partial part for gpt_neox, gptj and a phi3 partial_rotary_factor); 0
 /// for the others.
 int64_t effectiveRotaryDims(const ModelSpec &spec);
-/// qwen2 max_window_layers after the default.
+/// qwen2, qwen3 max_window_layers after the default.
 int64_t effectiveMaxWindowLayers(const ModelSpec &spec);
+/// gemma2, gemma3: which layers slide (layer_types, else gemma2's even
+/// layers or gemma3's sliding_window_pattern); empty for other families.
+std::vector<bool> effectiveSlidingLayers(const ModelSpec &spec);
+/// gemma2, gemma3 query_pre_attn_scalar after the default.
+double effectiveQueryPreAttnScalar(const ModelSpec &spec);
 /// opt word_embed_proj_dim after the default (hidden for the others).
 int64_t effectiveWordEmbedProjDim(const ModelSpec &spec);
 /// Whether the family's config class ties by default (a tied model of such
@@ -203,7 +251,7 @@ bool familyTiesByDefault(Family family);
 
 /// The presets: tiny-gpt2, tiny-llama, tiny-llama-tied, gpt2-small,
 /// llama-15m, llama-110m, then tiny-<model_type> (and variants) of every
-/// other family.
+/// other family, qwen3-0.6b and gemma3-1b.
 std::vector<std::string> presetNames();
 /// Sets `spec` to the named preset (seed and options at their defaults).
 /// Returns false for an unknown name.

@@ -37,7 +37,9 @@ const char *kUsage =
     "\n"
     "presets (--list-presets): tiny-gpt2, tiny-llama, tiny-llama-tied,\n"
     "  gpt2-small, llama-15m, llama-110m, tiny-mistral, tiny-mistral-mqa,\n"
-    "  tiny-qwen2, tiny-qwen2-swa, tiny-gemma, tiny-gemma-mqa, tiny-phi3,\n"
+    "  tiny-qwen2, tiny-qwen2-swa, tiny-qwen3, tiny-qwen3-swa,\n"
+    "  tiny-qwen3-bias, qwen3-0.6b, tiny-gemma, tiny-gemma-mqa, tiny-gemma2,\n"
+    "  tiny-gemma3, tiny-gemma3-mm, gemma3-1b, tiny-phi3,\n"
     "  tiny-phi3-partial, tiny-gpt_neox, tiny-gpt_neox-sequential, tiny-gptj,\n"
     "  tiny-opt, tiny-opt-postln, tiny-bloom, tiny-xglm\n"
     "\n"
@@ -51,12 +53,27 @@ const char *kUsage =
     "                      models' argmaxes depend on the layers)\n"
     "  --tie-embeddings / --no-tie-embeddings (alias --tie / --no-tie)\n"
     "family settings:\n"
-    "  --rope-scaling S    llama, mistral, qwen2, gemma: linear:F, dynamic:F,\n"
-    "                      yarn:F[:ORIGINAL_MAX][,beta_fast=X][,beta_slow=X]\n"
-    "                      [,attention_factor=X], llama3:F:LOW:HIGH:ORIGINAL_MAX\n"
-    "  --sliding-window N  mistral, qwen2 (qwen2: use_sliding_window true);\n"
-    "                      0 = none\n"
-    "  --max-window-layers N  qwen2: layers >= N use the window (default 0)\n"
+    "  --rope-scaling S    llama, mistral, qwen2, qwen3, gemma, gemma2,\n"
+    "                      gemma3_text (its global layers): linear:F,\n"
+    "                      dynamic:F, yarn:F[:ORIGINAL_MAX][,beta_fast=X]\n"
+    "                      [,beta_slow=X][,attention_factor=X],\n"
+    "                      llama3:F:LOW:HIGH:ORIGINAL_MAX\n"
+    "  --sliding-window N  mistral, qwen2, qwen3 (qwen: use_sliding_window\n"
+    "                      true), gemma2, gemma3_text; 0 = none\n"
+    "  --max-window-layers N  qwen2, qwen3: layers >= N use the window\n"
+    "                      (default 0)\n"
+    "  --layer-types T,... qwen3, gemma2, gemma3_text: full_attention or\n"
+    "                      sliding_attention per layer (written as\n"
+    "                      layer_types; decides the window)\n"
+    "  --attention-bias / --no-attention-bias  qwen3, gemma2, gemma3_text\n"
+    "                      (q/k/v/o biases)\n"
+    "  --query-pre-attn-scalar X  gemma2, gemma3_text (scores * X^-0.5)\n"
+    "  --attn-softcap X / --final-softcap X  gemma2, gemma3_text; null = off\n"
+    "  --sliding-window-pattern N  gemma3_text: every Nth layer is global\n"
+    "  --rope-local-theta T  gemma3_text: rope_local_base_freq\n"
+    "  --multimodal / --no-multimodal  gemma3_text: write a gemma3\n"
+    "                      checkpoint (text_config, language_model.* names,\n"
+    "                      two dummy vision tensors)\n"
     "  --partial-rotary-factor F  phi3    --rotary-pct F  gpt_neox\n"
     "  --rotary-dim N      gptj\n"
     "  --parallel-residual / --no-parallel-residual  gpt_neox\n"
@@ -107,13 +124,21 @@ uint64_t parseSeed(const std::string &text) {
   return v;
 }
 
-double parsePositiveDouble(const std::string &flag, const std::string &text) {
+double parsePositiveDouble(const std::string &flag, const std::string &text,
+                           const char *expected = "a positive number") {
   errno = 0;
   char *end = nullptr;
   double v = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || errno == ERANGE || !(v > 0) || v > 1e300)
-    fail(flag + " expects a positive number, got '" + text + "'");
+    fail(flag + " expects " + expected + ", got '" + text + "'");
   return v;
+}
+
+/// A positive number, or "null" (0: the key written as null).
+double parseCap(const std::string &flag, const std::string &text) {
+  return text == "null"
+             ? 0.0
+             : parsePositiveDouble(flag, text, "a positive number or null");
 }
 
 /// "NAME:INDEX:VALUE", VALUE one of nan, inf, -inf or a number.
@@ -178,10 +203,13 @@ int main(int argc, char **argv) {
   std::vector<std::string> given;
   std::optional<int64_t> layers, hidden, heads, kvHeads, ffn, vocab,
       maxPositions, headDim, slidingWindow, maxWindowLayers, rotaryDim,
-      wordEmbedProjDim;
+      wordEmbedProjDim, slidingWindowPattern;
   std::optional<double> ropeTheta, normEps, embeddingStd, partialRotary,
-      rotaryPct;
-  std::optional<bool> tie, parallelResidual, layerNormBefore, scaleEmbedding;
+      rotaryPct, queryPreAttnScalar, attnSoftcap, finalSoftcap,
+      ropeLocalTheta;
+  std::optional<bool> tie, parallelResidual, layerNormBefore, scaleEmbedding,
+      attentionBias, multimodal;
+  std::optional<std::vector<std::string>> layerTypes;
   std::string tieFlag;
   std::optional<RopeScaling> ropeScaling;
   std::optional<DType> dtype;
@@ -190,6 +218,24 @@ int main(int argc, char **argv) {
   bool extraBuffers = false, quiet = false, sharp = false;
   std::vector<std::string> extraTensors, omitTensors;
   std::vector<ModelSpec::Poison> poison;
+
+  // Family settings given as --NAME (true) or --no-NAME (false).
+  using F = Family;
+  struct Switch {
+    const char *name;
+    std::optional<bool> *value;
+    std::vector<Family> families;
+  };
+  const Switch switches[] = {
+      {"attention-bias", &attentionBias, {F::Qwen3, F::Gemma2, F::Gemma3}},
+      {"multimodal", &multimodal, {F::Gemma3}},
+      {"parallel-residual", &parallelResidual, {F::GPTNeoX}},
+      {"layer-norm-before", &layerNormBefore, {F::OPT}},
+      {"scale-embedding", &scaleEmbedding, {F::XGLM}},
+  };
+  auto switchFlag = [](const Switch &sw, bool on) {
+    return std::string(on ? "--" : "--no-") + sw.name;
+  };
 
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
@@ -216,6 +262,16 @@ int main(int argc, char **argv) {
       if (hasInlineValue)
         fail(flag + " takes no value");
     };
+    bool isSwitch = false;
+    for (const Switch &sw : switches)
+      for (bool on : {true, false})
+        if (flag == switchFlag(sw, on)) {
+          noValue();
+          *sw.value = on;
+          isSwitch = true;
+        }
+    if (isSwitch)
+      continue;
 
     if (flag == "--help" || flag == "-h") {
       std::cout << kUsage;
@@ -277,32 +333,35 @@ int main(int argc, char **argv) {
       slidingWindow = parseInt(flag, takeValue(), 0);
     } else if (flag == "--max-window-layers") {
       maxWindowLayers = parseInt(flag, takeValue(), 0);
+    } else if (flag == "--layer-types") {
+      // Comma-separated; the values are checked by validateSpec.
+      std::string text = takeValue();
+      layerTypes.emplace();
+      for (size_t at = 0;;) {
+        size_t comma = text.find(',', at);
+        layerTypes->push_back(text.substr(at, comma - at));
+        if (comma == std::string::npos)
+          break;
+        at = comma + 1;
+      }
+    } else if (flag == "--query-pre-attn-scalar") {
+      queryPreAttnScalar = parsePositiveDouble(flag, takeValue());
+    } else if (flag == "--attn-softcap") {
+      attnSoftcap = parseCap(flag, takeValue());
+    } else if (flag == "--final-softcap") {
+      finalSoftcap = parseCap(flag, takeValue());
+    } else if (flag == "--sliding-window-pattern") {
+      slidingWindowPattern = parseInt(flag, takeValue());
+    } else if (flag == "--rope-local-theta") {
+      ropeLocalTheta = parsePositiveDouble(flag, takeValue());
     } else if (flag == "--partial-rotary-factor") {
       partialRotary = parsePositiveDouble(flag, takeValue());
     } else if (flag == "--rotary-pct") {
       rotaryPct = parsePositiveDouble(flag, takeValue());
     } else if (flag == "--rotary-dim") {
       rotaryDim = parseInt(flag, takeValue());
-    } else if (flag == "--parallel-residual") {
-      noValue();
-      parallelResidual = true;
-    } else if (flag == "--no-parallel-residual") {
-      noValue();
-      parallelResidual = false;
-    } else if (flag == "--layer-norm-before") {
-      noValue();
-      layerNormBefore = true;
-    } else if (flag == "--no-layer-norm-before") {
-      noValue();
-      layerNormBefore = false;
     } else if (flag == "--word-embed-proj-dim") {
       wordEmbedProjDim = parseInt(flag, takeValue());
-    } else if (flag == "--scale-embedding") {
-      noValue();
-      scaleEmbedding = true;
-    } else if (flag == "--no-scale-embedding") {
-      noValue();
-      scaleEmbedding = false;
     } else if (flag == "--sharp") {
       noValue();
       sharp = true;
@@ -377,11 +436,13 @@ int main(int argc, char **argv) {
 
   // Flags that have no meaning for the family are errors, not silently
   // ignored: a test that asked for them would otherwise test nothing.
-  using F = Family;
-  const std::vector<Family> gqa = {F::Llama, F::Mistral, F::Qwen2, F::Gemma,
-                                   F::Phi3};
+  const std::vector<Family> gqa = {F::Llama, F::Mistral, F::Qwen2,
+                                   F::Qwen3, F::Gemma,   F::Gemma2,
+                                   F::Gemma3, F::Phi3};
   const std::vector<Family> llamaLike = {F::Llama, F::Mistral, F::Qwen2,
-                                         F::Gemma};
+                                         F::Qwen3, F::Gemma,   F::Gemma2,
+                                         F::Gemma3};
+  const std::vector<Family> gemmas = {F::Gemma2, F::Gemma3};
   auto only = [&](bool given, const std::string &flag,
                   const std::vector<Family> &families) {
     if (given && !contains(families, family))
@@ -397,36 +458,44 @@ int main(int argc, char **argv) {
   only(kvHeads.has_value(), "--kv-heads", gqa);
   only(headDim.has_value(), "--head-dim", llamaLike);
   only(ropeTheta.has_value(), "--rope-theta",
-       {F::Llama, F::Mistral, F::Qwen2, F::Gemma, F::Phi3, F::GPTNeoX});
+       {F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::Gemma, F::Gemma2,
+        F::Gemma3, F::Phi3, F::GPTNeoX});
   only(ropeScaling.has_value(), "--rope-scaling", llamaLike);
-  only(slidingWindow.has_value(), "--sliding-window", {F::Mistral, F::Qwen2});
-  only(maxWindowLayers.has_value(), "--max-window-layers", {F::Qwen2});
+  only(slidingWindow.has_value(), "--sliding-window",
+       {F::Mistral, F::Qwen2, F::Qwen3, F::Gemma2, F::Gemma3});
+  only(maxWindowLayers.has_value(), "--max-window-layers",
+       {F::Qwen2, F::Qwen3});
+  only(layerTypes.has_value(), "--layer-types",
+       {F::Qwen3, F::Gemma2, F::Gemma3});
+  only(queryPreAttnScalar.has_value(), "--query-pre-attn-scalar", gemmas);
+  only(attnSoftcap.has_value(), "--attn-softcap", gemmas);
+  only(finalSoftcap.has_value(), "--final-softcap", gemmas);
+  only(slidingWindowPattern.has_value(), "--sliding-window-pattern",
+       {F::Gemma3});
+  only(ropeLocalTheta.has_value(), "--rope-local-theta", {F::Gemma3});
   only(partialRotary.has_value(), "--partial-rotary-factor", {F::Phi3});
   only(rotaryPct.has_value(), "--rotary-pct", {F::GPTNeoX});
   only(rotaryDim.has_value(), "--rotary-dim", {F::GPTJ});
-  only(parallelResidual.has_value(),
-       parallelResidual.value_or(true) ? "--parallel-residual" : "--no-parallel-residual",
-       {F::GPTNeoX});
-  only(layerNormBefore.has_value(),
-       layerNormBefore.value_or(true) ? "--layer-norm-before" : "--no-layer-norm-before",
-       {F::OPT});
   only(wordEmbedProjDim.has_value(), "--word-embed-proj-dim", {F::OPT});
-  only(scaleEmbedding.has_value(),
-       scaleEmbedding.value_or(true) ? "--scale-embedding" : "--no-scale-embedding",
-       {F::XGLM});
+  for (const Switch &sw : switches)
+    only(sw.value->has_value(), switchFlag(sw, sw.value->value_or(true)),
+         sw.families);
   only(normEps.has_value(), "--norm-eps",
-       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Gemma, F::Phi3,
-        F::GPTNeoX, F::GPTJ, F::Bloom});
+       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::Gemma,
+        F::Gemma2, F::Gemma3, F::Phi3, F::GPTNeoX, F::GPTJ, F::Bloom});
   only(maxPositions.has_value(), "--max-positions",
-       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Gemma, F::Phi3,
-        F::GPTNeoX, F::GPTJ, F::OPT, F::XGLM});
+       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::Gemma,
+        F::Gemma2, F::Gemma3, F::Phi3, F::GPTNeoX, F::GPTJ, F::OPT, F::XGLM});
   notFor(ffn.has_value(), "--ffn", F::Bloom,
          "bloom has no ffn setting (its MLP is 4 * hidden wide)");
   notFor(tie && !*tie, tieFlag, F::GPT2,
          "gpt2 always ties its embeddings");
   if (activation) {
     if (contains(gqa, family)) {
-      std::string fixed = family == F::Gemma ? "gelu_pytorch_tanh" : "silu";
+      std::string fixed = family == F::Gemma || family == F::Gemma2 ||
+                                  family == F::Gemma3
+                              ? "gelu_pytorch_tanh"
+                              : "silu";
       if (*activation != fixed)
         fail("--activation: " + familyText + " models use " + fixed);
     }
@@ -466,6 +535,22 @@ int main(int argc, char **argv) {
     spec.slidingWindow = *slidingWindow;
   if (maxWindowLayers)
     spec.maxWindowLayers = *maxWindowLayers;
+  if (layerTypes)
+    spec.layerTypes = *layerTypes;
+  if (attentionBias)
+    spec.attentionBias = *attentionBias;
+  if (queryPreAttnScalar)
+    spec.queryPreAttnScalar = *queryPreAttnScalar;
+  if (attnSoftcap)
+    spec.attnSoftcap = *attnSoftcap;
+  if (finalSoftcap)
+    spec.finalSoftcap = *finalSoftcap;
+  if (slidingWindowPattern)
+    spec.slidingWindowPattern = *slidingWindowPattern;
+  if (ropeLocalTheta)
+    spec.ropeLocalTheta = *ropeLocalTheta;
+  if (multimodal)
+    spec.multimodal = *multimodal;
   if (partialRotary)
     spec.rotaryFraction = *partialRotary;
   if (rotaryPct)

@@ -90,10 +90,23 @@ struct PositionSpec {
   int64_t rotaryDims = 0;
   double theta = 10000.0;
   RopeScaling scaling;
+  /// Rotary: the base of the layers with a sliding window when it differs
+  /// (Gemma 3's rope_local_base_freq); those layers rotate unscaled. 0: every
+  /// layer rotates with `theta` and `scaling`.
+  double localTheta = 0;
 
   /// The rotating features of a head of `headDim`.
   int64_t rotaryDimsOf(int64_t headDim) const {
     return rotaryDims ? rotaryDims : headDim;
+  }
+
+  /// How the sliding-window layers rotate: with `localTheta`, unscaled.
+  PositionSpec local() const {
+    PositionSpec local = *this;
+    local.theta = localTheta;
+    local.scaling = RopeScaling();
+    local.localTheta = 0;
+    return local;
   }
 };
 
@@ -136,6 +149,13 @@ struct AttentionSpec {
   bool outputBias = false;
   /// The scores' scale; 0 = 1/sqrt(head_dim).
   double scale = 0;
+  /// Caps the scaled scores at c tanh(s / c) before the mask (Gemma 2's
+  /// attn_logit_softcapping); 0 = none.
+  double softcap = 0;
+  /// An RMSNorm (the model's epsilon and gain offset) over each head of q
+  /// and of k, after the projection and before RoPE: the qk-norm of Qwen3
+  /// and Gemma 3, with gains [head_dim] (WeightNames::queryNorm, keyNorm).
+  bool qkNorm = false;
   /// The sliding window of each layer (0: full attention), or empty when no
   /// layer has one.
   std::vector<int64_t> windows;
@@ -157,6 +177,10 @@ struct BlockSpec {
   bool sharedNorm = false;
   /// A norm after the last block (absent with post-norm OPT).
   bool finalNorm = true;
+  /// With pre-norm sequential blocks, a norm also on each sublayer's output
+  /// before its residual add: x + norm2(f(norm1(x))) (Gemma 2 and 3's
+  /// "sandwich": post_attention_layernorm, post_feedforward_layernorm).
+  bool outputNorms = false;
 };
 
 /// The checkpoint's weight names: `layer` holds "{}" for the layer index;
@@ -168,7 +192,10 @@ struct WeightNames {
   /// Within a layer (appended to `layer`): norm names are prefixes to which
   /// "weight" and "bias" are appended.
   std::string attentionNorm, mlpNorm;
+  /// The sublayer output norms (BlockSpec::outputNorms).
+  std::string attentionOutputNorm, mlpOutputNorm;
   std::string query, key, value, qkv, output;
+  std::string queryNorm, keyNorm; ///< prefixes, as the norms (qkNorm)
   std::string gate, up, down;
   std::string gateUp; ///< the fused gate | up module (MlpSpec::fusedGateUp)
   std::string finalNorm; ///< a prefix, as the layer norms
@@ -214,6 +241,9 @@ struct ModelConfig {
   double embeddingScale = 1.0;
   /// A bias on the output projection (GPT-J's lm_head).
   bool headBias = false;
+  /// Caps the logits at c tanh(l / c) (Gemma 2's final_logit_softcapping);
+  /// 0 = none.
+  double logitSoftcap = 0;
   /// Checkpoint projections are nn.Linear [out, in] (else Conv1D [in, out]).
   bool linearOutIn = true;
   /// Whether the output projection reuses the token embedding.
@@ -224,6 +254,11 @@ struct ModelConfig {
   /// Features of all query heads (differs from hiddenSize when head_dim is set).
   int64_t queryFeatures() const { return numHeads * headDim; }
   int64_t kvFeatures() const { return numKvHeads * headDim; }
+  /// Whether `layer` rotates with positions.local() (a sliding-window layer
+  /// of a model with a local RoPE base).
+  bool usesLocalRope(int64_t layer) const {
+    return positions.localTheta > 0 && attention.windowOf(layer) > 0;
+  }
 };
 
 /// `config` as a model description file (docs/model-description.md): JSON

@@ -103,17 +103,21 @@ struct PackedWeight {
 struct LayerEntries {
   int64_t attentionNorm = -1, attentionNormBias = -1;
   int64_t qkv = -1, qkvBias = -1;
+  int64_t queryNorm = -1, keyNorm = -1;
   int64_t output = -1, outputBias = -1;
   int64_t mlpNorm = -1, mlpNormBias = -1;
   int64_t gate = -1, gateBias = -1, up = -1, upBias = -1, down = -1,
           downBias = -1;
+  int64_t attentionOutputNorm = -1, attentionOutputNormBias = -1,
+          mlpOutputNorm = -1, mlpOutputNormBias = -1;
 
   /// The fields in their fixed order, present or not.
   template <typename F> void forEachField(F &&f) {
     for (int64_t *field :
-         {&attentionNorm, &attentionNormBias, &qkv, &qkvBias, &output,
-          &outputBias, &mlpNorm, &mlpNormBias, &gate, &gateBias, &up, &upBias,
-          &down, &downBias})
+         {&attentionNorm, &attentionNormBias, &qkv, &qkvBias, &queryNorm,
+          &keyNorm, &output, &outputBias, &mlpNorm, &mlpNormBias, &gate,
+          &gateBias, &up, &upBias, &down, &downBias, &attentionOutputNorm,
+          &attentionOutputNormBias, &mlpOutputNorm, &mlpOutputNormBias})
       f(*field);
   }
   /// The present entries in that order: what a block function takes.

@@ -1,4 +1,4 @@
-//===- Gemma.cpp - model_type "gemma" -------------------------------------===//
+//===- Gemma.cpp - model_type "gemma", and what Gemma 2 and 3 share -------===//
 //
 // Gemma (modeling_gemma.py): LLaMA with a GeGLU MLP (hidden_act, the tanh
 // GELU by default), RMSNorms that scale by 1 + w, token embeddings times
@@ -14,14 +14,8 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-ModelConfig mlir::attn::readGemma(ConfigReader &reader) {
-  LlamaStyleDefaults defaults{"gemma"};
-  defaults.kvHeads = 16;
-  defaults.headDim = 256;
-  defaults.maxPositions = 8192;
-  defaults.tieEmbeddings = true;
-  defaults.activation = "gelu_pytorch_tanh";
-  ModelConfig config = readLlamaStyle(reader, defaults);
+void mlir::attn::applyGemmaConventions(ConfigReader &reader,
+                                       ModelConfig &config) {
   config.norm.gainOffset = 1.0;
   // torch.tensor(hidden_size ** 0.5, dtype=float32).
   config.embeddingScale =
@@ -31,5 +25,16 @@ ModelConfig mlir::attn::readGemma(ConfigReader &reader) {
   config.attention.outputBias = bias;
   reader.unsupportedUnless("use_bidirectional_attention", isFalse,
                            "bidirectional attention (decoder-only models only)");
+}
+
+ModelConfig mlir::attn::readGemma(ConfigReader &reader) {
+  LlamaStyleDefaults defaults{"gemma"};
+  defaults.kvHeads = 16;
+  defaults.headDim = 256;
+  defaults.maxPositions = 8192;
+  defaults.tieEmbeddings = true;
+  defaults.activation = "gelu_pytorch_tanh";
+  ModelConfig config = readLlamaStyle(reader, defaults);
+  applyGemmaConventions(reader, config);
   return config;
 }

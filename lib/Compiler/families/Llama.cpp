@@ -95,6 +95,7 @@ ModelConfig mlir::attn::readLlamaStyle(ConfigReader &reader,
   config.norm.epsilon = reader.positiveNumber("rms_norm_eps", defaults.epsilon);
   config.positions.kind = PositionKind::Rotary;
   config.positions.pairing = RopePairing::RotateHalf;
+  config.positions.theta = defaults.theta;
   if (defaults.partialRotary)
     readPartialRotary(reader, config);
   else
@@ -103,14 +104,15 @@ ModelConfig mlir::attn::readLlamaStyle(ConfigReader &reader,
         [](const JsonValue &v) { return v.getAsNumber() == 1.0; },
         "rotary embeddings on part of each head (this family rotates all of "
         "it)");
-  readRopeParameters(reader, config);
+  readRopeParameters(reader, config, defaults.perLayerTypeRope);
   if (!defaults.partialRotary && config.positions.rotaryDims != 0)
     reader.fail("partial_rotary_factor: " + llvm::Twine(defaults.family) +
                 " rotates the whole head (apply_rotary_pos_emb has no "
                 "pass-through part)");
   config.attention.qkv = QkvStorage::Separate;
   config.linearOutIn = true;
-  readGatedActivation(reader, "hidden_act", defaults.activation, config.mlp);
+  readGatedActivation(reader, defaults.activationKey, defaults.activation,
+                      config.mlp);
 
   WeightNames &n = config.names;
   n.tokenEmbedding = "model.embed_tokens.";
@@ -150,4 +152,37 @@ ModelConfig mlir::attn::readLlama(ConfigReader &reader) {
   reader.unsupportedUnless("mlp_bias", isFalse,
                            "biases on the MLP projections");
   return config;
+}
+
+std::vector<bool>
+mlir::attn::readLayerTypes(ConfigReader &reader, int64_t layers,
+                           llvm::function_ref<bool(int64_t)> defaultSliding) {
+  std::vector<bool> sliding(layers);
+  for (int64_t layer = 0; layer < layers; ++layer)
+    sliding[layer] = defaultSliding(layer);
+  std::optional<std::vector<std::string>> types = reader.stringList("layer_types");
+  if (!types)
+    return sliding;
+  if (static_cast<int64_t>(types->size()) != layers) {
+    reader.fail("key 'layer_types' has " + llvm::Twine(types->size()) +
+                " entries, expected num_hidden_layers (" + llvm::Twine(layers) +
+                ")");
+    return sliding;
+  }
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    const std::string &type = (*types)[layer];
+    if (type != "sliding_attention" && type != "full_attention")
+      reader.fail("key 'layer_types' entry " + llvm::Twine(layer) + " is " +
+                  ConfigReader::quote(type) +
+                  "; supported: full_attention, sliding_attention");
+    sliding[layer] = type == "sliding_attention";
+  }
+  return sliding;
+}
+
+double mlir::attn::readSoftcap(ConfigReader &reader, llvm::StringRef key,
+                               double fallback) {
+  if (reader.isNull(key))
+    return 0.0;
+  return reader.positiveNumber(key, fallback);
 }

@@ -12,6 +12,25 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+void mlir::attn::readQwenSlidingWindows(ConfigReader &reader,
+                                        ModelConfig &config) {
+  // layer_types is read even where no window applies: a misspelled type
+  // would otherwise pass unnoticed.
+  int64_t firstWindowed =
+      reader.nonNegative("max_window_layers", 28, kMaxLayers);
+  std::vector<bool> sliding = readLayerTypes(
+      reader, config.numLayers,
+      [&](int64_t layer) { return layer >= firstWindowed; });
+  if (!reader.boolean("use_sliding_window", false))
+    return;
+  int64_t window = reader.positive("sliding_window", 4096, kMaxPositions);
+  std::vector<int64_t> &windows = config.attention.windows;
+  windows.assign(config.numLayers, 0);
+  for (int64_t layer = 0; layer < config.numLayers; ++layer)
+    if (sliding[layer])
+      windows[layer] = window;
+}
+
 ModelConfig mlir::attn::readQwen2(ConfigReader &reader) {
   LlamaStyleDefaults defaults{"qwen2"};
   defaults.kvHeads = 32;
@@ -20,31 +39,6 @@ ModelConfig mlir::attn::readQwen2(ConfigReader &reader) {
   ModelConfig config = readLlamaStyle(reader, defaults);
   config.attention.qkvBias = true;
 
-  if (!reader.boolean("use_sliding_window", false))
-    return config;
-  int64_t window = reader.positive("sliding_window", 4096, kMaxPositions);
-  int64_t firstWindowed =
-      reader.nonNegative("max_window_layers", 28, kMaxLayers);
-  std::vector<int64_t> &windows = config.attention.windows;
-  windows.assign(config.numLayers, 0);
-  std::optional<std::vector<std::string>> layerTypes =
-      reader.stringList("layer_types");
-  if (layerTypes && static_cast<int64_t>(layerTypes->size()) != config.numLayers)
-    reader.fail("key 'layer_types' has " + llvm::Twine(layerTypes->size()) +
-                " entries, expected num_hidden_layers (" +
-                llvm::Twine(config.numLayers) + ")");
-  for (int64_t layer = 0; layer < config.numLayers; ++layer) {
-    bool sliding = layer >= firstWindowed;
-    if (layerTypes && layer < static_cast<int64_t>(layerTypes->size())) {
-      const std::string &type = (*layerTypes)[layer];
-      if (type != "sliding_attention" && type != "full_attention")
-        reader.fail("key 'layer_types' entry " + llvm::Twine(layer) + " is " +
-                    ConfigReader::quote(type) +
-                    "; supported: full_attention, sliding_attention");
-      sliding = type == "sliding_attention";
-    }
-    if (sliding)
-      windows[layer] = window;
-  }
+  readQwenSlidingWindows(reader, config);
   return config;
 }

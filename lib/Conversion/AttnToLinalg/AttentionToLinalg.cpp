@@ -37,6 +37,8 @@ namespace {
 struct AttentionShape {
   int64_t heads, groupSize, headDim;
   double scale;
+  /// Cap of the scaled scores (c tanh(s / c)); 0: none.
+  double softcap;
   bool causal;
   /// Keys a query sees with a sliding window (0: no window).
   int64_t window;
@@ -133,8 +135,8 @@ static Value softmaxRows(OpBuilder &b, Location loc, Value scores) {
 }
 
 /// The scores of query rows [qb, qb + bq) of one head (`qBlock`) against
-/// keys [kb, kb + bk) from column `kCol`: scale * Q K^T + bias + slope
-/// (j - p_i), -inf where the key is not visible (causal, window).
+/// keys [kb, kb + bk) from column `kCol`: softcap(scale * Q K^T) + bias +
+/// slope (j - p_i), -inf where the key is not visible (causal, window).
 static Value maskedScores(OpBuilder &b, Location loc, const AttentionShape &shape,
                           Value head, Value qb, Value qBlock, Value kCol, Value kb,
                           Value bk) {
@@ -172,6 +174,8 @@ static Value maskedScores(OpBuilder &b, Location loc, const AttentionShape &shap
       b, loc, inputs, maps, scores, id2, iteratorTypes(2),
       [&](OpBuilder &nb, Location l, ValueRange args) {
         Value s = arith::MulFOp::create(nb, l, args[0], scale);
+        if (shape.softcap)
+          s = buildSoftcap(nb, l, s, shape.softcap);
         if (shape.bias)
           s = arith::AddFOp::create(nb, l, s, args[1]);
         if (!shape.causal && !slope)
@@ -324,6 +328,7 @@ static AttentionShape scoringShape(OpTy op, Value query, Value key, Value bias,
   shape.groupSize = shape.heads / op.getNumKvHeads();
   shape.headDim = op.getHeadDim();
   shape.scale = op.getEffectiveScale();
+  shape.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
   shape.causal = op.getCausal();
   shape.window = static_cast<int64_t>(op.getWindow().value_or(0));
   if (std::optional<ArrayRef<float>> alibi = op.getAlibi()) {
@@ -478,7 +483,8 @@ struct AttentionToKernel : OpConversionPattern<AttentionOp> {
         value, init, rewriter.getI64IntegerAttr(op.getHeads()),
         rewriter.getI64IntegerAttr(op.getNumKvHeads()),
         rewriter.getF32FloatAttr(static_cast<float>(op.getEffectiveScale())),
-        op.getCausal() ? rewriter.getUnitAttr() : UnitAttr(), op.getWindowAttr(),
+        op.getSoftcapAttr(), op.getCausal() ? rewriter.getUnitAttr() : UnitAttr(),
+        op.getWindowAttr(),
         op.getAlibiAttr());
     rewriter.replaceOp(op, castIfNeeded(rewriter, loc, kernel.getResult()[0],
                                         resultType));

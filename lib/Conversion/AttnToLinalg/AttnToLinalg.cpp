@@ -450,7 +450,69 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   }
 };
 
-/// x * (1 / sqrt(mean(x^2) + eps)) * gamma.
+/// The gain an RMSNorm multiplies by: gamma, plus the offset when given.
+static Value rmsGain(OpBuilder &b, Location loc, Value gamma,
+                     FloatAttr gainOffset) {
+  if (!gainOffset)
+    return gamma;
+  return arith::AddFOp::create(
+      b, loc, gamma, floatConstant(b, loc, gainOffset.getValueAsDouble()));
+}
+
+/// x * (1 / sqrt(mean(x^2) + eps)) * gamma over the innermost dimension of
+/// `x` (any rank).
+static Value buildRmsNorm(OpBuilder &rewriter, Location loc, Value x,
+                          Value gamma, double eps, FloatAttr gainOffset) {
+  auto type = cast<RankedTensorType>(x.getType());
+  unsigned rank = type.getRank();
+  MLIRContext *ctx = rewriter.getContext();
+  Value squares = rowSum(rewriter, loc, x, [](OpBuilder &b, Location l, Value v) {
+    return arith::MulFOp::create(b, l, v, v).getResult();
+  });
+  Value rinv = inverseRootMean(rewriter, loc, squares, type.getShape().back(), eps);
+  AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+  Value init = emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, x));
+  return buildGeneric(
+      rewriter, loc, {x, rinv, gamma},
+      {identity, dropInnermostMap(ctx, rank), innermostMap(ctx, rank)}, init,
+      identity, iteratorTypes(rank),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value normed = arith::MulFOp::create(b, l, args[0], args[1]);
+        return arith::MulFOp::create(b, l, normed,
+                                     rmsGain(b, l, args[2], gainOffset))
+            .getResult();
+      });
+}
+
+/// `x` [..., D] viewed as [..., D / d, d], and that view's type.
+static Value splitInnermost(OpBuilder &b, Location loc, Value x, int64_t d) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() /= d;
+  shape.push_back(d);
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+  sizes.back() = b.getIndexAttr(type.getShape().back() / d);
+  sizes.push_back(b.getIndexAttr(d));
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0; i + 1 < type.getRank(); ++i)
+    reassociation.push_back({i});
+  reassociation.push_back({type.getRank() - 1, type.getRank()});
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), x,
+      reassociation, sizes);
+}
+
+/// The inverse of splitInnermost.
+static Value mergeInnermost(OpBuilder &b, Location loc, Value x,
+                            RankedTensorType type) {
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0; i + 1 < type.getRank(); ++i)
+    reassociation.push_back({i});
+  reassociation.push_back({type.getRank() - 1, type.getRank()});
+  return tensor::CollapseShapeOp::create(b, loc, type, x, reassociation);
+}
+
+/// x * (1 / sqrt(mean(x^2) + eps)) * gamma, per row or (head_dim) per head.
 struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -460,29 +522,15 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     auto type = cast<RankedTensorType>(x.getType());
-    unsigned rank = type.getRank();
-    MLIRContext *ctx = rewriter.getContext();
-
-    Value squares = rowSum(rewriter, loc, x, [](OpBuilder &b, Location l, Value v) {
-      return arith::MulFOp::create(b, l, v, v).getResult();
-    });
-    Value rinv = inverseRootMean(rewriter, loc, squares, type.getShape().back(),
-                                 op.getEpsilon().convertToDouble());
-    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
-    Value init = emptyTensor(rewriter, loc, tensor::getMixedSizes(rewriter, loc, x));
-    FloatAttr gainOffset = op.getGainOffsetAttr();
-    Value result = buildGeneric(
-        rewriter, loc, {x, rinv, adaptor.getGamma()},
-        {identity, dropInnermostMap(ctx, rank), innermostMap(ctx, rank)}, init,
-        identity, iteratorTypes(rank),
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value normed = arith::MulFOp::create(b, l, args[0], args[1]);
-          Value gain = args[2];
-          if (gainOffset)
-            gain = arith::AddFOp::create(
-                b, l, gain, floatConstant(b, l, gainOffset.getValueAsDouble()));
-          return arith::MulFOp::create(b, l, normed, gain).getResult();
-        });
+    int64_t group = op.getGroupSize();
+    bool perHead = group != type.getShape().back();
+    if (perHead)
+      x = splitInnermost(rewriter, loc, x, group);
+    Value result =
+        buildRmsNorm(rewriter, loc, x, adaptor.getGamma(),
+                     op.getEpsilon().convertToDouble(), op.getGainOffsetAttr());
+    if (perHead)
+      result = mergeInnermost(rewriter, loc, result, type);
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -569,6 +617,11 @@ static Value gegluScalar(GegluOp op, OpBuilder &b, Location loc,
 
 static Value reluScalar(ReluOp, OpBuilder &b, Location loc, ValueRange args) {
   return arith::MaximumFOp::create(b, loc, args[0], floatConstant(b, loc, 0.0));
+}
+
+static Value softcapScalar(SoftcapOp op, OpBuilder &b, Location loc,
+                           ValueRange args) {
+  return buildSoftcap(b, loc, args[0], op.getCap().convertToDouble());
 }
 
 static Value siluScalar(SiluOp, OpBuilder &b, Location loc, ValueRange args) {
@@ -693,6 +746,51 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     Type f64 = rewriter.getF64Type();
     Value offset = adaptor.getOffset();
 
+    // The input norm (per head). With every feature rotating it is applied
+    // to the pair members as they are rotated: one reduction over x for the
+    // statistics, and the normalized heads never stored. With a pass-through
+    // part the heads are normalized first, as attn.rms_norm would.
+    Value headRinv, gainFirst, gainSecond;
+    FloatAttr gainOffset = op.getNormGainOffsetAttr();
+    if (Value gamma = adaptor.getNormGamma()) {
+      double eps = op.getNormEpsilonAttr().getValueAsDouble();
+      Value heads3 = splitInnermost(rewriter, loc, x, headDim);
+      if (partial) {
+        x = mergeInnermost(
+            rewriter, loc,
+            buildRmsNorm(rewriter, loc, heads3, gamma, eps, gainOffset), type);
+      } else {
+        Value squares =
+            rowSum(rewriter, loc, heads3, [](OpBuilder &b, Location l, Value v) {
+              return arith::MulFOp::create(b, l, v, v).getResult();
+            });
+        headRinv = inverseRootMean(rewriter, loc, squares, headDim, eps);
+        // The gains of the pairs' first and second members: gamma viewed as
+        // [2, half] (rotate_half) or [half, 2] (interleaved), sliced.
+        SmallVector<int64_t> gammaShape = {2, half};
+        if (!rotateHalf)
+          std::swap(gammaShape[0], gammaShape[1]);
+        Value gammaView = tensor::ExpandShapeOp::create(
+            rewriter, loc, RankedTensorType::get(gammaShape, rewriter.getF32Type()),
+            gamma, SmallVector<ReassociationIndices>{{0, 1}});
+        unsigned gammaMember = rotateHalf ? 0 : 1;
+        auto gainOf = [&](int64_t index) {
+          SmallVector<OpFoldResult> offsets(2, rewriter.getIndexAttr(0));
+          offsets[gammaMember] = rewriter.getIndexAttr(index);
+          SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(gammaShape[0]),
+                                             rewriter.getIndexAttr(gammaShape[1])};
+          sizes[gammaMember] = rewriter.getIndexAttr(1);
+          SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
+          return tensor::ExtractSliceOp::create(
+                     rewriter, loc, RankedTensorType::get({half}, rewriter.getF32Type()),
+                     gammaView, offsets, sizes, strides)
+              .getResult();
+        };
+        gainFirst = gainOf(0);
+        gainSecond = gainOf(1);
+      }
+    }
+
     // Where pair i's inverse frequency comes from: a constant table, or
     // theta (rescaled for this call by dynamic NTK).
     SmallVector<Value> tableInputs;
@@ -808,12 +906,26 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     AffineMap tableMap = rotateHalf ? AffineMap::get(4, 0, {s, q}, ctx)
                                     : AffineMap::get(4, 0, {s, p}, ctx);
     Value init = emptyTensor(rewriter, loc, viewSizes);
+    SmallVector<Value> inputs = {firstMembers, secondMembers, cosTable, sinTable};
+    SmallVector<AffineMap> maps = {memberMap, memberMap, tableMap, tableMap};
+    if (headRinv) {
+      AffineMap gainMap = AffineMap::get(4, 0, {rotateHalf ? q : p}, ctx);
+      inputs.append({headRinv, gainFirst, gainSecond});
+      maps.append({AffineMap::get(4, 0, {s, h}, ctx), gainMap, gainMap});
+    }
     Value rotated = buildGeneric(
-        rewriter, loc, {firstMembers, secondMembers, cosTable, sinTable},
-        {memberMap, memberMap, tableMap, tableMap}, init,
-        rewriter.getMultiDimIdentityMap(4), iteratorTypes(4),
-        [&](OpBuilder &b, Location l, ValueRange args) {
+        rewriter, loc, inputs, maps, init, rewriter.getMultiDimIdentityMap(4),
+        iteratorTypes(4), [&](OpBuilder &b, Location l, ValueRange args) {
           Value a = args[0], bv = args[1], c = args[2], sn = args[3];
+          if (headRinv) {
+            // As attn.rms_norm computes it: (x * rinv) * (offset + gamma).
+            a = arith::MulFOp::create(
+                b, l, arith::MulFOp::create(b, l, a, args[4]),
+                rmsGain(b, l, args[5], gainOffset));
+            bv = arith::MulFOp::create(
+                b, l, arith::MulFOp::create(b, l, bv, args[4]),
+                rmsGain(b, l, args[6], gainOffset));
+          }
           // a' = a cos - b sin; b' = b cos + a sin.
           Value first = arith::SubFOp::create(
               b, l, arith::MulFOp::create(b, l, a, c),
@@ -1214,5 +1326,6 @@ void mlir::attn::populateAttnToLinalgPatterns(
   patterns.add<ElementwiseLowering<SwigluOp>>(ctx, swigluScalar);
   patterns.add<ElementwiseLowering<GegluOp>>(ctx, gegluScalar);
   patterns.add<ElementwiseLowering<ReluOp>>(ctx, reluScalar);
+  patterns.add<ElementwiseLowering<SoftcapOp>>(ctx, softcapScalar);
   populateAttentionToLinalgPatterns(patterns, options);
 }

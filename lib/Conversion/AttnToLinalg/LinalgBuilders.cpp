@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -120,4 +121,12 @@ Value mlir::attn::indexAsFloat(OpBuilder &b, Location loc, Value index,
                                Type floatType) {
   Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
   return arith::SIToFPOp::create(b, loc, floatType, asInt);
+}
+
+Value mlir::attn::buildSoftcap(OpBuilder &b, Location loc, Value x,
+                               double cap) {
+  Value c = floatConstant(b, loc, cap, getElementTypeOrSelf(x.getType()));
+  Value squashed =
+      math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, c));
+  return arith::MulFOp::create(b, loc, squashed, c);
 }

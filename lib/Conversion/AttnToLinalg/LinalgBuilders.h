@@ -80,6 +80,10 @@ SmallVector<utils::IteratorType> iteratorTypes(unsigned rank,
 /// `linalg.index dim` cast to i64 and converted to `floatType`.
 Value indexAsFloat(OpBuilder &b, Location loc, Value index, Type floatType);
 
+/// cap * tanh(x / cap), as Gemma 2 caps scores and logits (x / cap, then
+/// tanh, then * cap: torch's order).
+Value buildSoftcap(OpBuilder &b, Location loc, Value x, double cap);
+
 } // namespace attn
 } // namespace mlir
 

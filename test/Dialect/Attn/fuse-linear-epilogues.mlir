@@ -183,3 +183,16 @@ func.func @norms_not_fused(%x: tensor<4x64xf32>, %gamma: tensor<64xf32>, %beta: 
   %self = attn.residual_add %r, %k : tensor<4x64xf32>
   return %post, %q, %self : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>
 }
+
+// -----
+
+// A per-head norm (qk-norm) is not a row norm: it stays out of the gemm.
+// CHECK-LABEL: func.func @head_norm_not_an_input_norm
+// CHECK: %[[N:.*]] = attn.rms_norm %{{.*}} head_dim(16)
+// CHECK: attn.linear %[[N]], %{{.*}} layout(packed)
+// CHECK-NOT: rms_norm(
+func.func @head_norm_not_an_input_norm(%x: tensor<?x64xf32>, %g: tensor<16xf32>, %w: tensor<1x64x32xf32>) -> tensor<?x32xf32> {
+  %n = attn.rms_norm %x, %g epsilon(1.0e-06) head_dim(16) : tensor<?x64xf32>, tensor<16xf32>
+  %y = attn.linear %n, %w layout(packed) : tensor<?x64xf32>, tensor<1x64x32xf32> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}

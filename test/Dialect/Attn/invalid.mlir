@@ -226,6 +226,86 @@ func.func @residual_add_type_mismatch(%a: tensor<4x8xf32>, %b: tensor<4x9xf32>) 
 
 // -----
 
+func.func @rms_norm_head_dim_not_dividing(%x: tensor<4x12xf32>, %g: tensor<8xf32>) -> tensor<4x12xf32> {
+  // expected-error @+1 {{'attn.rms_norm' op head_dim must be positive and divide the innermost dimension 12, got 8}}
+  %0 = attn.rms_norm %x, %g epsilon(1.0e-06) head_dim(8) : tensor<4x12xf32>, tensor<8xf32>
+  return %0 : tensor<4x12xf32>
+}
+
+// -----
+
+func.func @rms_norm_head_dim_zero(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'attn.rms_norm' op head_dim must be positive and divide the innermost dimension 8, got 0}}
+  %0 = attn.rms_norm %x, %g epsilon(1.0e-06) head_dim(0) : tensor<4x8xf32>, tensor<8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rms_norm_head_dim_gains(%x: tensor<4x8xf32>, %g: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'attn.rms_norm' op gamma has 8 gains but head_dim is 4 (one gain per feature of a head)}}
+  %0 = attn.rms_norm %x, %g epsilon(1.0e-06) head_dim(4) : tensor<4x8xf32>, tensor<8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_norm_gains(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'attn.rope' op input norm has 8 gains but head_dim is 4 (the norm is per head)}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) theta(1.0e+04) rms_norm(%g : tensor<8xf32>) epsilon(1.0e-06) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_norm_zero_epsilon(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'attn.rope' op norm_epsilon must be positive and finite, got 0}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) theta(1.0e+04) rms_norm(%g : tensor<4xf32>) epsilon(0.0) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_norm_without_epsilon(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'attn.rope' op requires norm_epsilon with an input norm}}
+  %0 = "attn.rope"(%x, %pos, %g) <{head_dim = 4 : i64, theta = 1.0e+04 : f32, pairing = 0 : i32}> : (tensor<4x8xf32>, index, tensor<4xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_norm_attributes_without_gains(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'attn.rope' op takes norm_epsilon and norm_gain_offset only with a norm_gamma}}
+  %0 = "attn.rope"(%x, %pos) <{head_dim = 4 : i64, theta = 1.0e+04 : f32, norm_epsilon = 1.0e-06 : f32, pairing = 0 : i32}> : (tensor<4x8xf32>, index) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @softcap_zero(%l: tensor<1x100xf32>) -> tensor<1x100xf32> {
+  // expected-error @+1 {{'attn.softcap' op cap must be positive and finite, got 0}}
+  %0 = attn.softcap %l cap(0.0) : tensor<1x100xf32>
+  return %0 : tensor<1x100xf32>
+}
+
+// -----
+
+func.func @attention_negative_softcap(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'attn.attention' op softcap must be positive and finite, got -5}}
+  %0 = attn.attention %q, %k, %v heads(4) kv_heads(2) softcap(-5.0) causal : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @probabilities_infinite_softcap(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>) -> tensor<4x?x?xf32> {
+  // expected-error @+1 {{'attn.attention_probabilities' op softcap must be positive and finite, got +Inf}}
+  %0 = attn.attention_probabilities %q, %k heads(4) kv_heads(2) softcap(0x7F800000) causal : tensor<?x64xf32>, tensor<?x32xf32> -> tensor<4x?x?xf32>
+  return %0 : tensor<4x?x?xf32>
+}
+
+// -----
+
 func.func @rope_odd_head_dim(%x: tensor<4x6xf32>, %pos: index) -> tensor<4x6xf32> {
   // expected-error @+1 {{head_dim must be even to form rotation pairs, got 3}}
   %0 = attn.rope %x offset(%pos) head_dim(3) theta(1.0e+04) rotate_half : tensor<4x6xf32>

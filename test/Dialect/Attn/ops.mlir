@@ -107,6 +107,35 @@ func.func @rope_rotate_half(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32>
 
 // -----
 
+// The qk-norm: each head of 4 features normalized with the same 4 gains,
+// on its own and as rope's input norm (with Gemma's gain offset too).
+// CHECK-LABEL: func.func @qk_norm
+// CHECK: attn.rms_norm %{{.*}}, %{{.*}} epsilon(9.99999997E-7) head_dim(4) : tensor<?x8xf32>, tensor<4xf32>
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(4) theta(1.000000e+06) rms_norm(%{{.*}} : tensor<4xf32>) epsilon(9.99999997E-7) rotate_half : tensor<?x8xf32>
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(4) rotary_dims(2) theta(1.000000e+04) rms_norm(%{{.*}} : tensor<4xf32>) epsilon(9.99999997E-7) gain_offset(1.000000e+00) interleaved : tensor<?x8xf32>
+func.func @qk_norm(%x: tensor<?x8xf32>, %g: tensor<4xf32>, %pos: index) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
+  %0 = attn.rms_norm %x, %g epsilon(1.0e-06) head_dim(4) : tensor<?x8xf32>, tensor<4xf32>
+  %1 = attn.rope %x offset(%pos) head_dim(4) theta(1.0e+06) rms_norm(%g : tensor<4xf32>) epsilon(1.0e-06) rotate_half : tensor<?x8xf32>
+  %2 = attn.rope %x offset(%pos) head_dim(4) rotary_dims(2) theta(1.0e+04) rms_norm(%g : tensor<4xf32>) epsilon(1.0e-06) gain_offset(1.0) interleaved : tensor<?x8xf32>
+  return %0, %1, %2 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// Gemma 2: capped scores (and their probabilities), capped logits.
+// CHECK-LABEL: func.func @softcaps
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} heads(4) kv_heads(2) scale(6.250000e-02) softcap(5.000000e+01) causal window(8) : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<?x64xf32>
+// CHECK: attn.attention_probabilities %{{.*}}, %{{.*}} heads(4) kv_heads(2) softcap(5.000000e+01) causal : tensor<?x64xf32>, tensor<?x32xf32> -> tensor<4x?x?xf32>
+// CHECK: attn.softcap %{{.*}} cap(3.000000e+01) : tensor<1x100xf32>
+func.func @softcaps(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %l: tensor<1x100xf32>) -> (tensor<?x64xf32>, tensor<4x?x?xf32>, tensor<1x100xf32>) {
+  %0 = attn.attention %q, %k, %v heads(4) kv_heads(2) scale(0.0625) softcap(50.0) causal window(8) : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<?x64xf32>
+  %1 = attn.attention_probabilities %q, %k heads(4) kv_heads(2) softcap(50.0) causal : tensor<?x64xf32>, tensor<?x32xf32> -> tensor<4x?x?xf32>
+  %2 = attn.softcap %l cap(30.0) : tensor<1x100xf32>
+  return %0, %1, %2 : tensor<?x64xf32>, tensor<4x?x?xf32>, tensor<1x100xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @sinusoidal_layouts
 // CHECK: attn.sinusoidal_pe %{{.*}} offset(%{{.*}}) base(1.000000e+04) : tensor<?x8xf32>
 // CHECK: attn.sinusoidal_pe %{{.*}} offset(%{{.*}}) base(1.000000e+04) halves : tensor<?x8xf32>

@@ -348,7 +348,9 @@ std::vector<Case> cases() {
                            "tiny-qwen2-swa", "tiny-gemma", "tiny-gemma-mqa",
                            "tiny-phi3", "tiny-phi3-partial", "tiny-gpt_neox",
                            "tiny-gpt_neox-sequential", "tiny-gptj", "tiny-opt",
-                           "tiny-opt-postln", "tiny-bloom", "tiny-xglm"}) {
+                           "tiny-opt-postln", "tiny-bloom", "tiny-xglm", "tiny-qwen3",
+                           "tiny-qwen3-swa", "tiny-qwen3-bias", "tiny-gemma2",
+                           "tiny-gemma3"}) {
     modelgen::ModelSpec spec = preset(name);
     spec.sharp = true;
     // OPT-350m's project_in/out are not supported; its post-norm blocks are.
@@ -591,7 +593,8 @@ std::vector<Case> batchCases() {
   std::vector<Case> chosen;
   for (const Case &c : cases())
     for (const char *name : {"tiny_gpt2", "tiny_llama_gqa2", "mistral_sharp", "qwen2_swa_sharp",
-                             "bloom_sharp", "xglm_sharp", "opt_postln_sharp"})
+                             "bloom_sharp", "xglm_sharp", "opt_postln_sharp", "qwen3_swa_sharp",
+                             "gemma3_sharp"})
       if (c.name == name)
         chosen.push_back(c);
   return chosen;
@@ -825,7 +828,8 @@ std::vector<SplitCase> splitCases() {
     // parallel blocks. (Separate q, k, v: the LLaMA below.)
     if (c.name == "tiny_gpt2" || c.name == "phi3_sharp" || c.name == "gpt_neox_sharp" ||
         c.name == "qwen2_swa_sharp" || c.name == "opt_postln_sharp" ||
-        c.name == "gptj_tied_with_head_bias")
+        c.name == "gptj_tied_with_head_bias" || c.name == "qwen3_bias_sharp" ||
+        c.name == "gemma2_sharp")
       chosen.push_back({c, {2}});
   }
   // Four ranks: GPT-2 (4 heads) and a LLaMA with 8 heads over 4 KV heads.
@@ -1084,6 +1088,36 @@ TEST(ModelE2EPlantedBugs, EachFamilysDistinctiveFeatureMatters) {
       {"tiny-gemma", "unscaled embeddings", [](ModelConfig &c) { c.embeddingScale = 1; }},
       {"tiny-qwen2", "no q/k/v biases", [](ModelConfig &c) { c.attention.qkvBias = false; }},
       {"tiny-opt-postln", "pre-norm blocks", [](ModelConfig &c) { c.block.preNorm = true; }},
+      // No qk-norm (its gains left unread in the checkpoint), and q's gains
+      // on k and k's on q.
+      {"tiny-qwen3", "qk-norm skipped",
+       [](ModelConfig &c) {
+         c.attention.qkNorm = false;
+         c.names.ignoredSuffixes.push_back("_norm.weight");
+       }},
+      {"tiny-qwen3", "q_norm and k_norm swapped",
+       [](ModelConfig &c) { std::swap(c.names.queryNorm, c.names.keyNorm); }},
+      {"tiny-gemma2", "attention softcap off", [](ModelConfig &c) { c.attention.softcap = 0; }},
+      {"tiny-gemma2", "final softcap off", [](ModelConfig &c) { c.logitSoftcap = 0; }},
+      {"tiny-gemma2", "scores scaled by head_dim", [](ModelConfig &c) { c.attention.scale = 0; }},
+      {"tiny-gemma2", "sandwich output norms dropped",
+       [](ModelConfig &c) {
+         c.block.outputNorms = false;
+         c.names.ignoredSuffixes.push_back("_attention_layernorm.weight");
+         c.names.ignoredSuffixes.push_back("post_feedforward_layernorm.weight");
+       }},
+      {"tiny-gemma3", "local layers given the global base",
+       [](ModelConfig &c) { c.positions.localTheta = 0; }},
+      {"tiny-gemma3", "qk-norm skipped",
+       [](ModelConfig &c) {
+         c.attention.qkNorm = false;
+         c.names.ignoredSuffixes.push_back("_norm.weight");
+       }},
+      {"tiny-qwen3-swa", "window on every layer",
+       [](ModelConfig &c) {
+         for (int64_t &window : c.attention.windows)
+           window = 8;
+       }},
   };
   for (const Plant &plant : plants) {
     modelgen::ModelSpec spec = preset(plant.preset);
@@ -1285,7 +1319,7 @@ double relativeToMax(const std::vector<float> &a, const std::vector<float> &b) {
 // stated distance of the f32 model's.
 TEST(ModelE2EWeightFormats, Bf16MatchesTheReferenceOnRoundedWeights) {
   for (const char *name : {"tiny-llama", "tiny-llama-tied", "tiny-gpt2", "tiny-phi3",
-                           "tiny-gpt_neox", "tiny-bloom"}) {
+                           "tiny-gpt_neox", "tiny-bloom", "tiny-qwen3", "tiny-gemma2"}) {
     SCOPED_TRACE(name);
     modelgen::ModelSpec spec = preset(name);
     spec.sharp = true;
@@ -1491,7 +1525,7 @@ TEST(ModelE2EWeightFormats, QuantizedMatchTheReferenceComputedAlike) {
   for (mlir::attn::WeightFormat format :
        {mlir::attn::WeightFormat::Q8_0, mlir::attn::WeightFormat::Q4_0}) {
     for (const char *name : {"tiny-llama", "tiny-llama-tied", "tiny-gpt2", "tiny-phi3",
-                             "tiny-gpt_neox", "tiny-bloom"}) {
+                             "tiny-gpt_neox", "tiny-bloom", "tiny-qwen3", "tiny-gemma3"}) {
       std::string label = std::string(name) + " " + mlir::attn::weightFormatName(format);
       SCOPED_TRACE(label);
       modelgen::ModelSpec spec = preset(name);
@@ -1539,7 +1573,7 @@ TEST(ModelE2EKvFormats, MatchTheReferenceWithTheCacheRoundedAlike) {
     // 16 keys: its caches are rings, the prompt longer than the window), BLOOM
     // (ALiBi), Qwen2 with a window on some layers only.
     for (const char *name : {"tiny-gpt2", "tiny-llama", "tiny-mistral", "tiny-bloom",
-                             "tiny-qwen2-swa"}) {
+                             "tiny-qwen2-swa", "tiny-qwen3-swa"}) {
       std::string label = std::string(name) + " " + mlir::attn::kvFormatName(format);
       SCOPED_TRACE(label);
       modelgen::ModelSpec spec = preset(name);

@@ -271,14 +271,18 @@ Shapes expectedTensors(const Json &c) {
     return s; // lm_head tied to wte
   }
   if (type == "llama" || type == "mistral" || type == "qwen2" ||
-      type == "gemma" || type == "phi3") {
+      type == "qwen3" || type == "gemma" || type == "phi3") {
     int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
     int64_t heads = num(c, "num_attention_heads");
     int64_t kv = numOr(c, "num_key_value_heads", heads);
-    int64_t hd = numOr(c, "head_dim", d / heads);
+    // Qwen3Config's head_dim defaults to 128, not hidden / heads.
+    int64_t hd = numOr(c, "head_dim", type == "qwen3" ? 128 : d / heads);
     int64_t f = num(c, "intermediate_size");
     bool qkvBias = type == "qwen2" ||
                    (type != "phi3" && flagOr(c, "attention_bias", false));
+    // Qwen3Attention: attention_bias covers o_proj too; q_norm, k_norm are
+    // RMSNorm(head_dim).
+    bool oBias = type == "qwen3" && flagOr(c, "attention_bias", false);
     s["model.embed_tokens.weight"] = {v, d};
     for (int64_t i = 0; i < num(c, "num_hidden_layers"); ++i) {
       std::string l = "model.layers." + std::to_string(i) + ".";
@@ -294,12 +298,61 @@ Shapes expectedTensors(const Json &c) {
         s[l + "mlp.gate_proj.weight"] = {f, d};
         s[l + "mlp.up_proj.weight"] = {f, d};
       }
-      s[l + "self_attn.o_proj.weight"] = {d, heads * hd};
+      linear(l + "self_attn.o_proj", d, heads * hd, oBias);
+      if (type == "qwen3") {
+        s[l + "self_attn.q_norm.weight"] = {hd};
+        s[l + "self_attn.k_norm.weight"] = {hd};
+      }
       s[l + "mlp.down_proj.weight"] = {d, f};
     }
     s["model.norm.weight"] = {d};
     if (!flagOr(c, "tie_word_embeddings", type == "gemma"))
       s["lm_head.weight"] = {v, d};
+    return s;
+  }
+  if (type == "gemma2" || type == "gemma3_text" || type == "gemma3") {
+    // Gemma2/Gemma3DecoderLayer: four norms, attention_bias on q/k/v/o,
+    // Gemma3Attention's q_norm / k_norm over head_dim. gemma3
+    // (Gemma3ForConditionalGeneration's files): the text model under
+    // language_model., with text_config's keys (absent ones take
+    // Gemma3TextConfig's defaults), and the image part beside it.
+    const bool mm = type == "gemma3";
+    const Json &t = mm ? c.at("text_config") : c;
+    const std::string root = mm ? "language_model." : "";
+    int64_t d = num(t, "hidden_size"), v = numOr(t, "vocab_size", 262208);
+    int64_t heads = num(t, "num_attention_heads");
+    int64_t kv = numOr(t, "num_key_value_heads", 4);
+    int64_t hd = numOr(t, "head_dim", 256), f = num(t, "intermediate_size");
+    bool bias = flagOr(t, "attention_bias", false);
+    s[root + "model.embed_tokens.weight"] = {v, d};
+    for (int64_t i = 0; i < num(t, "num_hidden_layers"); ++i) {
+      std::string l = root + "model.layers." + std::to_string(i) + ".";
+      for (const char *norm :
+           {"input_layernorm", "post_attention_layernorm",
+            "pre_feedforward_layernorm", "post_feedforward_layernorm"})
+        s[l + norm + ".weight"] = {d};
+      linear(l + "self_attn.q_proj", heads * hd, d, bias);
+      linear(l + "self_attn.k_proj", kv * hd, d, bias);
+      linear(l + "self_attn.v_proj", kv * hd, d, bias);
+      linear(l + "self_attn.o_proj", d, heads * hd, bias);
+      if (type != "gemma2") {
+        s[l + "self_attn.q_norm.weight"] = {hd};
+        s[l + "self_attn.k_norm.weight"] = {hd};
+      }
+      s[l + "mlp.gate_proj.weight"] = {f, d};
+      s[l + "mlp.up_proj.weight"] = {f, d};
+      s[l + "mlp.down_proj.weight"] = {d, f};
+    }
+    s[root + "model.norm.weight"] = {d};
+    if (!flagOr(t, "tie_word_embeddings", true))
+      s[root + "lm_head.weight"] = {v, d};
+    if (mm) {
+      // SiglipVisionTransformer.post_layernorm, and
+      // Gemma3MultiModalProjector's [vision hidden, text hidden].
+      int64_t vh = num(c.at("vision_config"), "hidden_size");
+      s["vision_tower.vision_model.post_layernorm.weight"] = {vh};
+      s["multi_modal_projector.mm_input_projection_weight"] = {vh, d};
+    }
     return s;
   }
   if (type == "gpt_neox") {
@@ -461,11 +514,30 @@ ConfigKeys configKeys(Family family) {
                  {"max_window_layers", "sliding_window",
                   "tie_word_embeddings", "use_sliding_window"}),
             {"head_dim", "rope_scaling"}};
+  case Family::Qwen3:
+    return {
+        join(join(common, llamaLike),
+             {"attention_bias", "head_dim", "max_window_layers", "rope_scaling",
+              "sliding_window", "tie_word_embeddings", "use_sliding_window"}),
+        {"layer_types"}};
   case Family::Gemma:
     return {join(join(common, llamaLike),
                  {"attention_bias", "head_dim", "hidden_activation",
                   "pad_token_id"}),
             {"rope_scaling", "tie_word_embeddings"}};
+  case Family::Gemma2:
+  case Family::Gemma3: {
+    std::set<std::string> keys = join(
+        join(common, llamaLike),
+        {"attention_bias", "attn_logit_softcapping", "cache_implementation",
+         "final_logit_softcapping", "head_dim", "hidden_activation",
+         "pad_token_id", "query_pre_attn_scalar", "sliding_window"});
+    if (family == Family::Gemma2)
+      return {keys, {"layer_types", "rope_scaling", "tie_word_embeddings"}};
+    return {join(keys, {"rope_local_base_freq", "rope_scaling",
+                        "sliding_window_pattern"}),
+            {"layer_types", "tie_word_embeddings"}};
+  }
   case Family::Phi3:
     return {join(join(common, llamaLike),
                  {"attention_bias", "embd_pdrop", "original_max_position_embeddings",
@@ -531,13 +603,36 @@ Json checkFolder(const ModelSpec &spec, const std::string &dir,
   Json config = loadConfig(dir);
   if (!config.is_object())
     return config;
-  EXPECT_EQ(config.at("model_type"), familyName(spec.family));
-  ConfigKeys keys = configKeys(spec.family);
-  for (const std::string &key : keys.always)
-    EXPECT_TRUE(config.contains(key)) << "missing key " << key;
-  for (auto it = config.begin(); it != config.end(); ++it)
-    EXPECT_TRUE(keys.always.count(it.key()) || keys.optional.count(it.key()))
-        << "unexpected key " << it.key();
+  auto checkKeys = [](const Json &object, const ConfigKeys &keys) {
+    for (const std::string &key : keys.always)
+      EXPECT_TRUE(object.contains(key)) << "missing key " << key;
+    for (auto it = object.begin(); it != object.end(); ++it)
+      EXPECT_TRUE(keys.always.count(it.key()) || keys.optional.count(it.key()))
+          << "unexpected key " << it.key();
+  };
+  if (spec.multimodal) {
+    // Gemma3Config's keys around text_config, which has the text model's
+    // but those that moved out.
+    EXPECT_EQ(config.at("model_type"), "gemma3");
+    ConfigKeys text = configKeys(spec.family);
+    const std::set<std::string> top = {
+        "architectures", "bos_token_id", "eos_token_id", "pad_token_id",
+        "torch_dtype", "transformers_version"};
+    for (const std::string &key : top)
+      text.always.erase(key);
+    checkKeys(config.at("text_config"), text);
+    EXPECT_EQ(config.at("text_config").at("model_type"), "gemma3_text");
+    ConfigKeys outer{{"architectures", "boi_token_index", "eoi_token_index",
+                      "image_token_index", "initializer_range",
+                      "mm_tokens_per_image", "model_type", "text_config",
+                      "vision_config"},
+                     {"tie_word_embeddings"}};
+    outer.always.insert(top.begin(), top.end());
+    checkKeys(config, outer);
+  } else {
+    EXPECT_EQ(config.at("model_type"), familyName(spec.family));
+    checkKeys(config, configKeys(spec.family));
+  }
   // Every id a config names is a token of the vocabulary.
   for (const char *id : {"bos_token_id", "eos_token_id", "pad_token_id",
                          "decoder_start_token_id"})
@@ -604,20 +699,41 @@ TEST(WriterFamilies, EveryPresetWritesItsFamilysLayout) {
       EXPECT_EQ(planned, expectedTensors(config)) << name;
       continue;
     }
-    EXPECT_LE(spec.layers, 2) << name;
+    // tiny-gemma3: six layers, for one global layer after two local ones,
+    // twice.
+    EXPECT_LE(spec.layers, spec.family == Family::Gemma3 ? 6 : 3) << name;
     EXPECT_EQ(spec.hidden, 64) << name;
     EXPECT_LE(spec.heads, 4) << name;
     EXPECT_LE(std::abs(spec.vocab - 100), 5) << name;
     checkFolder(spec, writeOrDie(spec, dir.sub(name)), name);
   }
-  EXPECT_EQ(families.size(), 11u) << "a tiny preset of every family";
+  EXPECT_EQ(families.size(), 14u) << "a tiny preset of every family";
+}
+
+/// A benchmark preset's shape against its checkpoint's config.json.
+void expectShape(const ModelSpec &s, Family family, int64_t layers,
+                 int64_t hidden, int64_t heads, int64_t kvHeads,
+                 int64_t headDim, int64_t ffn, int64_t vocab,
+                 int64_t maxPositions) {
+  EXPECT_EQ(s.family, family);
+  EXPECT_EQ(s.layers, layers);
+  EXPECT_EQ(s.hidden, hidden);
+  EXPECT_EQ(s.heads, heads);
+  EXPECT_EQ(effectiveKvHeads(s), kvHeads);
+  EXPECT_EQ(effectiveHeadDim(s), headDim);
+  EXPECT_EQ(s.ffn, ffn);
+  EXPECT_EQ(s.vocab, vocab);
+  EXPECT_EQ(s.maxPositions, maxPositions);
+  EXPECT_TRUE(s.tieEmbeddings);
+  EXPECT_EQ(s.ropeTheta, 1e6);
+  EXPECT_EQ(s.normEps, 1e-6);
 }
 
 TEST(WriterFamilies, PresetsExerciseEachFamilysFeatures) {
   // GQA where the family has it, an MQA variant, and the family's own
   // settings in its default preset.
   for (const char *name : {"tiny-llama", "tiny-mistral", "tiny-qwen2",
-                           "tiny-gemma", "tiny-phi3"}) {
+                           "tiny-qwen3", "tiny-gemma", "tiny-phi3"}) {
     ModelSpec s = preset(name);
     int64_t kv = effectiveKvHeads(s);
     EXPECT_TRUE(kv > 1 && kv < s.heads) << name << ": GQA";
@@ -636,6 +752,71 @@ TEST(WriterFamilies, PresetsExerciseEachFamilysFeatures) {
   ModelSpec swa = preset("tiny-qwen2-swa");
   EXPECT_GT(swa.slidingWindow, 0);
   EXPECT_EQ(effectiveMaxWindowLayers(swa), 1);
+  // Qwen3: three layers so that a window sits between full layers; the
+  // windows (8) are shorter than the e2e tests' 40-token prompts.
+  for (const char *name : {"tiny-qwen3", "tiny-qwen3-swa", "tiny-qwen3-bias"}) {
+    ModelSpec q3 = preset(name);
+    EXPECT_GE(q3.layers, 3) << name;
+    EXPECT_NE(effectiveHeadDim(q3) * q3.heads, q3.hidden) << name;
+  }
+  ModelSpec q3swa = preset("tiny-qwen3-swa");
+  EXPECT_EQ(q3swa.slidingWindow, 8);
+  EXPECT_EQ(effectiveMaxWindowLayers(q3swa), 1) << "layer 0 full, 1 and 2 not";
+  EXPECT_FALSE(q3swa.attentionBias);
+  ModelSpec q3bias = preset("tiny-qwen3-bias");
+  EXPECT_TRUE(q3bias.attentionBias);
+  EXPECT_EQ(q3bias.slidingWindow, 8);
+  EXPECT_EQ(q3bias.layerTypes,
+            (std::vector<std::string>{"sliding_attention", "full_attention",
+                                      "sliding_attention"}))
+      << "a pattern max_window_layers cannot express";
+  EXPECT_EQ(preset("tiny-qwen3").slidingWindow, 0);
+  // Qwen/Qwen3-0.6B's config.json.
+  ModelSpec q06 = preset("qwen3-0.6b");
+  expectShape(q06, Family::Qwen3, 28, 1024, 16, 8, 128, 3072, 151936, 40960);
+  EXPECT_EQ(q06.slidingWindow, 0);
+  // Gemma 2 and 3: GQA, head_dim != hidden / heads, query_pre_attn_scalar
+  // != head_dim, windows (8) shorter than the tests' prompts, a global
+  // layer between local ones.
+  for (const char *name : {"tiny-gemma2", "tiny-gemma3", "tiny-gemma3-mm"}) {
+    ModelSpec g = preset(name);
+    int64_t kv = effectiveKvHeads(g);
+    EXPECT_TRUE(kv > 1 && kv < g.heads) << name;
+    EXPECT_NE(effectiveHeadDim(g) * g.heads, g.hidden) << name;
+    EXPECT_NE(effectiveQueryPreAttnScalar(g),
+              static_cast<double>(effectiveHeadDim(g)))
+        << name;
+    EXPECT_EQ(g.slidingWindow, 8) << name;
+    EXPECT_GE(g.layers, 3) << name;
+  }
+  ModelSpec g2 = preset("tiny-gemma2");
+  EXPECT_EQ(g2.attnSoftcap, 5.0);
+  EXPECT_EQ(g2.finalSoftcap, 3.0);
+  EXPECT_FALSE(g2.tieEmbeddings) << "logits of O(1) for the final softcap";
+  EXPECT_EQ(effectiveSlidingLayers(g2), (std::vector<bool>{true, false, true}));
+  ModelSpec g3 = preset("tiny-gemma3");
+  EXPECT_EQ(effectiveSlidingLayers(g3),
+            (std::vector<bool>{true, true, false, true, true, false}));
+  EXPECT_NE(g3.ropeLocalTheta, g3.ropeTheta);
+  EXPECT_EQ(g3.ropeScaling.type, RopeScaling::Type::Linear);
+  EXPECT_EQ(g3.ropeScaling.factor, 8.0);
+  EXPECT_EQ(g3.attnSoftcap, 0.0);
+  EXPECT_TRUE(g3.tieEmbeddings);
+  EXPECT_FALSE(g3.multimodal);
+  ModelSpec mm = preset("tiny-gemma3-mm");
+  EXPECT_TRUE(mm.multimodal);
+  mm.multimodal = false;
+  EXPECT_EQ(configJson(mm), configJson(g3)) << "the same text model";
+  // google/gemma-3-1b-pt's config.json.
+  ModelSpec g1 = preset("gemma3-1b");
+  expectShape(g1, Family::Gemma3, 26, 1152, 4, 1, 256, 6912, 262144, 32768);
+  EXPECT_EQ(g1.slidingWindow, 512);
+  EXPECT_EQ(effectiveQueryPreAttnScalar(g1), 256.0);
+  EXPECT_EQ(g1.ropeLocalTheta, 1e4);
+  EXPECT_EQ(g1.ropeScaling.type, RopeScaling::Type::None);
+  std::vector<bool> sliding = effectiveSlidingLayers(g1);
+  for (size_t i = 0; i < sliding.size(); ++i)
+    EXPECT_EQ(sliding[i], (i + 1) % 6 != 0) << i;
   EXPECT_EQ(effectiveRotaryDims(preset("tiny-phi3")), 16);
   EXPECT_EQ(effectiveRotaryDims(preset("tiny-phi3-partial")), 12);
   EXPECT_EQ(effectiveRotaryDims(preset("tiny-gpt_neox")), 4);
@@ -672,6 +853,90 @@ TEST(WriterFamilies, ConfigValues) {
   EXPECT_EQ(qs.at("use_sliding_window"), true);
   EXPECT_EQ(qs.at("sliding_window"), 8);
   EXPECT_EQ(qs.at("max_window_layers"), 1);
+
+  // As Qwen3-0.6B's config.json writes them.
+  Json q3 = config("tiny-qwen3");
+  EXPECT_EQ(q3.at("architectures"), Json::array({"Qwen3ForCausalLM"}));
+  EXPECT_EQ(q3.at("head_dim"), 32);
+  EXPECT_EQ(q3.at("attention_bias"), false);
+  EXPECT_EQ(q3.at("use_sliding_window"), false);
+  EXPECT_TRUE(q3.at("sliding_window").is_null());
+  EXPECT_EQ(q3.at("max_window_layers"), 3);
+  EXPECT_TRUE(q3.at("rope_theta").is_number_integer()) << "Qwen3's 1000000";
+  EXPECT_EQ(q3.at("rope_theta"), 1000000);
+  EXPECT_TRUE(q3.at("rope_scaling").is_null());
+  EXPECT_EQ(q3.at("tie_word_embeddings"), false);
+  EXPECT_EQ(q3.at("rms_norm_eps").get<double>(), 1e-6);
+  EXPECT_FALSE(q3.contains("layer_types"));
+  Json q3s = config("tiny-qwen3-swa");
+  EXPECT_EQ(q3s.at("use_sliding_window"), true);
+  EXPECT_EQ(q3s.at("sliding_window"), 8);
+  EXPECT_EQ(q3s.at("max_window_layers"), 1);
+  EXPECT_FALSE(q3s.contains("layer_types"));
+  Json q3b = config("tiny-qwen3-bias");
+  EXPECT_EQ(q3b.at("attention_bias"), true);
+  EXPECT_EQ(q3b.at("use_sliding_window"), true);
+  EXPECT_EQ(q3b.at("layer_types"),
+            Json::array(
+                {"sliding_attention", "full_attention", "sliding_attention"}));
+  // The large preset's config without writing its weights.
+  std::string error;
+  Json q06 = parseStrict(configJson(preset("qwen3-0.6b")), error);
+  ASSERT_TRUE(q06.is_object()) << error;
+  EXPECT_EQ(q06.at("tie_word_embeddings"), true);
+  EXPECT_EQ(q06.at("max_position_embeddings"), 40960);
+  EXPECT_EQ(q06.at("max_window_layers"), 28);
+
+  // As google/gemma-2-2b's and google/gemma-3-1b-pt's config.json.
+  Json g2 = config("tiny-gemma2");
+  EXPECT_EQ(g2.at("architectures"), Json::array({"Gemma2ForCausalLM"}));
+  EXPECT_EQ(g2.at("query_pre_attn_scalar"), 16);
+  EXPECT_EQ(g2.at("attn_logit_softcapping").get<double>(), 5.0);
+  EXPECT_EQ(g2.at("final_logit_softcapping").get<double>(), 3.0);
+  EXPECT_EQ(g2.at("sliding_window"), 8);
+  EXPECT_EQ(g2.at("head_dim"), 32);
+  EXPECT_EQ(g2.at("hidden_activation"), "gelu_pytorch_tanh");
+  EXPECT_EQ(g2.at("tie_word_embeddings"), false);
+  EXPECT_EQ(g2.at("attention_bias"), false);
+  EXPECT_EQ(g2.at("cache_implementation"), "hybrid");
+  EXPECT_TRUE(g2.at("rope_theta").is_number_float());
+  EXPECT_FALSE(g2.contains("layer_types")) << "even layers by default";
+  EXPECT_FALSE(g2.contains("rope_scaling"));
+  Json g3 = config("tiny-gemma3");
+  EXPECT_EQ(g3.at("architectures"), Json::array({"Gemma3ForCausalLM"}));
+  EXPECT_EQ(g3.at("sliding_window_pattern"), 3);
+  EXPECT_TRUE(g3.at("rope_theta").is_number_integer());
+  EXPECT_EQ(g3.at("rope_theta"), 1000000);
+  EXPECT_EQ(g3.at("rope_local_base_freq"), 10000);
+  EXPECT_EQ(g3.at("rope_scaling"),
+            Json::parse(R"({"factor": 8.0, "rope_type": "linear"})"));
+  EXPECT_TRUE(g3.at("attn_logit_softcapping").is_null());
+  EXPECT_TRUE(g3.at("final_logit_softcapping").is_null());
+  EXPECT_FALSE(g3.contains("tie_word_embeddings")) << "tied by default";
+  // The multimodal form: text_config holds the text keys.
+  Json mm = config("tiny-gemma3-mm");
+  EXPECT_EQ(mm.at("model_type"), "gemma3");
+  EXPECT_EQ(mm.at("architectures"),
+            Json::array({"Gemma3ForConditionalGeneration"}));
+  Json text = mm.at("text_config");
+  // All but the keys Gemma3Config holds itself.
+  for (const char *key :
+       {"architectures", "torch_dtype", "transformers_version",
+        "bos_token_id", "eos_token_id", "pad_token_id"}) {
+    if (std::string(key) != "architectures")
+      EXPECT_EQ(mm.at(key), g3.at(key)) << key;
+    g3.erase(key);
+  }
+  EXPECT_EQ(text, g3);
+  EXPECT_EQ(mm.at("vision_config").at("model_type"), "siglip_vision_model");
+  std::string g1Error;
+  Json g1 = parseStrict(configJson(preset("gemma3-1b")), g1Error);
+  ASSERT_TRUE(g1.is_object()) << g1Error;
+  EXPECT_EQ(g1.at("sliding_window"), 512);
+  EXPECT_EQ(g1.at("sliding_window_pattern"), 6);
+  EXPECT_EQ(g1.at("query_pre_attn_scalar"), 256);
+  EXPECT_EQ(g1.at("max_position_embeddings"), 32768);
+  EXPECT_TRUE(g1.at("rope_scaling").is_null());
 
   Json g = config("tiny-gemma");
   EXPECT_EQ(g.at("hidden_act"), "gelu_pytorch_tanh");
@@ -805,8 +1070,33 @@ TEST(WriterFamilies, OptionVariantsKeepTheLayout) {
           {"tiny-qwen2", [](ModelSpec &s) { s.tieEmbeddings = true; }},
           {"tiny-qwen2",
            [](ModelSpec &s) { s.slidingWindow = 4, s.maxWindowLayers = 0; }},
+          {"tiny-qwen3", [](ModelSpec &s) { s.headDim = 0; }},
+          {"tiny-qwen3", [](ModelSpec &s) { s.tieEmbeddings = true; }},
+          {"tiny-qwen3", [](ModelSpec &s) { s.attentionBias = true; }},
+          {"tiny-qwen3-swa", [](ModelSpec &s) { s.kvHeads = 1; }},
+          {"tiny-qwen3-bias", [](ModelSpec &s) { s.attentionBias = false; }},
+          {"tiny-qwen3", [](ModelSpec &s) { s.sharp = true; }},
           {"tiny-gemma", [](ModelSpec &s) { s.tieEmbeddings = false; }},
           {"tiny-gemma", [](ModelSpec &s) { s.headDim = 16; }},
+          {"tiny-gemma2", [](ModelSpec &s) { s.tieEmbeddings = true; }},
+          {"tiny-gemma2", [](ModelSpec &s) { s.attentionBias = true; }},
+          {"tiny-gemma2",
+           [](ModelSpec &s) {
+             s.attnSoftcap = s.finalSoftcap = 0, s.queryPreAttnScalar = 0;
+             s.layerTypes = {"full_attention", "sliding_attention",
+                             "full_attention"};
+           }},
+          {"tiny-gemma2",
+           [](ModelSpec &s) {
+             s.slidingWindow = 0;
+             s.layerTypes.assign(3, "full_attention");
+           }},
+          {"tiny-gemma3", [](ModelSpec &s) { s.tieEmbeddings = false; }},
+          {"tiny-gemma3", [](ModelSpec &s) { s.attentionBias = true; }},
+          {"tiny-gemma3", [](ModelSpec &s) { s.slidingWindowPattern = 0; }},
+          {"tiny-gemma3-mm", [](ModelSpec &s) { s.tieEmbeddings = false; }},
+          {"tiny-gemma3-mm", [](ModelSpec &s) { s.attentionBias = true; }},
+          {"tiny-gemma3-mm", [](ModelSpec &s) { s.sharp = true; }},
           {"tiny-phi3", [](ModelSpec &s) { s.kvHeads = 1; }},
           {"tiny-phi3", [](ModelSpec &s) { s.tieEmbeddings = true; }},
           {"tiny-gpt_neox", [](ModelSpec &s) { s.tieEmbeddings = true; }},
@@ -851,6 +1141,13 @@ TEST(WriterFamilies, OptionVariantsKeepTheLayout) {
   g.tieEmbeddings = false;
   EXPECT_EQ(loadConfig(writeOrDie(g, dir.sub("g"))).at("tie_word_embeddings"),
             false);
+  // qwen3 writes head_dim even when it is hidden / heads (absent means 128),
+  // and a non-integral rope_theta as a float.
+  ModelSpec q3 = preset("tiny-qwen3");
+  q3.headDim = 0, q3.ropeTheta = 12345.5;
+  Json q3c = loadConfig(writeOrDie(q3, dir.sub("q3")));
+  EXPECT_EQ(q3c.at("head_dim"), 16);
+  EXPECT_EQ(q3c.at("rope_theta").get<double>(), 12345.5);
 }
 
 TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
@@ -861,14 +1158,37 @@ TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
   };
   std::vector<Case> cases = {
       {"tiny-llama", [](ModelSpec &s) { s.slidingWindow = 4; },
-       "sliding window applies only to mistral and qwen2"},
+       "sliding window applies only to mistral, qwen2, qwen3, gemma2 and "
+       "gemma3_text"},
       {"tiny-mistral", [](ModelSpec &s) { s.maxWindowLayers = 1; },
-       "max_window_layers applies only to qwen2"},
+       "max_window_layers applies only to qwen2 and qwen3"},
       {"tiny-qwen2", [](ModelSpec &s) { s.maxWindowLayers = 3; },
        "max_window_layers must be in [0, layers]"},
+      {"tiny-qwen3", [](ModelSpec &s) { s.maxWindowLayers = 4; },
+       "max_window_layers must be in [0, layers]"},
+      {"tiny-qwen2", [](ModelSpec &s) { s.attentionBias = true; },
+       "attention_bias applies only to qwen3, gemma2 and gemma3_text"},
+      {"tiny-qwen2",
+       [](ModelSpec &s) {
+         s.layerTypes = {"full_attention", "full_attention"};
+       },
+       "layer_types applies only to qwen3, gemma2 and gemma3_text"},
+      {"tiny-qwen3-bias", [](ModelSpec &s) { s.layers = 4; },
+       "layer_types needs one entry per layer (4), got 3"},
+      {"tiny-qwen3-bias",
+       [](ModelSpec &s) { s.layerTypes[1] = "chunked_attention"; },
+       "layer_types entries must be full_attention or sliding_attention, got "
+       "'chunked_attention'"},
+      {"tiny-qwen3-bias", [](ModelSpec &s) { s.slidingWindow = 0; },
+       "layer_types has sliding_attention layers but no sliding window"},
+      {"tiny-qwen3", [](ModelSpec &s) { s.activation = "gelu"; },
+       "qwen3 models use hidden_act silu"},
+      {"tiny-qwen3", [](ModelSpec &s) { s.kvHeads = 3; },
+       "kv heads (3) must divide heads (4)"},
       {"tiny-phi3",
        [](ModelSpec &s) { s.ropeScaling.type = RopeScaling::Type::Linear; },
-       "rope_scaling applies only to llama, mistral, qwen2 and gemma"},
+       "rope_scaling applies only to llama, mistral, qwen2, qwen3, gemma, "
+       "gemma2 and gemma3_text"},
       {"tiny-llama",
        [](ModelSpec &s) {
          s.ropeScaling.type = RopeScaling::Type::Linear;
@@ -914,9 +1234,32 @@ TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
       {"tiny-opt", [](ModelSpec &s) { s.scaleEmbedding = false; },
        "scale_embedding applies only to xglm"},
       {"tiny-gemma", [](ModelSpec &s) { s.heads = 3, s.headDim = 16; },
-       "GemmaAttention checks even with head_dim"},
+       "transformers checks even with head_dim"},
       {"tiny-xglm", [](ModelSpec &s) { s.ffn = 0; },
        "xglm needs an ffn (ffn_dim) >= 1"},
+      {"tiny-gemma2", [](ModelSpec &s) { s.slidingWindow = 0; },
+       "gemma2 slides some layers (by its pattern or layer_types): they need "
+       "a sliding window"},
+      {"tiny-gemma3",
+       [](ModelSpec &s) { s.slidingWindow = 0, s.slidingWindowPattern = 6; },
+       "gemma3_text slides some layers"},
+      {"tiny-gemma3", [](ModelSpec &s) { s.layerTypes = {"full_attention"}; },
+       "layer_types needs one entry per layer (6), got 1"},
+      {"tiny-gemma", [](ModelSpec &s) { s.attnSoftcap = 5; },
+       "query_pre_attn_scalar and the softcaps apply only to gemma2 and "
+       "gemma3_text"},
+      {"tiny-gemma2", [](ModelSpec &s) { s.finalSoftcap = -1; },
+       "the softcaps must be finite and >= 0"},
+      {"tiny-gemma2", [](ModelSpec &s) { s.multimodal = true; },
+       "the multimodal form apply only to gemma3_text"},
+      {"tiny-gemma2", [](ModelSpec &s) { s.slidingWindowPattern = 3; },
+       "sliding_window_pattern, rope_local_base_freq"},
+      {"tiny-gemma3", [](ModelSpec &s) { s.ropeLocalTheta = 0; },
+       "rope_local_base_freq must be positive"},
+      {"tiny-gemma3", [](ModelSpec &s) { s.activation = "gelu"; },
+       "gemma3_text models use hidden_act gelu_pytorch_tanh"},
+      {"tiny-gemma2", [](ModelSpec &s) { s.heads = 3, s.headDim = 16; },
+       "gemma2: heads (3) must divide the hidden size (64)"},
   };
   TempDir dir;
   for (const Case &c : cases) {
@@ -1087,6 +1430,35 @@ double rms(const std::vector<float> &v) {
   return std::sqrt(s / static_cast<double>(v.size()));
 }
 
+/// Mean and standard deviation of `values`.
+void meanAndStd(const std::vector<float> &values, double &mean, double &sd) {
+  mean = 0;
+  double var = 0;
+  for (float x : values)
+    mean += x / static_cast<double>(values.size());
+  for (float x : values)
+    var += (x - mean) * (x - mean) / static_cast<double>(values.size());
+  sd = std::sqrt(var);
+}
+
+/// The q_norm / k_norm gains of `layers` layers, the stored w plus
+/// `offset` (1 for Gemma's 1 + w): mean `scale`, spread 0.3 `scale`.
+void expectQkNormGains(const Safetensors &file, int layers, double offset,
+                       double scale, const std::string &what) {
+  for (const char *norm : {"q_norm", "k_norm"}) {
+    std::vector<float> g;
+    for (int l = 0; l < layers; ++l) {
+      std::vector<float> v = file.f32("model.layers." + std::to_string(l) +
+                                      ".self_attn." + norm + ".weight");
+      g.insert(g.end(), v.begin(), v.end());
+    }
+    double mean, sd;
+    meanAndStd(g, mean, sd);
+    EXPECT_NEAR(mean + offset, scale, 0.1 * scale) << what << " " << norm;
+    EXPECT_NEAR(sd, 0.3 * scale, 0.07 * scale) << what << " " << norm;
+  }
+}
+
 TEST(WriterFamilies, SharpScalesQueriesKeysAndBiases) {
   // Each family's q/k lines, found from the layout in the README's table
   // (not from the writer): sharp makes them 2/sqrt(fan_in), v lines stay
@@ -1151,6 +1523,18 @@ TEST(WriterFamilies, SharpScalesQueriesKeysAndBiases) {
               0.1 * unit);
   EXPECT_NEAR(rms(file.f32("model.layers.0.self_attn.q_proj.bias")), 0.5,
               0.15);
+  // Qwen3's q_norm / k_norm undo the projections' scale: sharp doubles
+  // their gains (mean and spread) instead, and its o_proj bias is sharp too.
+  for (bool sharp : {false, true}) {
+    ModelSpec q3 = preset("tiny-qwen3-bias");
+    q3.sharp = sharp;
+    Safetensors f3 = loadSafetensors(
+        writeOrDie(q3, dir.sub(sharp ? "q3s" : "q3")) + "/model.safetensors");
+    expectQkNormGains(f3, 3, 0.0, sharp ? 2.0 : 1.0,
+                      sharp ? "qwen3 sharp" : "qwen3");
+    EXPECT_NEAR(rms(f3.f32("model.layers.0.self_attn.o_proj.bias")),
+                sharp ? 0.5 : 0.1, sharp ? 0.15 : 0.03);
+  }
 }
 
 TEST(WriterFamilies, NormGains) {
@@ -1193,6 +1577,66 @@ TEST(WriterFamilies, NormGains) {
               0.03);
 }
 
+/// The gemma2 / gemma3 (1 + w) norms store w with a real spread, N(0, 0.3);
+/// Gemma 3's q_norm / k_norm w + 1 is N(1, 0.3), with --sharp N(2, 0.6), as
+/// qwen3's gains.
+TEST(WriterFamilies, Gemma2And3NormGains) {
+  TempDir dir;
+  Safetensors g2 = loadSafetensors(
+      writeOrDie(preset("tiny-gemma2"), dir.sub("g2")) + "/model.safetensors");
+  std::vector<float> all;
+  for (int l = 0; l < 3; ++l)
+    for (const char *norm :
+         {"input_layernorm", "post_attention_layernorm",
+          "pre_feedforward_layernorm", "post_feedforward_layernorm"}) {
+      std::vector<float> v = g2.f32("model.layers." + std::to_string(l) + "." +
+                                    norm + ".weight");
+      all.insert(all.end(), v.begin(), v.end());
+    }
+  double mean, sd;
+  meanAndStd(all, mean, sd);
+  EXPECT_NEAR(mean, 0.0, 0.03);
+  EXPECT_NEAR(sd, 0.3, 0.03);
+  for (bool sharp : {false, true}) {
+    ModelSpec spec = preset("tiny-gemma3");
+    spec.sharp = sharp;
+    Safetensors g3 = loadSafetensors(
+        writeOrDie(spec, dir.sub(sharp ? "g3s" : "g3")) + "/model.safetensors");
+    expectQkNormGains(g3, 6, 1.0, sharp ? 2.0 : 1.0,
+                      sharp ? "gemma3 sharp" : "gemma3");
+  }
+}
+
+/// tiny-gemma3-mm is tiny-gemma3's text model under language_model., bit
+/// for bit, beside two vision tensors.
+TEST(WriterFamilies, Gemma3MultimodalHoldsTheTextModel) {
+  TempDir dir;
+  for (bool tied : {true, false}) {
+    ModelSpec text = preset("tiny-gemma3"), mm = preset("tiny-gemma3-mm");
+    text.tieEmbeddings = mm.tieEmbeddings = tied;
+    Safetensors a = loadSafetensors(
+        writeOrDie(text, dir.sub(tied ? "t" : "tu")) + "/model.safetensors");
+    Safetensors b = loadSafetensors(
+        writeOrDie(mm, dir.sub(tied ? "m" : "mu")) + "/model.safetensors");
+    size_t vision = 0;
+    for (const auto &[name, t] : b.tensors) {
+      if (name.rfind("language_model.", 0) != 0) {
+        ++vision;
+        continue;
+      }
+      std::string inner = name.substr(std::strlen("language_model."));
+      ASSERT_TRUE(a.tensors.count(inner)) << name;
+      EXPECT_EQ(b.f32(name), a.f32(inner)) << name;
+    }
+    EXPECT_EQ(vision, 2u);
+    EXPECT_EQ(b.tensors.size(), a.tensors.size() + 2);
+    EXPECT_EQ(b.tensors.count("language_model.lm_head.weight"), tied ? 0u : 1u);
+    Json c = loadConfig(dir.sub(tied ? "m" : "mu"));
+    EXPECT_EQ(c.contains("tie_word_embeddings"), !tied);
+    EXPECT_EQ(c.at("text_config").contains("tie_word_embeddings"), !tied);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // The command line
 //===----------------------------------------------------------------------===//
@@ -1208,12 +1652,42 @@ TEST(WriterFamiliesCli, FlagsAFamilyHasNoSettingForAreErrorsNamingThem) {
   };
   const Case cases[] = {
       {"--preset tiny-llama --sliding-window 8",
-       "--sliding-window applies only to mistral and qwen2 models"},
+       "--sliding-window applies only to mistral, qwen2, qwen3, gemma2 and "
+       "gemma3_text models"},
       {"--preset tiny-mistral --max-window-layers 1",
-       "--max-window-layers applies only to qwen2 models"},
+       "--max-window-layers applies only to qwen2 and qwen3 models"},
       {"--preset tiny-phi3 --rope-scaling linear:2",
-       "--rope-scaling applies only to llama, mistral, qwen2 and gemma "
+       "--rope-scaling applies only to llama, mistral, qwen2, qwen3, gemma, "
+       "gemma2 and gemma3_text "
        "models"},
+      {"--preset tiny-qwen2 --attention-bias",
+       "--attention-bias applies only to qwen3, gemma2 and gemma3_text "
+       "models"},
+      {"--preset tiny-gemma --no-attention-bias",
+       "--no-attention-bias applies only to qwen3, gemma2 and gemma3_text "
+       "models"},
+      {"--preset tiny-qwen2 --layer-types full_attention,full_attention",
+       "--layer-types applies only to qwen3, gemma2 and gemma3_text models"},
+      {"--preset tiny-qwen3 --layer-types full_attention,sliding_attention",
+       "layer_types needs one entry per layer (3), got 2"},
+      {"--preset tiny-qwen3 --activation gelu",
+       "--activation: qwen3 models use silu"},
+      {"--preset tiny-gemma --attn-softcap 5",
+       "--attn-softcap applies only to gemma2 and gemma3_text models"},
+      {"--preset tiny-qwen3 --final-softcap null",
+       "--final-softcap applies only to gemma2 and gemma3_text models"},
+      {"--preset tiny-gemma --query-pre-attn-scalar 16",
+       "--query-pre-attn-scalar applies only to gemma2 and gemma3_text"},
+      {"--preset tiny-gemma2 --sliding-window-pattern 3",
+       "--sliding-window-pattern applies only to gemma3_text models"},
+      {"--preset tiny-gemma2 --rope-local-theta 100",
+       "--rope-local-theta applies only to gemma3_text models"},
+      {"--preset tiny-gemma2 --multimodal",
+       "--multimodal applies only to gemma3_text models"},
+      {"--preset tiny-gemma2 --attn-softcap 0",
+       "--attn-softcap expects a positive number or null, got '0'"},
+      {"--preset tiny-gemma3 --activation silu",
+       "--activation: gemma3_text models use gelu_pytorch_tanh"},
       {"--preset tiny-opt --prefix transformer.",
        "--prefix applies only to gpt2 models"},
       {"--preset tiny-bloom --max-positions 128",
@@ -1313,6 +1787,49 @@ TEST(WriterFamiliesCli, FlagsAndTheApiWriteTheSameFiles) {
        [](ModelSpec &s) { s.scaleEmbedding = false, s.layers = 1, s.heads = 2; }},
       {"--preset tiny-bloom --heads 8 --hidden 96 --vocab 50", "tiny-bloom",
        [](ModelSpec &s) { s.heads = 8, s.hidden = 96, s.vocab = 50; }},
+      {"--preset tiny-qwen3 --sliding-window 4 --layer-types "
+       "full_attention,sliding_attention,sliding_attention --attention-bias "
+       "--kv-heads 1 --head-dim 16 --rope-theta 10000 --rope-scaling linear:2 "
+       "--tie --sharp",
+       "tiny-qwen3",
+       [](ModelSpec &s) {
+         s.slidingWindow = 4;
+         s.layerTypes = {"full_attention", "sliding_attention",
+                         "sliding_attention"};
+         s.attentionBias = true, s.kvHeads = 1, s.headDim = 16;
+         s.ropeTheta = 10000;
+         s.ropeScaling.type = RopeScaling::Type::Linear;
+         s.ropeScaling.factor = 2;
+         s.tieEmbeddings = true, s.sharp = true;
+       }},
+      {"--preset tiny-gemma2 --attn-softcap null --final-softcap 30 "
+       "--query-pre-attn-scalar 32 --layer-types "
+       "sliding_attention,sliding_attention,full_attention --sliding-window 4 "
+       "--attention-bias --tie --rope-scaling linear:2 --sharp",
+       "tiny-gemma2",
+       [](ModelSpec &s) {
+         s.attnSoftcap = 0, s.finalSoftcap = 30, s.queryPreAttnScalar = 32;
+         s.layerTypes = {"sliding_attention", "sliding_attention",
+                         "full_attention"};
+         s.slidingWindow = 4, s.attentionBias = true, s.tieEmbeddings = true;
+         s.ropeScaling.type = RopeScaling::Type::Linear;
+         s.ropeScaling.factor = 2;
+         s.sharp = true;
+       }},
+      {"--preset tiny-gemma3 --sliding-window-pattern 2 --rope-local-theta "
+       "500 --rope-theta 20000 --attn-softcap 20 --multimodal --no-tie "
+       "--kv-heads 1",
+       "tiny-gemma3",
+       [](ModelSpec &s) {
+         s.slidingWindowPattern = 2, s.ropeLocalTheta = 500;
+         s.ropeTheta = 20000, s.attnSoftcap = 20, s.multimodal = true;
+         s.tieEmbeddings = false, s.kvHeads = 1;
+       }},
+      {"--preset tiny-gemma3-mm --no-multimodal", "tiny-gemma3",
+       [](ModelSpec &) {}},
+      {"--preset tiny-qwen3-bias --no-attention-bias --max-window-layers 2",
+       "tiny-qwen3-bias",
+       [](ModelSpec &s) { s.attentionBias = false, s.maxWindowLayers = 2; }},
       {"--preset tiny-gemma --head-dim 64 --no-tie --embedding-std 0.5",
        "tiny-gemma",
        [](ModelSpec &s) {

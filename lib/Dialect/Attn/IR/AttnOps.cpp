@@ -269,11 +269,37 @@ LogicalResult LayerNormOp::verify() {
   return verifyNormShapes(*this, getInput(), getGamma(), "gamma");
 }
 
+int64_t RmsNormOp::getGroupSize() {
+  if (std::optional<uint64_t> headDim = getHeadDim())
+    return static_cast<int64_t>(*headDim);
+  return getInput().getType().getShape().back();
+}
+
 LogicalResult RmsNormOp::verify() {
   if (failed(verifyPositive(*this, "epsilon", getEpsilonAttr())) ||
       failed(verifyFinite(*this, "gain_offset", getGainOffsetAttr())))
     return failure();
-  return verifyNormShapes(*this, getInput(), getGamma(), "gamma");
+  std::optional<uint64_t> headDim = getHeadDim();
+  if (!headDim)
+    return verifyNormShapes(*this, getInput(), getGamma(), "gamma");
+  RankedTensorType input = getInput().getType();
+  if (input.getRank() < 1)
+    return emitOpError("requires an input of rank 1 or more");
+  unsigned inner = input.getRank() - 1;
+  if (failed(verifyStaticDim(*this, "input", input, inner)))
+    return failure();
+  auto d = static_cast<int64_t>(*headDim);
+  int64_t features = input.getDimSize(inner);
+  if (d <= 0 || features % d != 0)
+    return emitOpError() << "head_dim must be positive and divide the "
+                            "innermost dimension "
+                         << features << ", got " << d;
+  int64_t gains = getGamma().getType().getDimSize(0);
+  if (gains != d)
+    return emitOpError() << "gamma has " << dimToString(gains)
+                         << " gains but head_dim is " << d
+                         << " (one gain per feature of a head)";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -359,8 +385,33 @@ static LogicalResult verifyRopeFrequencies(RopeOp op, int64_t rotaryDims) {
   return success();
 }
 
+/// The attributes of an input norm (attn.gemm's, attn.rope's): a positive
+/// epsilon, a finite gain offset.
+static LogicalResult verifyInputNormAttrs(Operation *op, FloatAttr epsilon,
+                                          FloatAttr gainOffset) {
+  if (!epsilon)
+    return op->emitOpError("requires norm_epsilon with an input norm");
+  if (failed(verifyPositive(op, "norm_epsilon", epsilon)) ||
+      failed(verifyFinite(op, "norm_gain_offset", gainOffset)))
+    return failure();
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   int64_t headDim = getHeadDim();
+  if (Value gamma = getNormGamma()) {
+    if (failed(verifyInputNormAttrs(*this, getNormEpsilonAttr(),
+                                    getNormGainOffsetAttr())))
+      return failure();
+    int64_t gains = tensorType(gamma).getDimSize(0);
+    if (gains != headDim)
+      return emitOpError() << "input norm has " << dimToString(gains)
+                           << " gains but head_dim is " << headDim
+                           << " (the norm is per head)";
+  } else if (getNormEpsilonAttr() || getNormGainOffsetAttr()) {
+    return emitOpError("takes norm_epsilon and norm_gain_offset only with a "
+                       "norm_gamma");
+  }
   if (headDim <= 0)
     return emitOpError() << "head_dim must be positive, got " << headDim;
   if (headDim % 2 != 0)
@@ -522,7 +573,9 @@ template <typename OpTy> static LogicalResult verifyScoring(OpTy op) {
                               << floatToString(*scale);
   }
   if (failed(verifyPositionTerms(op, heads, op.getCausal(), op.getWindow(),
-                                 op.getAlibi())))
+                                 op.getAlibi())) ||
+      (op.getSoftcapAttr() &&
+       failed(verifyPositive(op, "softcap", op.getSoftcapAttr()))))
     return failure();
 
   RankedTensorType query = op.getQuery().getType(), key = op.getKey().getType();
@@ -710,17 +763,19 @@ static void getDstOpEffects(
 
 MutableOperandRange GemmOp::getDpsInitsMutable() { return getInitMutable(); }
 
-/// The gemm's input norm, written as the op it replaces:
+/// An input norm (of attn.gemm, or attn.rope's RMS-only one), written as
+/// the op it replaces:
 ///   rms_norm(%g : type) epsilon(e) [gain_offset(c)]
 ///   layer_norm(%g, %b : type, type) epsilon(e)
 /// or nothing. A layer norm is the one with a beta.
 static ParseResult
-parseInputNorm(OpAsmParser &parser,
-               std::optional<OpAsmParser::UnresolvedOperand> &gamma,
-               Type &gammaType,
-               std::optional<OpAsmParser::UnresolvedOperand> &beta,
-               Type &betaType, FloatAttr &epsilon, FloatAttr &gainOffset) {
-  bool layer = succeeded(parser.parseOptionalKeyword("layer_norm"));
+parseNormClause(OpAsmParser &parser, bool allowLayerNorm,
+                std::optional<OpAsmParser::UnresolvedOperand> &gamma,
+                Type &gammaType,
+                std::optional<OpAsmParser::UnresolvedOperand> &beta,
+                Type &betaType, FloatAttr &epsilon, FloatAttr &gainOffset) {
+  bool layer =
+      allowLayerNorm && succeeded(parser.parseOptionalKeyword("layer_norm"));
   if (!layer && failed(parser.parseOptionalKeyword("rms_norm")))
     return success();
   Type f32 = parser.getBuilder().getF32Type();
@@ -749,6 +804,26 @@ parseInputNorm(OpAsmParser &parser,
   return success();
 }
 
+static ParseResult
+parseInputNorm(OpAsmParser &parser,
+               std::optional<OpAsmParser::UnresolvedOperand> &gamma,
+               Type &gammaType,
+               std::optional<OpAsmParser::UnresolvedOperand> &beta,
+               Type &betaType, FloatAttr &epsilon, FloatAttr &gainOffset) {
+  return parseNormClause(parser, /*allowLayerNorm=*/true, gamma, gammaType,
+                         beta, betaType, epsilon, gainOffset);
+}
+
+static ParseResult
+parseRmsInputNorm(OpAsmParser &parser,
+                  std::optional<OpAsmParser::UnresolvedOperand> &gamma,
+                  Type &gammaType, FloatAttr &epsilon, FloatAttr &gainOffset) {
+  std::optional<OpAsmParser::UnresolvedOperand> noBeta;
+  Type noBetaType;
+  return parseNormClause(parser, /*allowLayerNorm=*/false, gamma, gammaType,
+                         noBeta, noBetaType, epsilon, gainOffset);
+}
+
 static void printInputNorm(OpAsmPrinter &p, Operation *, Value gamma,
                            Type gammaType, Value beta, Type betaType,
                            FloatAttr epsilon, FloatAttr gainOffset) {
@@ -770,6 +845,13 @@ static void printInputNorm(OpAsmPrinter &p, Operation *, Value gamma,
     p.printAttributeWithoutType(gainOffset);
     p << ")";
   }
+}
+
+static void printRmsInputNorm(OpAsmPrinter &p, Operation *op, Value gamma,
+                              Type gammaType, FloatAttr epsilon,
+                              FloatAttr gainOffset) {
+  printInputNorm(p, op, gamma, gammaType, Value(), Type(), epsilon,
+                 gainOffset);
 }
 
 LogicalResult GemmOp::verify() {
@@ -802,10 +884,8 @@ LogicalResult GemmOp::verify() {
                            << weight << " and " << weight2.getType();
   }
   if (Value gamma = getNormGamma()) {
-    if (!getNormEpsilon())
-      return emitOpError("requires norm_epsilon with an input norm");
-    if (failed(verifyPositive(*this, "norm_epsilon", getNormEpsilonAttr())) ||
-        failed(verifyFinite(*this, "norm_gain_offset", getNormGainOffsetAttr())))
+    if (failed(verifyInputNormAttrs(*this, getNormEpsilonAttr(),
+                                    getNormGainOffsetAttr())))
       return failure();
     if (getNormBeta() && getNormGainOffset())
       return emitOpError("takes a norm_gain_offset only with an RMS norm (no "
@@ -903,7 +983,14 @@ LogicalResult FlashAttentionOp::verify() {
                          "memrefs");
   if (onTensors != (getNumResults() == 1))
     return emitOpError("has one result on tensors and none on memrefs");
+  if (getSoftcapAttr() &&
+      failed(verifyPositive(*this, "softcap", getSoftcapAttr())))
+    return failure();
   return verifyPositionTerms(*this, heads, getCausal(), getWindow(), getAlibi());
+}
+
+LogicalResult SoftcapOp::verify() {
+  return verifyPositive(*this, "cap", getCapAttr());
 }
 
 #define GET_OP_CLASSES

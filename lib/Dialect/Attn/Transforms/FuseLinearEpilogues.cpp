@@ -179,7 +179,7 @@ struct FuseInputNorm : OpRewritePattern<NormOp> {
   LogicalResult matchAndRewrite(NormOp norm,
                                 PatternRewriter &rewriter) const override {
     if (norm.getInput().getType().getRank() != 2 ||
-        !norm.getInput().getType().getElementType().isF32())
+        !norm.getInput().getType().getElementType().isF32() || !wholeRows(norm))
       return rewriter.notifyMatchFailure(norm, "does not normalize f32 rows");
     // Its sizes (the row count of a gemm's init, say) are its input's; any
     // other use must be the one projection.
@@ -226,6 +226,9 @@ struct FuseInputNorm : OpRewritePattern<NormOp> {
     return success();
   }
 
+  /// A per-head norm (qk-norm) is not a gemm's row norm.
+  static bool wholeRows(RmsNormOp op) { return !op.getHeadDim(); }
+  static bool wholeRows(LayerNormOp) { return true; }
   static Value getBeta(RmsNormOp) { return Value(); }
   static Value getBeta(LayerNormOp op) { return op.getBeta(); }
   static FloatAttr getGainOffset(RmsNormOp op) { return op.getGainOffsetAttr(); }

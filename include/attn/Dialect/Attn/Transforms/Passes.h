@@ -22,6 +22,9 @@ void populateFuseLinearEpiloguesPatterns(RewritePatternSet &patterns);
 /// feeds.
 void populateFuseInputNormPatterns(RewritePatternSet &patterns);
 
+/// attn-fuse-rope-norms: a per-head rms_norm into the rope it feeds.
+void populateFuseRopeNormPatterns(RewritePatternSet &patterns);
+
 } // namespace attn
 } // namespace mlir
 

@@ -35,4 +35,30 @@ def FuseLinearEpiloguesPass : Pass<"attn-fuse-linear-epilogues"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def FuseRopeNormsPass : Pass<"attn-fuse-rope-norms"> {
+  let summary = "Fold a per-head RMSNorm (qk-norm) into the RoPE it feeds";
+  let description = [{
+    Rewrites `attn.rope(attn.rms_norm(x, g) head_dim(d))`, where the norm's
+    only use is a rope of the same `head_dim` without a norm of its own,
+    into one `attn.rope` with the input norm `rms_norm(g) epsilon(e)` (and
+    the norm's gain offset): Qwen3's and Gemma 3's q_norm and k_norm. The
+    rope lowering then normalizes each pair as it rotates it, so the
+    normalized queries and keys are never written to memory: one read of
+    the projection's q or k for the statistics and one for the rotation,
+    instead of a norm pass, a write and then the rope.
+
+    A norm with another use, or over whole rows, is left alone.
+
+    Example:
+    ```mlir
+    %n = attn.rms_norm %q, %g epsilon(1.0e-06) head_dim(64) : tensor<?x256xf32>, tensor<64xf32>
+    %r = attn.rope %n offset(%pos) head_dim(64) theta(1.0e+06) rotate_half : tensor<?x256xf32>
+    ```
+    becomes
+    ```mlir
+    %r = attn.rope %q offset(%pos) head_dim(64) theta(1.0e+06) rms_norm(%g : tensor<64xf32>) epsilon(1.0e-06) rotate_half : tensor<?x256xf32>
+    ```
+  }];
+}
+
 #endif // ATTN_DIALECT_ATTN_TRANSFORMS_PASSES_TD
