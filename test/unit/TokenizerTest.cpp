@@ -300,6 +300,148 @@ TEST(TokenizerText, SentencePieceNormalizer) {
   EXPECT_EQ(encode(*t, ""), (Ids{}));
 }
 
+/// `text` through the normalizer that tokenizer.json member `json` describes.
+std::string normalize(const std::string &json, std::string text) {
+  Json parsed;
+  std::string error;
+  Normalizer normalizer;
+  EXPECT_TRUE(parseJson(json, parsed, error) && normalizer.load(parsed, error))
+      << error;
+  SplitScratch scratch;
+  normalizer.prepareScratch(scratch);
+  normalizer.apply(text, scratch);
+  return text;
+}
+
+TEST(TokenizerNormalizer, UnicodeForms) {
+  const char *nfc = R"({"type": "NFC"})", *nfd = R"({"type": "NFD"})",
+             *nfkc = R"({"type": "NFKC"})", *nfkd = R"({"type": "NFKD"})";
+  // Canonical: a decomposed accent composes, a precomposed one decomposes;
+  // the compatibility ligature stays.
+  EXPECT_EQ(normalize(nfc, "cafe\u0301 \uFB01"), "caf\u00E9 \uFB01");
+  EXPECT_EQ(normalize(nfd, "caf\u00E9 \uFB01"), "cafe\u0301 \uFB01");
+  // Marks are put in canonical order (dot below, class 220, before the
+  // circumflex, 230) before composing: a + U+0302 + U+0323 is U+1EAD.
+  EXPECT_EQ(normalize(nfc, "a\u0302\u0323"), "\u1EAD");
+  EXPECT_EQ(normalize(nfd, "\u1EAD"), "a\u0323\u0302");
+  // Hangul: conjoining jamo compose into the syllable and back.
+  EXPECT_EQ(normalize(nfc, "\u1112\u1161\u11AB"), "\uD55C");
+  EXPECT_EQ(normalize(nfd, "\uD55C"), "\u1112\u1161\u11AB");
+  // Singletons: the Ohm and Kelvin signs are Omega and K in every form.
+  EXPECT_EQ(normalize(nfc, "\u2126\u212A"), "\u03A9K");
+  // Compatibility: ligatures, fullwidth and superscript digits, circled
+  // numbers, the no-break space.
+  EXPECT_EQ(
+      normalize(nfkc,
+                "\uFB01 \uFF26\uFF55\uFF4C\uFF4C x\u00B2 \u2460\u00A0e\u0301"),
+      "fi Full x2 1 \u00E9");
+  EXPECT_EQ(normalize(nfkd, "\uFB01 \u00E9\u2460"), "fi e\u03011");
+  // ASCII is left as it is; a mark right after ASCII joins its character,
+  // in every run of non-ASCII text.
+  EXPECT_EQ(normalize(nfc, "plain text"), "plain text");
+  EXPECT_EQ(normalize(nfc, "xy e\u0301 z"), "xy \u00E9 z");
+  EXPECT_EQ(normalize(nfc, "e\u0301 a\u0308x o\u0302"),
+            "\u00E9 \u00E4x \u00F4");
+  EXPECT_EQ(normalize(nfc, ""), "");
+  // A NUL is an ordinary character.
+  EXPECT_EQ(normalize(nfc, std::string("e\0e\u0301", 5)),
+            std::string("e\0\u00E9", 4));
+  // One scratch buffer serves texts of any length, in any order.
+  Json json = Json::parse(nfc);
+  std::string error;
+  Normalizer normalizer;
+  ASSERT_TRUE(normalizer.load(json, error)) << error;
+  SplitScratch scratch;
+  normalizer.prepareScratch(scratch);
+  std::string decomposed, composed;
+  for (int i = 0; i < 3000; ++i) {
+    decomposed += "e\u0301\u1100\u1161";
+    composed += "\u00E9\uAC00";
+  }
+  for (std::string text : {"a\u0302\u0323", decomposed.c_str(), "e\u0301"}) {
+    std::string expected = normalize(nfc, text);
+    normalizer.apply(text, scratch);
+    EXPECT_EQ(text, expected);
+  }
+  EXPECT_EQ(normalize(nfc, decomposed), composed);
+}
+
+TEST(TokenizerNormalizer, LowercaseMapsEachCharacterAlone) {
+  const char *lower = R"({"type": "Lowercase"})";
+  EXPECT_EQ(normalize(lower, "HeLLo \u00C0\u00C9 \u0416 \u10A0"),
+            "hello \u00E0\u00E9 \u0436 \u2D00");
+  // Rust's char::to_lowercase, one character at a time: no final sigma (ς)
+  // at the end of a word, and the dotted capital I becomes i + U+0307.
+  EXPECT_EQ(normalize(lower, "\u039F\u0394\u039F\u03A3 \u03A3"),
+            "\u03BF\u03B4\u03BF\u03C3 \u03C3");
+  EXPECT_EQ(normalize(lower, "\u0130stanbul"), "i\u0307stanbul");
+  // Kelvin sign, Roman numeral, Deseret (outside the BMP); the lowercase
+  // ß and already lowercase text stay.
+  EXPECT_EQ(normalize(lower, "\u212A\u2160\U00010400 \u00DF"),
+            "k\u2170\U00010428 \u00DF");
+}
+
+TEST(TokenizerNormalizer, StripRemovesUnicodeWhitespace) {
+  auto strip = [](bool left, bool right) {
+    return std::string(R"({"type": "Strip", "strip_left": )") +
+           (left ? "true" : "false") + R"(, "strip_right": )" +
+           (right ? "true" : "false") + "}";
+  };
+  // White_Space: tab, newline, no-break space, NEL (U+0085), ideographic
+  // space; not the zero-width no-break space (U+FEFF) or U+200B.
+  std::string text = " \t\u00A0\u0085a b\u3000\n ";
+  EXPECT_EQ(normalize(strip(true, true), text), "a b");
+  EXPECT_EQ(normalize(strip(true, false), text), "a b\u3000\n ");
+  EXPECT_EQ(normalize(strip(false, true), text), " \t\u00A0\u0085a b");
+  EXPECT_EQ(normalize(strip(false, false), text), text);
+  EXPECT_EQ(normalize(strip(true, true), "\uFEFFa\u200B"), "\uFEFFa\u200B");
+  EXPECT_EQ(normalize(strip(true, true), " \u3000 "), "");
+}
+
+TEST(TokenizerNormalizer, SequenceRunsInOrder) {
+  // Each step works on what the one before made: NFKD makes the fullwidth
+  // capital "A" and splits the accent off, Lowercase lowers both letters,
+  // NFC composes é again and Strip drops the leading space.
+  std::string steps = R"({"type": "NFKD"}, {"type": "Lowercase"})";
+  EXPECT_EQ(normalize(R"({"type": "Sequence", "normalizers": [)" + steps + "]}",
+                      " \uFF21\u00C9"),
+            " ae\u0301");
+  EXPECT_EQ(normalize(R"({"type": "Sequence", "normalizers": [)" + steps +
+                          R"(, {"type": "NFC"},
+                          {"type": "Strip", "strip_left": true, "strip_right": false}]})",
+                      " \uFF21\u00C9"),
+            "a\u00E9");
+}
+
+TEST(TokenizerNormalizer, InTheTokenizer) {
+  // Ids of the characters alone: a decomposed é is two pieces unless NFC
+  // composes it.
+  std::string vocab = R"({"e": 0, "\u0301": 1, "\u00e9": 2, "<M>": 3})";
+  std::string added = "[" + addedToken(3, "<M>") + "]";
+  auto plain = load(tokenizerJson(bpe(vocab, "[]"), added));
+  auto nfc = load(tokenizerJson(bpe(vocab, "[]"), added, R"({"type": "NFC"})"));
+  EXPECT_EQ(encode(*plain, "e\u0301"), (Ids{0, 1}));
+  EXPECT_EQ(encode(*nfc, "e\u0301"), (Ids{2}));
+  // Sections between added tokens are normalized apart: no composition
+  // across a token.
+  EXPECT_EQ(encode(*nfc, "e<M>\u0301e\u0301"), (Ids{0, 3, 1, 2}));
+  // decode gives the normalized text, as Hugging Face's does.
+  EXPECT_EQ(decode(*nfc, encode(*nfc, "e\u0301")), "\u00E9");
+
+  // A normalized added token is matched by its normalized content in the
+  // normalized text (Hugging Face's AddedVocabulary): "<X>" (normalized) is
+  // "<x>" after Lowercase, so "<X>" and "<x>" in the text are both it. "<M>"
+  // (not normalized) is matched as written, before the normalizer runs, so
+  // "<m>" is text.
+  std::string vocabX =
+      R"({"x": 0, "<X>": 1, "<M>": 2, "<": 3, ">": 4, "m": 5})";
+  std::string addedX = "[" + addedToken(1, "<X>", R"("normalized": true)") +
+                       ", " + addedToken(2, "<M>") + "]";
+  auto lower = load(
+      tokenizerJson(bpe(vocabX, "[]"), addedX, R"({"type": "Lowercase"})"));
+  EXPECT_EQ(encode(*lower, "x<X>x<x><M><m>"), (Ids{0, 1, 0, 1, 2, 3, 5, 4}));
+}
+
 TEST(TokenizerText, MetaspacePrependSchemes) {
   auto metaspace = [](const char *scheme, bool split) {
     return std::string(R"({"type": "Metaspace", "replacement": "\u2581",
@@ -576,9 +718,11 @@ TEST(TokenizerErrors, UnsupportedComponentsAreNamed) {
   EXPECT_EQ(loadError(tokenizerJson(R"({"type": "WordPiece", "vocab": {}})")),
             "tokenizer.json: model type 'WordPiece' is not supported "
             "(supported: BPE)");
-  EXPECT_EQ(loadError(tokenizerJson(model, "[]", R"({"type": "NFKC"})")),
-            "tokenizer.json: normalizer type 'NFKC' is not supported "
-            "(supported: Sequence, Prepend, Replace)");
+  EXPECT_EQ(
+      loadError(tokenizerJson(model, "[]", R"({"type": "StripAccents"})")),
+      "tokenizer.json: normalizer type 'StripAccents' is not supported "
+      "(supported: Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD, "
+      "Lowercase, Strip)");
   EXPECT_EQ(
       loadError(tokenizerJson(model, "[]", "null",
                               R"({"type": "Sequence", "pretokenizers": [
@@ -655,6 +799,34 @@ TEST(TokenizerErrors, MisspeltMembersAreErrors) {
                                         "stop": 0, "end": 1})")),
             "tokenizer.json: decoder has an unknown member 'end' (a Strip has "
             "type, content, start, stop)");
+  EXPECT_EQ(loadError(tokenizerJson(bpe(abcVocab, "[]"), "[]",
+                                    R"({"type": "NFC", "form": "C"})")),
+            "tokenizer.json: normalizer has an unknown member 'form' (an NFC "
+            "has type)");
+  EXPECT_EQ(loadError(tokenizerJson(bpe(abcVocab, "[]"), "[]",
+                                    R"({"type": "Sequence", "normalizers": [
+                                         {"type": "Lowercase", "locale": "tr"}]})")),
+            "tokenizer.json: normalizer.normalizers[0] has an unknown member "
+            "'locale' (a Lowercase has type)");
+  EXPECT_EQ(loadError(tokenizerJson(
+                bpe(abcVocab, "[]"), "[]",
+                R"({"type": "Strip", "left": true, "right": true})")),
+            "tokenizer.json: normalizer has an unknown member 'left' (a Strip "
+            "has type, strip_left, strip_right)");
+  EXPECT_EQ(
+      loadError(tokenizerJson(bpe(abcVocab, "[]"), "[]",
+                              R"({"type": "Strip", "strip_left": true})")),
+      "tokenizer.json: normalizer.strip_right is missing (true or false)");
+  EXPECT_EQ(loadError(tokenizerJson(bpe(abcVocab, "[]"), "[]",
+                                    R"({"type": "Strip", "strip_left": 1,
+                                        "strip_right": true})")),
+            "tokenizer.json: normalizer.strip_left is a number, not true or "
+            "false");
+  EXPECT_EQ(loadError(tokenizerJson(bpe(abcVocab, "[]"), "[]",
+                                    R"({"type": "Sequence", "normalizers": [
+                                         "NFC"]})")),
+            "tokenizer.json: normalizer.normalizers[0] is a string, not an "
+            "object");
   EXPECT_EQ(loadError(tokenizerJson(bpe(abcVocab, "[]"),
                                     "[" + addedToken(9, "<unk>", R"("strip": true)") + "]")),
             "tokenizer.json: added_tokens[0] has an unknown member 'strip' (an "

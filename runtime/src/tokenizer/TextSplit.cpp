@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
+
+#include <utf8proc.h>
 
 namespace attnrt {
 
@@ -67,13 +70,19 @@ static bool readType(const Json &json, const std::string &where,
   return true;
 }
 
-/// An optional boolean member; `fallback` when absent or null.
-static bool readBool(const Json &json, const char *key, bool fallback,
-                     const std::string &where, bool &out, std::string &error) {
+/// A boolean member; `fallback` when absent or null, required without one.
+static bool readBool(const Json &json, const char *key,
+                     std::optional<bool> fallback, const std::string &where,
+                     bool &out, std::string &error) {
   const Json *value = jsonFind(json, key);
-  out = fallback;
-  if (!value || value->is_null())
+  if (!value || value->is_null()) {
+    if (!fallback) {
+      error = where + "." + key + " is missing (true or false)";
+      return false;
+    }
+    out = *fallback;
     return true;
+  }
   if (!value->is_boolean()) {
     error = where + "." + key + " is " + jsonKindName(*value) +
             ", not true or false";
@@ -276,6 +285,129 @@ private:
   std::string content;
 };
 
+/// NFC, NFD, NFKC or NFKD by utf8proc's tables.
+class UnicodeFormNormalizer : public NormalizerStep {
+public:
+  explicit UnicodeFormNormalizer(utf8proc_option_t options)
+      : options(options) {}
+  void apply(std::string &text, SplitScratch::Stage &scratch,
+             bool &) const override {
+    // ASCII characters are the same in every form and never join the
+    // character before them, so the text is normalized a run of non-ASCII
+    // characters at a time, each with the ASCII character before it (which
+    // may start a composition: "e" + U+0301).
+    auto skip = [&](size_t at, bool ascii) {
+      while (at < text.size() &&
+             (static_cast<unsigned char>(text[at]) < 0x80) == ascii)
+        ++at;
+      return at;
+    };
+    size_t run = skip(0, true);
+    if (run == text.size())
+      return;
+    std::string &out = scratch.text;
+    out.clear();
+    size_t done = 0; // text[0, done) is in `out`
+    while (run < text.size()) {
+      size_t begin = run > done ? run - 1 : run;
+      size_t end = skip(run, false);
+      out.append(text, done, begin - done);
+      normalizeRun(std::string_view(text).substr(begin, end - begin),
+                   scratch.codePoints, out);
+      done = end;
+      run = skip(end, true);
+    }
+    out.append(text, done, std::string::npos);
+    text.swap(out);
+  }
+
+private:
+  /// Appends the normalized `run` (valid UTF-8) to `out`: utf8proc_map's
+  /// steps into `buffer`, which is kept between calls. Decompose (the first
+  /// call may only size the buffer), then compose and re-encode as UTF-8 in
+  /// place, which writes a NUL after the text (the + 1).
+  void normalizeRun(std::string_view run, std::vector<int32_t> &buffer,
+                    std::string &out) const {
+    auto input = reinterpret_cast<const utf8proc_uint8_t *>(run.data());
+    auto length = static_cast<utf8proc_ssize_t>(run.size());
+    utf8proc_ssize_t count = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      count = utf8proc_decompose(input, length, buffer.data(),
+                                 static_cast<utf8proc_ssize_t>(buffer.size()),
+                                 options);
+      if (count >= 0 && static_cast<size_t>(count) < buffer.size())
+        break;
+      buffer.resize(static_cast<size_t>(std::max<utf8proc_ssize_t>(count, 0)) +
+                    1);
+    }
+    utf8proc_ssize_t bytes =
+        count < 0 ? count : utf8proc_reencode(buffer.data(), count, options);
+    if (bytes < 0) { // Not reached: the text is valid UTF-8.
+      out.append(run);
+      return;
+    }
+    out.append(reinterpret_cast<const char *>(buffer.data()),
+               static_cast<size_t>(bytes));
+  }
+
+  utf8proc_option_t options;
+};
+
+/// Each character mapped by Rust's char::to_lowercase, as Hugging Face's
+/// NormalizedString::lowercase does: no context, so a final capital sigma
+/// becomes σ, not ς.
+class LowercaseNormalizer : public NormalizerStep {
+public:
+  void apply(std::string &text, SplitScratch::Stage &scratch,
+             bool &) const override {
+    std::string &out = scratch.text;
+    out.clear();
+    for (size_t i = 0; i < text.size();) {
+      unsigned char lead = static_cast<unsigned char>(text[i]);
+      if (lead < 0x80) {
+        out += static_cast<char>(lead >= 'A' && lead <= 'Z' ? lead + 32 : lead);
+        ++i;
+        continue;
+      }
+      uint32_t cp = decodeUtf8(text, i);
+      i += utf8CharLength(lead);
+      // utf8proc has the simple (one character) mappings; the full mapping
+      // Rust uses differs only for U+0130 (SpecialCasing: "i" + U+0307).
+      if (cp == 0x130)
+        out += "i\xCC\x87";
+      else
+        appendUtf8(out, static_cast<uint32_t>(utf8proc_tolower(
+                            static_cast<utf8proc_int32_t>(cp))));
+    }
+    text.swap(out);
+  }
+};
+
+/// Leading and/or trailing whitespace (char::is_whitespace) removed.
+class StripNormalizer : public NormalizerStep {
+public:
+  StripNormalizer(bool left, bool right) : left(left), right(right) {}
+  void apply(std::string &text, SplitScratch::Stage &, bool &) const override {
+    size_t end = text.size();
+    if (right)
+      while (end > 0) {
+        size_t at = previousCharStart(text, end);
+        if (!isUnicodeWhitespace(decodeUtf8(text, at)))
+          break;
+        end = at;
+      }
+    size_t begin = 0;
+    if (left)
+      while (begin < end && isUnicodeWhitespace(decodeUtf8(text, begin)))
+        begin += utf8CharLength(static_cast<unsigned char>(text[begin]));
+    text.erase(end);
+    text.erase(0, begin);
+  }
+
+private:
+  bool left, right;
+};
+
 } // namespace
 
 bool Normalizer::loadStep(const Json &json, const std::string &where,
@@ -317,8 +449,41 @@ bool Normalizer::loadStep(const Json &json, const std::string &where,
         std::make_unique<ReplaceNormalizer>(std::move(pattern), std::move(content)));
     return true;
   }
+  // Unicode normalization forms: canonical or compatibility decomposition,
+  // composed again or not.
+  static const std::pair<const char *, int> forms[] = {
+      {"NFC", UTF8PROC_COMPOSE},
+      {"NFD", UTF8PROC_DECOMPOSE},
+      {"NFKC", UTF8PROC_COMPOSE | UTF8PROC_COMPAT},
+      {"NFKD", UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT},
+  };
+  for (const auto &[name, options] : forms)
+    if (type == name) {
+      if (!onlyMembers(json, {"type"}, where, "an " + type, error))
+        return false;
+      steps.push_back(std::make_unique<UnicodeFormNormalizer>(
+          static_cast<utf8proc_option_t>(UTF8PROC_STABLE | options)));
+      return true;
+    }
+  if (type == "Lowercase") {
+    if (!onlyMembers(json, {"type"}, where, "a Lowercase", error))
+      return false;
+    steps.push_back(std::make_unique<LowercaseNormalizer>());
+    return true;
+  }
+  if (type == "Strip") {
+    bool left, right;
+    if (!onlyMembers(json, {"type", "strip_left", "strip_right"}, where,
+                     "a Strip", error) ||
+        !readBool(json, "strip_left", std::nullopt, where, left, error) ||
+        !readBool(json, "strip_right", std::nullopt, where, right, error))
+      return false;
+    steps.push_back(std::make_unique<StripNormalizer>(left, right));
+    return true;
+  }
   error = where + " type " + quote(type) +
-          " is not supported (supported: Sequence, Prepend, Replace)";
+          " is not supported (supported: Sequence, Prepend, Replace, NFC, "
+          "NFD, NFKC, NFKD, Lowercase, Strip)";
   return false;
 }
 

@@ -3,7 +3,9 @@
 // What happens to text between the added tokens and the BPE model, as in
 // Hugging Face tokenizers (offsets are not tracked: only ids are needed):
 //
-//  - a normalizer rewrites a whole section: Prepend, Replace, Sequence;
+//  - a normalizer rewrites a whole section: Prepend, Replace, the Unicode
+//    normalization forms NFC, NFD, NFKC, NFKD (utf8proc), Lowercase, Strip,
+//    Sequence;
 //  - a pre-tokenizer cuts a section into pieces and may rewrite them:
 //    ByteLevel (GPT-2's split regex, or none, then bytes to the printable
 //    characters of GPT-2's byte-to-unicode table), Metaspace (spaces to U+2581,
@@ -48,6 +50,7 @@ struct SplitScratch {
     std::unique_ptr<Regex::Scratch> match;
     std::string text, piece;
     std::vector<std::pair<size_t, size_t>> spans;
+    std::vector<int32_t> codePoints; // Unicode normalization
   };
   std::vector<Stage> normalizer, pre;
   bool regexFailed = false;

@@ -20,11 +20,15 @@ void AddedTokenMatcher::build(const std::vector<AddedToken> &tokens,
   std::fill(std::begin(firstByte), std::end(firstByte), false);
   for (size_t i = 0; i < tokens.size(); ++i) {
     const AddedToken &token = tokens[i];
-    if (token.normalized != normalized || (token.special && !includeSpecial))
+    const std::string &text =
+        normalized ? token.normalizedContent : token.content;
+    // A token the normalizer empties (a Strip of blanks) matches nothing.
+    if (token.normalized != normalized || (token.special && !includeSpecial) ||
+        text.empty())
       continue;
-    firstByte[static_cast<unsigned char>(token.content[0])] = true;
+    firstByte[static_cast<unsigned char>(text[0])] = true;
     int32_t node = 0;
-    for (unsigned char c : token.content) {
+    for (unsigned char c : text) {
       auto &children = nodes[node].children;
       auto it = std::lower_bound(
           children.begin(), children.end(), c,
@@ -68,15 +72,6 @@ int32_t AddedTokenMatcher::longestAt(std::string_view text, size_t pos,
   return best;
 }
 
-/// Unicode White_Space (Rust's char::is_whitespace, which lstrip and rstrip
-/// use).
-static bool isWhitespace(uint32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 ||
-         cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
-         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
-}
-
 /// Whether the character at text[pos] is a word character (\w with Unicode
 /// properties), for single_word tokens.
 static bool isWordChar(std::string_view text, size_t pos) {
@@ -91,14 +86,6 @@ static bool isWordChar(std::string_view text, size_t pos) {
   bool failed = false;
   size_t length = utf8CharLength(static_cast<unsigned char>(text[pos]));
   return word.find(text.substr(pos, length), 0, scratch, begin, end, failed);
-}
-
-/// The start of the character before text[pos].
-static size_t previousChar(std::string_view text, size_t pos) {
-  do
-    --pos;
-  while (pos > 0 && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80);
-  return pos;
 }
 
 template <typename OnText, typename OnToken>
@@ -118,7 +105,8 @@ void Tokenizer::splitAdded(std::string_view text,
       size_t start = pos, stop = pos + length;
       pos = stop;
       if (token.singleWord) {
-        bool wordBefore = start > 0 && isWordChar(text, previousChar(text, start));
+        bool wordBefore =
+            start > 0 && isWordChar(text, previousCharStart(text, start));
         bool wordAfter = stop < text.size() && isWordChar(text, stop);
         if (wordBefore || wordAfter)
           continue; // Inside a word: not this token.
@@ -126,15 +114,16 @@ void Tokenizer::splitAdded(std::string_view text,
       if (token.lstrip) {
         size_t b = start;
         while (b > startOffset) {
-          size_t p = previousChar(text, b);
-          if (!isWhitespace(decodeUtf8(text, p)))
+          size_t p = previousCharStart(text, b);
+          if (!isUnicodeWhitespace(decodeUtf8(text, p)))
             break;
           b = p;
         }
         start = b;
       }
       if (token.rstrip) {
-        while (stop < text.size() && isWhitespace(decodeUtf8(text, stop)))
+        while (stop < text.size() &&
+               isUnicodeWhitespace(decodeUtf8(text, stop)))
           stop += utf8CharLength(static_cast<unsigned char>(text[stop]));
         pos = stop;
       }
@@ -521,6 +510,18 @@ bool Tokenizer::loadAll(const TokenizerSources &sources, std::string &error) {
   }
   if (!loadAddedTokens(root, where, error))
     return false;
+  SplitScratch scratch;
+  normalizer.prepareScratch(scratch);
+  for (AddedToken &token : added)
+    if (token.normalized) {
+      token.normalizedContent = token.content;
+      normalizer.apply(token.normalizedContent, scratch);
+    }
+  if (scratch.regexFailed) {
+    error = where + "the normalizer's regular expression engine gave up on "
+                    "an added token's content (PCRE2 match or depth limit)";
+    return false;
+  }
   limit = std::max<int32_t>(model.idLimit(),
                             static_cast<int32_t>(addedById.size()));
   if (addedById.size() < static_cast<size_t>(limit))

@@ -41,6 +41,9 @@ struct TokenizerSources {
 struct AddedToken {
   int32_t id = -1;
   std::string content;
+  /// What a normalized token is matched as: its content through the
+  /// normalizer (Hugging Face's AddedVocabulary).
+  std::string normalizedContent;
   bool singleWord = false, lstrip = false, rstrip = false;
   bool normalized = false, special = false;
 };

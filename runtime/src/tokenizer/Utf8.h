@@ -35,6 +35,14 @@ inline size_t utf8CharLength(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
 }
 
+/// The start of the character before text[pos] (pos > 0) of valid UTF-8.
+inline size_t previousCharStart(std::string_view text, size_t pos) {
+  do
+    --pos;
+  while (pos > 0 && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80);
+  return pos;
+}
+
 /// Appends the UTF-8 encoding of code point `cp` (at most U+10FFFF).
 void appendUtf8(std::string &out, uint32_t cp);
 
@@ -44,6 +52,15 @@ uint32_t decodeUtf8(std::string_view text, size_t pos);
 /// Appends `bytes` to `out` with every maximal ill-formed subsequence
 /// replaced by U+FFFD (String::from_utf8_lossy).
 void appendUtf8Lossy(std::string &out, std::string_view bytes);
+
+/// Unicode White_Space (Rust's char::is_whitespace, which the added tokens'
+/// lstrip/rstrip and the Strip normalizer use).
+inline bool isUnicodeWhitespace(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 ||
+         cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+         cp == 0x3000;
+}
 
 } // namespace attnrt
 
