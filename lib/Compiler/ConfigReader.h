@@ -435,6 +435,7 @@ ModelConfig readOpt(ConfigReader &reader);
 ModelConfig readPhi3(ConfigReader &reader);
 ModelConfig readQwen2(ConfigReader &reader);
 ModelConfig readQwen3(ConfigReader &reader);
+ModelConfig readSmolLM3(ConfigReader &reader);
 ModelConfig readXglm(ConfigReader &reader);
 
 } // namespace attn

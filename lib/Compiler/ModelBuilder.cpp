@@ -67,10 +67,12 @@ class ModelIRBuilder {
 public:
   ModelIRBuilder(OpBuilder &b, Location loc, const ModelConfig &config,
                  const ModelLayout &layout, int64_t maxSeq, int64_t cacheRows,
-                 Type cacheElement, bool inspect = false, bool localRope = false)
+                 Type cacheElement, bool inspect = false, bool localRope = false,
+                 bool rotates = true)
       : b(b), loc(loc), config(config), ranks(layout.ranks), maxSeq(maxSeq),
         cacheRows(cacheRows), cacheElement(cacheElement), inspect(inspect),
-        layerPositions(localRope ? config.positions.local() : config.positions) {}
+        layerPositions(localRope ? config.positions.local() : config.positions),
+        rotates(rotates) {}
 
   /// The sum over the tensor-parallel ranks of a row-parallel projection's
   /// partial result (x itself without a split).
@@ -450,7 +452,7 @@ public:
     Value v = columns(qkv, rows, qf + kvf, kvf);
     // The qk-norm right before RoPE (per row of a batch too), where
     // attn-fuse-rope-norms folds it into the rotation.
-    if (config.positions.kind == PositionKind::Rotary) {
+    if (config.positions.kind == PositionKind::Rotary && rotates) {
       q = atPositions(q, pos, [&](Value x, Value at) {
         return rope(headNorm(x, w.queryNorm), at);
       });
@@ -632,8 +634,10 @@ public:
   /// Whether attention also yields its weights: [heads, seq, keys], of the
   /// last attention built.
   bool inspect;
-  /// How the layers being built rotate q and k (a copy: local() makes one).
+  /// How the layers being built rotate q and k (a copy: local() makes one),
+  /// and whether they do (not in a NoPE layer).
   PositionSpec layerPositions;
+  bool rotates;
   Value probabilities;
   /// A batch of decode steps of several sequences (Entry::Batch): row r is
   /// the token of cache slot batchSlots[r] at position batchPositions[r]
@@ -680,13 +684,17 @@ int64_t cacheElements(const ModelConfig &config, int64_t maxSeq) {
 struct BlockVariant {
   int64_t cacheRows;
   bool localRope;
+  /// A NoPE layer of a rotary model: q and k are not rotated.
+  bool unrotated;
   bool operator==(const BlockVariant &other) const {
-    return cacheRows == other.cacheRows && localRope == other.localRope;
+    return cacheRows == other.cacheRows && localRope == other.localRope &&
+           unrotated == other.unrotated;
   }
 };
 
 BlockVariant blockVariant(const ModelConfig &config, int64_t layer, int64_t maxSeq) {
-  return {kvCacheRows(config, layer, maxSeq), config.usesLocalRope(layer)};
+  return {kvCacheRows(config, layer, maxSeq), config.usesLocalRope(layer),
+          config.positions.kind == PositionKind::Rotary && !config.rotatesLayer(layer)};
 }
 
 /// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
@@ -704,7 +712,7 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
   const bool inspect = kind == Entry::Inspect, batch = kind == Entry::Batch;
   int64_t cacheRows = variant.cacheRows;
   ModelIRBuilder ir(b, loc, config, layout, maxSeq, cacheRows, cacheElement, inspect,
-                    variant.localRope);
+                    variant.localRope, !variant.unrotated);
   // Every layer has the same entries (only their table indices differ).
   SmallVector<int64_t, 16> entries = layout.layers.front().list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
@@ -806,6 +814,8 @@ std::string blockFunctionName(Entry kind, BlockVariant variant, int64_t maxSeq) 
     name += "_window" + std::to_string(variant.cacheRows);
   if (variant.localRope)
     name += "_local";
+  if (variant.unrotated)
+    name += "_nope";
   return name;
 }
 

@@ -86,7 +86,8 @@ const FamilyEntry families[] = {
     {"gptj", readGptj},            {"llama", readLlama},
     {"mistral", readMistral},      {"opt", readOpt},
     {"phi3", readPhi3},            {"qwen2", readQwen2},
-    {"qwen3", readQwen3},          {"xglm", readXglm},
+    {"qwen3", readQwen3},          {"smollm3", readSmolLM3},
+    {"xglm", readXglm},
 };
 
 /// Deepest nesting any config needs (HF configs nest 2-3 levels); the

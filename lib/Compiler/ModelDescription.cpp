@@ -109,7 +109,7 @@ void readPositions(ConfigReader &reader, ModelConfig &config) {
   std::optional<ConfigReader> section_ =
       section(reader, "positions",
               {"kind", "offset", "layout", "base", "local_base", "pairing",
-               "rotary_dims", "scaling", "bounded"});
+               "rotary_dims", "unrotated_layers", "scaling", "bounded"});
   if (!section_)
     return reader.fail("missing key 'positions'");
   ConfigReader &r = *section_;
@@ -127,6 +127,7 @@ void readPositions(ConfigReader &reader, ModelConfig &config) {
   only("base", sinusoidal || rotary, "sinusoidal and rotary");
   only("pairing", rotary, "rotary");
   only("local_base", rotary, "rotary");
+  only("unrotated_layers", rotary, "rotary");
   only("rotary_dims", rotary, "rotary");
   only("scaling", rotary, "rotary");
   p.offset = r.nonNegative("offset", 0, kMaxPositions);
@@ -155,6 +156,21 @@ void readPositions(ConfigReader &reader, ModelConfig &config) {
                   ") must be even and at most head_dim (" + llvm::Twine(headDim) +
                   ")");
   p.rotaryDims = dims == headDim ? 0 : dims;
+  if (const JsonValue *layers = r.entries().get("unrotated_layers")) {
+    const llvm::json::Array *list = layers->getAsArray();
+    for (size_t i = 0; list && i < list->size(); ++i) {
+      std::optional<int64_t> layer = (*list)[i].getAsInteger();
+      if (!layer || *layer < 0 || *layer >= config.numLayers ||
+          llvm::is_contained(p.unrotatedLayers, *layer))
+        return r.fail("key '" + r.name("unrotated_layers") + "' entry " +
+                      llvm::Twine(i) + " must be a distinct layer index below " +
+                      llvm::Twine(config.numLayers));
+      p.unrotatedLayers.push_back(*layer);
+    }
+    if (!list)
+      return r.fail("key '" + r.name("unrotated_layers") +
+                    "' must be a list of layer indices");
+  }
 
   const llvm::json::Object *scaling = r.objectAt("scaling");
   if (!scaling)
@@ -535,6 +551,11 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
         j.attribute("rotary_dims", p.rotaryDimsOf(c.headDim));
         if (p.localTheta)
           j.attribute("local_base", p.localTheta);
+        if (!p.unrotatedLayers.empty())
+          j.attributeArray("unrotated_layers", [&] {
+            for (int64_t layer : p.unrotatedLayers)
+              j.value(layer);
+          });
       }
       if (c.positionsBounded != learned)
         j.attribute("bounded", c.positionsBounded);

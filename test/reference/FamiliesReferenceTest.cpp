@@ -1,7 +1,8 @@
 //===- FamiliesReferenceTest.cpp - The oracle's model families ------------===//
 //
 // Checks the whole-model reference on every family beyond GPT-2 and LLaMA
-// (mistral, qwen2, qwen3, gemma, gemma2, gemma3_text and gemma3's text model,
+// (mistral, qwen2, qwen3, smollm3, gemma, gemma2, gemma3_text and gemma3's
+// text model,
 // phi3, gpt_neox, gptj, opt, bloom, xglm) and on
 // rope_scaling, without the model writer: configs are written here as JSON
 // text and parsed by the reader, weights are built in memory.
@@ -17,7 +18,8 @@
 //    (no ALiBi, window off by one, position offset 0, rotary on all dims,
 //    sequential residual, no +1 in Gemma's norm, the wrong qkv split, Qwen3's
 //    qk-norm skipped, after RoPE or swapped, Gemma 2's softcaps off or a
-//    sandwich norm dropped, Gemma 3's local layers on the global RoPE, ...)
+//    sandwich norm dropped, Gemma 3's local layers on the global RoPE,
+//    SmolLM3's NoPE layers rotated or a RoPE layer not, ...)
 //    moves the logits far more than the compiled-model tolerance (1e-5);
 //  - hand-computed small cases (OPT's offset, XGLM's table, Gemma's
 //    normalizer) and the --cached command line.
@@ -96,7 +98,11 @@ struct Spec {
   bool parallelResidual = true;  ///< gpt_neox
   bool normBefore = true;        ///< opt
   bool residualFromNorm = false; ///< bloom
-  bool bias = true; ///< gemma, qwen3 attention_bias, opt enable_bias
+  bool bias = true; ///< gemma, qwen3, smollm3 attention_bias, opt enable_bias
+  /// smollm3: no_rope_layers (empty: not written) and
+  /// no_rope_layer_interval (0: not written, SmolLM3Config's 4).
+  std::vector<int> noRopeLayers;
+  int64_t noRopeInterval = 0;
   std::string act;  ///< ACT2FN name
   std::string rope = "default"; ///< rope_scaling type
   double factor = 1.0, lowFreq = 1.0, highFreq = 4.0;
@@ -224,7 +230,7 @@ std::string configJson(const Spec &s) {
   j << "\"vocab_size\": " << s.vocab << ",\n";
   const std::string &t = s.type;
   if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
-      t == "gemma" || t == "phi3") {
+      t == "smollm3" || t == "gemma" || t == "phi3") {
     const bool qwen = t == "qwen2" || t == "qwen3";
     j << "\"hidden_size\": " << s.hidden
       << ", \"num_hidden_layers\": " << s.layers
@@ -246,13 +252,28 @@ std::string configJson(const Spec &s) {
       j << "\"use_sliding_window\": " << jsonBool(s.window > 0)
         << ", \"sliding_window\": " << (s.window ? s.window : 4096)
         << ", \"max_window_layers\": " << s.maxWindowLayers << ",\n";
-    if (qwen && !s.layerTypes.empty()) {
+    if (t == "smollm3") {
+      // SmolLM3Config: sliding_window None unless given; no_rope_layers
+      // wins over no_rope_layer_interval.
+      j << "\"use_sliding_window\": " << jsonBool(s.window > 0)
+        << ", \"sliding_window\": "
+        << (s.window ? std::to_string(s.window) : "null") << ",\n";
+      if (s.noRopeInterval)
+        j << "\"no_rope_layer_interval\": " << s.noRopeInterval << ",\n";
+      if (!s.noRopeLayers.empty()) {
+        j << "\"no_rope_layers\": [";
+        for (size_t i = 0; i < s.noRopeLayers.size(); ++i)
+          j << (i ? ", " : "") << s.noRopeLayers[i];
+        j << "],\n";
+      }
+    }
+    if ((qwen || t == "smollm3") && !s.layerTypes.empty()) {
       j << "\"layer_types\": [";
       for (size_t i = 0; i < s.layerTypes.size(); ++i)
         j << (i ? ", " : "") << "\"" << s.layerTypes[i] << "\"";
       j << "],\n";
     }
-    if (t == "gemma" || t == "qwen3")
+    if (t == "gemma" || t == "qwen3" || t == "smollm3")
       j << "\"attention_bias\": " << jsonBool(s.bias) << ",\n";
     if (t == "phi3")
       j << "\"partial_rotary_factor\": " << num(s.partial)
@@ -347,6 +368,16 @@ Spec baseSpec(const std::string &type) {
     s.window = 5;
     s.maxWindowLayers = 1;
     s.theta = 1000000.0;
+    s.eps = 1e-6;
+    s.bias = false;
+  } else if (type == "smollm3") {
+    // Four layers, no no_rope_layer_interval key: its default 4 makes layer
+    // 3 NoPE; GQA 4/2, head_dim 8, SmolLM3Config's theta 2e6; no window,
+    // no biases, untied.
+    s.layers = 4;
+    s.kvHeads = 2;
+    s.act = "silu";
+    s.theta = 2000000.0;
     s.eps = 1e-6;
     s.bias = false;
   } else if (type == "gemma") {
@@ -593,7 +624,22 @@ struct Bugs {
   bool slidingShifted = false;       ///< gemma2/3: layer i slides if i % p
   bool localGetsGlobalRope = false;  ///< gemma3: local layers 1e6 and linear
   bool globalUnscaled = false;       ///< gemma3: global RoPE without scaling
+  bool nopeRotated = false;          ///< smollm3: NoPE layers rotate too
+  bool firstRopeLayerUnrotated = false; ///< smollm3: its first RoPE layer not
+  bool nopeIntervalShifted = false; ///< smollm3: NoPE when i % interval == 0
 };
+
+/// SmolLM3Config.no_rope_layers: the list, else int((i + 1) % interval !=
+/// 0); true = the layer rotates.
+std::vector<bool> smolRopeLayers(const Spec &s, const Bugs &bugs) {
+  std::vector<bool> out(s.layers);
+  const int64_t interval = s.noRopeInterval ? s.noRopeInterval : 4;
+  for (int64_t l = 0; l < s.layers; ++l)
+    out[l] = !s.noRopeLayers.empty()    ? s.noRopeLayers[l] == 1
+             : bugs.nopeIntervalShifted ? l % interval != 0
+                                        : (l + 1) % interval != 0;
+  return out;
+}
 
 using Vec = std::vector<double>;
 using Mat = std::vector<Vec>;
@@ -923,8 +969,14 @@ std::vector<float> independent(const Spec &s, const Weights &w,
   };
 
   if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
-      t == "gemma" || t == "phi3") {
+      t == "smollm3" || t == "gemma" || t == "phi3") {
     const bool gemma = t == "gemma", phi3 = t == "phi3", qwen3 = t == "qwen3";
+    const bool smol = t == "smollm3";
+    const std::vector<bool> ropeLayers = smolRopeLayers(s, bugs);
+    int64_t firstRope = -1;
+    for (int64_t l = 0; l < s.layers && firstRope < 0; ++l)
+      if (ropeLayers[l])
+        firstRope = l;
     x = embed(w.at("model.embed_tokens.weight"), d, tokens);
     if (gemma && !bugs.noEmbeddingScale) {
       // normalizer = torch.tensor(hidden_size ** 0.5, dtype=float32)
@@ -960,8 +1012,14 @@ std::vector<float> independent(const Spec &s, const Weights &w,
       };
       if (qwen3 && !bugs.qkNormSkipped && !bugs.qkNormAfterRope)
         qkNorm();
-      ropeHF(q, s, s.heads, hd, rot, false, callEnd);
-      ropeHF(k, s, s.kvHeads, hd, rot, false, callEnd);
+      // SmolLM3Attention: `if self.use_rope:` apply_rotary_pos_emb.
+      bool rotates = !smol || ropeLayers[l] || bugs.nopeRotated;
+      if (smol && bugs.firstRopeLayerUnrotated && l == firstRope)
+        rotates = false;
+      if (rotates) {
+        ropeHF(q, s, s.heads, hd, rot, false, callEnd);
+        ropeHF(k, s, s.kvHeads, hd, rot, false, callEnd);
+      }
       if (qwen3 && bugs.qkNormAfterRope)
         qkNorm();
       int64_t window = 0;
@@ -975,6 +1033,14 @@ std::vector<float> independent(const Spec &s, const Weights &w,
                            ? (bugs.windowBelowMaxLayers ? below : !below)
                            : s.layerTypes[l] == "sliding_attention";
         if (sliding || bugs.windowAllLayers)
+          window = s.window;
+      }
+      if (smol) {
+        // SmolLM3Config layer_types, or sliding for the NoPE layers.
+        bool sliding = s.layerTypes.empty()
+                           ? !ropeLayers[l]
+                           : s.layerTypes[l] == "sliding_attention";
+        if (sliding)
           window = s.window;
       }
       Mat a =
@@ -1303,9 +1369,11 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
   };
   auto ln = [&](const std::string &name) { linear(name, true); };
   if (type == "mistral" || type == "qwen2" || type == "qwen3" ||
-      type == "gemma") {
-    // Qwen3 and Gemma: attention_bias on q, k, v and o; Qwen2: q, k, v.
-    bool oBias = (type == "qwen3" || type == "gemma") && bias;
+      type == "smollm3" || type == "gemma") {
+    // Qwen3, SmolLM3 and Gemma: attention_bias on q, k, v and o; Qwen2: q,
+    // k, v.
+    bool oBias =
+        (type == "qwen3" || type == "smollm3" || type == "gemma") && bias;
     bool qkvBias = type == "qwen2" || oBias;
     n.insert("model.embed_tokens.weight");
     n.insert("model.layers.0.input_layernorm.weight");
@@ -1422,9 +1490,9 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
   return n;
 }
 
-const char *kFamilies[] = {"mistral", "qwen2",       "qwen3", "gemma",
-                           "gemma2",  "gemma3_text", "phi3",  "gpt_neox",
-                           "gptj",    "opt",         "bloom", "xglm"};
+const char *kFamilies[] = {
+    "mistral", "qwen2",    "qwen3", "smollm3", "gemma", "gemma2", "gemma3_text",
+    "phi3",    "gpt_neox", "gptj",  "opt",     "bloom", "xglm"};
 
 TEST(FamilyConfig, TensorNamesAreHFs) {
   for (const char *type : kFamilies)
@@ -1621,6 +1689,60 @@ TEST(FamilyConfig, DefaultsOfAbsentKeys) {
              llamaDims);
   EXPECT_EQ(q3.ropeTheta, 1e6);
   EXPECT_EQ(q3.ropeScaling.type, ref::RopeScaling::Type::Linear);
+
+  // SmolLM3Config: kv heads 4, theta 2e6, tied, eps 1e-6, 32768
+  // positions, no biases, no window; no_rope_layer_interval 4 makes every
+  // fourth layer (i + 1 divisible by 4) NoPE.
+  const std::string smolDims =
+      "\"model_type\": \"smollm3\", \"hidden_size\": 64, "
+      "\"num_attention_heads\": 8, \"vocab_size\": 100, "
+      "\"intermediate_size\": 96, ";
+  ModelConfig sm = parse(smolDims + "\"num_hidden_layers\": 8");
+  EXPECT_EQ(sm.architecture, Architecture::SmolLM3);
+  EXPECT_EQ(sm.kvHeads, 4);
+  EXPECT_EQ(sm.headDim, 8); // hidden / heads
+  EXPECT_EQ(sm.rotaryDim, 8);
+  EXPECT_EQ(sm.ropeTheta, 2000000.0);
+  EXPECT_TRUE(sm.tieEmbeddings);
+  EXPECT_EQ(sm.normEps, 1e-6);
+  EXPECT_EQ(sm.maxPositions, 32768);
+  EXPECT_FALSE(sm.attentionBias);
+  EXPECT_FALSE(sm.qkNorm);
+  EXPECT_EQ(sm.activation, ref::Activation::Silu);
+  EXPECT_EQ(sm.slidingWindow, 0);
+  EXPECT_EQ(sm.slidingLayers, std::vector<bool>(8, false));
+  EXPECT_EQ(sm.ropeLayers, (std::vector<bool>{true, true, true, false, true,
+                                              true, true, false}));
+  sm = parse(smolDims + "\"num_hidden_layers\": 4, \"num_key_value_heads\": "
+                        "null, \"no_rope_layer_interval\": 2, "
+                        "\"attention_bias\": true, \"use_sliding_window\": "
+                        "true, \"sliding_window\": 16");
+  EXPECT_EQ(sm.kvHeads, 8);
+  EXPECT_TRUE(sm.attentionBias);
+  EXPECT_EQ(sm.ropeLayers, (std::vector<bool>{true, false, true, false}));
+  // layer_types' default slides the NoPE layers only.
+  EXPECT_EQ(sm.slidingWindow, 16);
+  EXPECT_EQ(sm.slidingLayers, (std::vector<bool>{false, true, false, true}));
+  // An explicit list wins over the interval (longer lists are fine);
+  // sliding_window without use_sliding_window is off; rope_parameters.
+  sm = parse(smolDims + "\"num_hidden_layers\": 3, \"no_rope_layers\": "
+                        "[0, 1, 1, 0], \"no_rope_layer_interval\": 1, "
+                        "\"sliding_window\": 8, \"rope_parameters\": "
+                        "{\"rope_type\": \"default\", \"rope_theta\": "
+                        "5000000.0}");
+  EXPECT_EQ(sm.ropeLayers, (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(sm.slidingWindow, 0);
+  EXPECT_EQ(sm.slidingLayers, std::vector<bool>(3, false));
+  EXPECT_EQ(sm.ropeTheta, 5e6);
+  // A given layer_types decides the windows.
+  sm = parse(smolDims + "\"num_hidden_layers\": 2, \"use_sliding_window\": "
+                        "true, \"sliding_window\": 8, \"layer_types\": "
+                        "[\"sliding_attention\", \"full_attention\"]");
+  EXPECT_EQ(sm.ropeLayers, (std::vector<bool>{true, true}));
+  EXPECT_EQ(sm.slidingLayers, (std::vector<bool>{true, false}));
+  // Other families rotate every layer.
+  EXPECT_TRUE(
+      parse("\"model_type\": \"llama\", " + llamaDims).ropeLayers.empty());
 
   ModelConfig g = parse("\"model_type\": \"gemma\", " + llamaDims);
   EXPECT_EQ(g.kvHeads, 16);
@@ -1986,6 +2108,25 @@ TEST(FamilyConfig, UnsupportedSettingsNameTheKey) {
        "both \"rope_scaling\" and \"rope_parameters\" are given"},
       {dims("qwen3"), "num_key_value_heads (32) does not divide "
                       "num_attention_heads (4)"},
+      {dims("smollm3") + ", \"no_rope_layers\": []",
+       "\"no_rope_layers\" must be an array of at least num_hidden_layers (1) "
+       "0s and 1s"},
+      {dims("smollm3") + ", \"no_rope_layers\": 1",
+       "\"no_rope_layers\" must be an array"},
+      {dims("smollm3") + ", \"no_rope_layers\": \"1\"",
+       "\"no_rope_layers\" must be an array of at least num_hidden_layers (1)"},
+      {dims("smollm3") + ", \"no_rope_layers\": [2]",
+       "\"no_rope_layers\"[0] must be 0 or 1"},
+      {dims("smollm3") + ", \"no_rope_layers\": [true]",
+       "\"no_rope_layers\"[0] must be 0 or 1"},
+      {dims("smollm3") + ", \"no_rope_layer_interval\": 0",
+       "\"no_rope_layer_interval\" must be an integer"},
+      {dims("smollm3") + ", \"mlp_bias\": true",
+       "mlp_bias: true is not supported"},
+      {dims("smollm3") + ", \"layer_types\": [\"sliding_attention\"]",
+       "\"layer_types\" has sliding_attention layers but"},
+      {dims("smollm3") + ", \"partial_rotary_factor\": 0.5",
+       "partial_rotary_factor < 1 is not supported for smollm3"},
       {dims("gemma") + ", \"use_bidirectional_attention\": true",
        "use_bidirectional_attention: true is not supported"},
       {"\"model_type\": \"opt\", \"hidden_size\": 64, \"num_hidden_layers\": "
@@ -2145,6 +2286,21 @@ std::vector<Case> cases() {
   s.window = 0;
   s.ropeParameters = true; // rope_theta inside rope_parameters
   add("qwen3-mha-no-window-rope-parameters", s);
+  s = baseSpec("smollm3");
+  s.noRopeInterval = 2; // layers 1 and 3 NoPE, and windowed
+  s.window = 5;
+  s.bias = true;
+  s.tie = true;
+  add("smollm3-interval2-window-bias-tied", s);
+  s = baseSpec("smollm3");
+  s.noRopeLayers = {1, 0, 1, 1, 0}; // longer than the layers: fine
+  s.ropeParameters = true;
+  add("smollm3-list-rope-parameters", s);
+  s = baseSpec("smollm3");
+  s.window = 5;
+  s.layerTypes = {"sliding_attention", "full_attention", "full_attention",
+                  "sliding_attention"};
+  add("smollm3-window-layer-types", s);
   s = baseSpec("gemma");
   s.bias = true;
   s.act = "gelu";
@@ -2449,6 +2605,12 @@ TEST(FamilyForward, PlantedBugsAreVisible) {
        [](Bugs &b) { b.windowAllLayers = true; }},
       {"qwen3 window off by one", spec("qwen3"),
        [](Bugs &b) { b.windowOffByOne = true; }},
+      {"smollm3 NoPE layer rotated", spec("smollm3"),
+       [](Bugs &b) { b.nopeRotated = true; }},
+      {"smollm3 RoPE layer not rotated", spec("smollm3"),
+       [](Bugs &b) { b.firstRopeLayerUnrotated = true; }},
+      {"smollm3 interval as i % interval", spec("smollm3"),
+       [](Bugs &b) { b.nopeIntervalShifted = true; }},
       {"gemma2 attention softcap off", spec("gemma2"),
        [](Bugs &b) { b.noAttnSoftcap = true; }},
       {"gemma2 final softcap off", spec("gemma2"),

@@ -568,6 +568,7 @@ std::set<std::string> bufferNames(const ModelConfig &c) {
     case Architecture::Mistral:
     case Architecture::Qwen2:
     case Architecture::Qwen3:
+    case Architecture::SmolLM3:
     case Architecture::Gemma:
     case Architecture::Gemma2:
     case Architecture::Gemma3:
@@ -677,6 +678,8 @@ const char *modelTypeName(Architecture architecture) {
     return "qwen2";
   case Architecture::Qwen3:
     return "qwen3";
+  case Architecture::SmolLM3:
+    return "smollm3";
   case Architecture::Gemma:
     return "gemma";
   case Architecture::Gemma2:
@@ -903,11 +906,11 @@ const JsonValue &ropeDict(ConfigReader &r, std::string &key) {
 /// transformers 5 writes), whose types are read only when `allowScaling`.
 void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
               const std::string &partialKey, double partialDefault,
-              bool allowScaling) {
+              bool allowScaling, double thetaDefault = 10000.0) {
   std::string dictKey;
   const JsonValue &dict = ropeDict(r, dictKey);
   ConfigReader rope = r.child(dict, dictKey);
-  c.ropeTheta = ropeKey(r, rope, "rope_theta", thetaKey, 10000.0);
+  c.ropeTheta = ropeKey(r, rope, "rope_theta", thetaKey, thetaDefault);
   double partial =
       ropeKey(r, rope, "partial_rotary_factor", partialKey, partialDefault);
   if (r.failed())
@@ -1009,7 +1012,40 @@ bool anySliding(const ModelConfig &c) {
          c.slidingLayers.end();
 }
 
-/// llama, mistral, qwen2, qwen3, gemma: the LlamaDecoderLayer shape.
+/// smollm3's no_rope_layers (one 0 or 1 per layer, at least
+/// num_hidden_layers of them; 1 = RoPE), or when absent or null
+/// no_rope_layer_interval's (default 4) every interval-th layer NoPE:
+/// int((i + 1) % interval != 0), as SmolLM3Config.__post_init__.
+void readNoRopeLayers(ConfigReader &r, ModelConfig &c) {
+  c.ropeLayers.assign(c.layers > 0 ? c.layers : 0, true);
+  if (r.has("no_rope_layers")) {
+    const JsonValue *list = r.value("no_rope_layers");
+    if (list->kind != JsonValue::Kind::Array ||
+        static_cast<int64_t>(list->items.size()) < c.layers) {
+      r.setError("\"" + r.name("no_rope_layers") +
+                 "\" must be an array of at least num_hidden_layers (" +
+                 std::to_string(c.layers) + ") 0s and 1s");
+      return;
+    }
+    for (int64_t i = 0; i < c.layers; ++i) {
+      const JsonValue &e = list->items[i];
+      if (e.kind != JsonValue::Kind::Number ||
+          (e.number != 0 && e.number != 1)) {
+        r.setError("\"" + r.name("no_rope_layers") + "\"[" + std::to_string(i) +
+                   "] must be 0 or 1");
+        return;
+      }
+      c.ropeLayers[i] = e.number == 1;
+    }
+    return;
+  }
+  int64_t interval = r.integer("no_rope_layer_interval", 4);
+  for (int64_t i = 0; i < c.layers && interval > 0; ++i)
+    c.ropeLayers[i] = (i + 1) % interval != 0;
+}
+
+/// llama, mistral, qwen2, qwen3, smollm3, gemma: the LlamaDecoderLayer
+/// shape.
 void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   const Architecture a = c.architecture;
   const bool qwen = a == Architecture::Qwen2 || a == Architecture::Qwen3;
@@ -1020,7 +1056,8 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   c.ffn = r.integer("intermediate_size");
   // num_key_value_heads: LlamaConfig None -> heads; MistralConfig default 8
   // and None -> heads; Qwen2Config and Qwen3Config default 32 and None ->
-  // heads; GemmaConfig default 16 (None is not handled).
+  // heads; SmolLM3Config default 4 and None -> heads; GemmaConfig default
+  // 16 (None is not handled).
   const std::string kv = "num_key_value_heads";
   switch (a) {
   case Architecture::Mistral:
@@ -1029,6 +1066,9 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   case Architecture::Qwen2:
   case Architecture::Qwen3:
     c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 32;
+    break;
+  case Architecture::SmolLM3:
+    c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 4;
     break;
   case Architecture::Gemma:
     if (r.present(kv) && !r.has(kv))
@@ -1039,12 +1079,14 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
     c.kvHeads = r.integer(kv, c.heads);
   }
   c.maxPositions = r.integer("max_position_embeddings",
-                             a == Architecture::Mistral ? 4096 * 32
-                             : qwen                     ? 32768
-                             : a == Architecture::Gemma ? 8192
-                                                        : 2048);
+                             a == Architecture::Mistral           ? 4096 * 32
+                             : qwen || a == Architecture::SmolLM3 ? 32768
+                             : a == Architecture::Gemma           ? 8192
+                                                                  : 2048);
   c.normEps = r.number("rms_norm_eps", 1e-6);
-  c.tieEmbeddings = r.boolean("tie_word_embeddings", a == Architecture::Gemma);
+  c.tieEmbeddings =
+      r.boolean("tie_word_embeddings",
+                a == Architecture::Gemma || a == Architecture::SmolLM3);
   // head_dim: GemmaConfig defaults it to 256 and Qwen3Config to 128 (not
   // hidden / heads; their attention reads config.head_dim, so null fails
   // there); the others to hidden_size / num_attention_heads (also for null).
@@ -1068,6 +1110,12 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
                       "\" is ignored: transformers >= 4.48 uses hidden_act \"" +
                       r.string("hidden_act", "gelu_pytorch_tanh") +
                       "\" (earlier versions used hidden_activation)");
+  }
+  if (a == Architecture::SmolLM3) {
+    c.attentionBias = r.boolean("attention_bias", false); // q/k/v and o
+    if (r.boolean("mlp_bias", false))
+      r.setError("mlp_bias: true is not supported");
+    readNoRopeLayers(r, c);
   }
   if (a == Architecture::Llama) {
     if (r.boolean("attention_bias", false))
@@ -1119,10 +1167,26 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
       for (int64_t i = 0; i < c.layers; ++i)
         c.slidingLayers[i] = i >= maxWindowLayers;
     }
+  } else if (a == Architecture::SmolLM3) {
+    // SmolLM3Config: sliding_window (default None) applies only with
+    // use_sliding_window, and layer_types' default slides the NoPE layers.
+    bool use = r.boolean("use_sliding_window", false);
+    int64_t window = r.integer("sliding_window", 0);
+    c.slidingWindow = use ? window : 0;
+    if (readLayerTypes(r, c)) {
+      if (anySliding(c) && c.slidingWindow == 0)
+        r.setError("\"layer_types\" has sliding_attention layers but "
+                   "use_sliding_window is false or sliding_window null");
+    } else if (c.slidingWindow > 0 && !r.failed()) {
+      for (int64_t i = 0; i < c.layers; ++i)
+        c.slidingLayers[i] = !c.ropeLayers[i];
+    }
   }
 
+  // SmolLM3Config.default_theta: 2e6.
   readRope(r, c, "rope_theta", "partial_rotary_factor", 1.0,
-           /*allowScaling=*/true);
+           /*allowScaling=*/true,
+           a == Architecture::SmolLM3 ? 2000000.0 : 10000.0);
   if (!r.failed() && c.rotaryDim != c.headDim)
     r.setError(std::string("partial_rotary_factor < 1 is not supported for ") +
                modelTypeName(a) +
@@ -1499,13 +1563,21 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
   ModelConfig c;
   std::string type = r.string("model_type", "");
   const std::pair<const char *, Architecture> kTypes[] = {
-      {"gpt2", Architecture::GPT2},       {"llama", Architecture::Llama},
-      {"mistral", Architecture::Mistral}, {"qwen2", Architecture::Qwen2},
-      {"qwen3", Architecture::Qwen3},     {"gemma", Architecture::Gemma},
-      {"gemma2", Architecture::Gemma2},   {"gemma3_text", Architecture::Gemma3},
-      {"gemma3", Architecture::Gemma3},   {"phi3", Architecture::Phi3},
-      {"gpt_neox", Architecture::GPTNeoX}, {"gptj", Architecture::GPTJ},
-      {"opt", Architecture::OPT},         {"bloom", Architecture::Bloom},
+      {"gpt2", Architecture::GPT2},
+      {"llama", Architecture::Llama},
+      {"mistral", Architecture::Mistral},
+      {"qwen2", Architecture::Qwen2},
+      {"qwen3", Architecture::Qwen3},
+      {"smollm3", Architecture::SmolLM3},
+      {"gemma", Architecture::Gemma},
+      {"gemma2", Architecture::Gemma2},
+      {"gemma3_text", Architecture::Gemma3},
+      {"gemma3", Architecture::Gemma3},
+      {"phi3", Architecture::Phi3},
+      {"gpt_neox", Architecture::GPTNeoX},
+      {"gptj", Architecture::GPTJ},
+      {"opt", Architecture::OPT},
+      {"bloom", Architecture::Bloom},
       {"xglm", Architecture::XGLM},
   };
   bool known = false;
@@ -1518,9 +1590,9 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     r.setError("missing key \"model_type\"");
   } else if (!known) {
     r.setError("unsupported model_type \"" + type +
-               "\" (expected gpt2, llama, mistral, qwen2, qwen3, gemma, "
-               "gemma2, gemma3_text, gemma3, phi3, gpt_neox, gptj, opt, bloom "
-               "or xglm)");
+               "\" (expected gpt2, llama, mistral, qwen2, qwen3, smollm3, "
+               "gemma, gemma2, gemma3_text, gemma3, phi3, gpt_neox, gptj, opt, "
+               "bloom or xglm)");
   } else if (type == "gemma3") {
     parseGemma3Multimodal(r, c);
   } else {
@@ -1533,6 +1605,7 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     case Architecture::Mistral:
     case Architecture::Qwen2:
     case Architecture::Qwen3:
+    case Architecture::SmolLM3:
     case Architecture::Gemma:
       parseLlamaFamily(r, c);
       break;
@@ -1842,12 +1915,14 @@ ModelReference::expectedWeights(const ModelConfig &c) {
   case Architecture::Mistral:
   case Architecture::Qwen2:
   case Architecture::Qwen3:
+  case Architecture::SmolLM3:
   case Architecture::Gemma:
   case Architecture::Phi3: {
     bool phi3 = c.architecture == Architecture::Phi3;
     bool qkvBias = c.attentionBias;
     bool oBias = c.attentionBias && (c.architecture == Architecture::Gemma ||
-                                     c.architecture == Architecture::Qwen3);
+                                     c.architecture == Architecture::Qwen3 ||
+                                     c.architecture == Architecture::SmolLM3);
     add("model.embed_tokens.weight", {V, d});
     for (int64_t i = 0; i < c.layers; ++i) {
       std::string l = "model.layers." + std::to_string(i) + ".";
@@ -2507,6 +2582,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   case Architecture::Mistral:
   case Architecture::Qwen2:
   case Architecture::Qwen3:
+  case Architecture::SmolLM3:
   case Architecture::Gemma:
   case Architecture::Phi3: {
     const bool phi3 = arch == Architecture::Phi3;
@@ -2538,8 +2614,12 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
         k = rmsNorm(k, n * c.kvHeads, hd, w(l + "self_attn.k_norm.weight"),
                     eps);
       }
-      q = rotate(q, qWidth);
-      k = rotate(k, kvWidth);
+      // SmolLM3Attention: `if self.use_rope:` (no_rope_layers[i]); the
+      // NoPE layers cache and attend with unrotated q and k.
+      if (c.ropeLayers.empty() || c.ropeLayers[i]) {
+        q = rotate(q, qWidth);
+        k = rotate(k, kvWidth);
+      }
       std::vector<float> a = attend(i, q, k, v);
       x = residualAdd(x, dense(a, qWidth, l + "self_attn.o_proj", d));
       std::vector<float> h2 = rmsNormOf(x, l + "post_attention_layernorm");

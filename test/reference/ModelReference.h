@@ -7,8 +7,8 @@
 // (double accumulation, one rounding to float per op result): either one
 // call from position 0 without a cache, or HF's cached generation, one
 // call per step with a KV cache. Families: gpt2, llama, mistral, qwen2,
-// qwen3, gemma, gemma2, gemma3_text (and gemma3's text_config), phi3,
-// gpt_neox, gptj, opt, bloom, xglm (docs/reference.md has the keys each
+// qwen3, smollm3, gemma, gemma2, gemma3_text (and gemma3's text_config),
+// phi3, gpt_neox, gptj, opt, bloom, xglm (docs/reference.md has the keys each
 // reads and the HF subtleties it follows).
 //
 // Independent of the compiler and the runtime on purpose: it shares no code
@@ -53,6 +53,7 @@ enum class Architecture {
   Mistral, ///< mistral: sliding window, decoupled head_dim
   Qwen2,   ///< qwen2: q/k/v biases, per-layer sliding window
   Qwen3,   ///< qwen3: per-head q/k RMSNorm before RoPE, explicit head_dim
+  SmolLM3, ///< smollm3: llama whose NoPE layers (no_rope_layers) skip RoPE
   Gemma,   ///< gemma: GeGLU, (1 + w) RMSNorm, embeddings * sqrt(hidden)
   Gemma2,  ///< gemma2: gemma + sandwich norms, softcaps, alternating windows
   Gemma3,  ///< gemma3_text (or gemma3's text_config): gemma2 + (1 + w) q/k
@@ -109,9 +110,13 @@ struct ModelConfig {
   int64_t rotaryDim = 0;
   /// RotateHalf except GPT-J (rotate_every_two: Interleaved).
   RopePairing ropePairing = RopePairing::RotateHalf;
-  /// rope_scaling (llama, mistral, qwen2, qwen3, gemma, gemma2; gemma3:
-  /// of the global layers).
+  /// rope_scaling (llama, mistral, qwen2, qwen3, smollm3, gemma, gemma2;
+  /// gemma3: of the global layers).
   RopeScaling ropeScaling;
+  /// SmolLM3: whether layer i rotates q and k (no_rope_layers[i] == 1, or
+  /// (i + 1) % no_rope_layer_interval != 0); the others (NoPE layers)
+  /// attend without any position encoding. Empty = every layer rotates.
+  std::vector<bool> ropeLayers;
   /// Gemma 3: the sliding layers rotate with a table of their own,
   /// rope_local_base_freq and no scaling (transformers 5:
   /// rope_parameters.sliding_attention); the others use ropeTheta and
@@ -122,7 +127,8 @@ struct ModelConfig {
 
   /// Sliding window size (keys with pos - j < window are visible); 0 =
   /// none. slidingLayers[i] says whether layer i uses it (Mistral and Phi3:
-  /// every layer; Qwen2, Qwen3, Gemma 2 and 3: layer_types).
+  /// every layer; Qwen2, Qwen3, Gemma 2 and 3: layer_types; SmolLM3:
+  /// layer_types, else its NoPE layers).
   int64_t slidingWindow = 0;
   std::vector<bool> slidingLayers;
   /// Qwen3, Gemma 3: q and k pass through an RMSNorm over each head's
@@ -152,7 +158,7 @@ struct ModelConfig {
   bool multimodal = false;
 
   /// Biases of the attention projections, per family: Qwen2 q/k/v (always);
-  /// Gemma and Qwen3 attention_bias (q/k/v/o); GPT-NeoX attention_bias
+  /// Gemma, Qwen3 and SmolLM3 attention_bias (q/k/v/o); GPT-NeoX attention_bias
   /// (query_key_value and dense); OPT enable_bias (q/k/v/out); GPT-2, BLOOM,
   /// XGLM always (all).
   bool attentionBias = false;

@@ -461,6 +461,74 @@ TEST(ModelWriter, Qwen3PresetsCatchTheirBugs) {
   }
 }
 
+/// The smollm3 presets as the reference reads them (tied, GQA 4/2,
+/// head_dim 16, theta 2e6; NoPE layer 1 by no_rope_layer_interval 2 of
+/// three layers, or by the list of four), cached decode bit for bit, and --sharp weights on which
+/// each NoPE misreading flips argmaxes on 40-token prompts: the NoPE layer
+/// rotated, the first RoPE layer not, the interval applied as i % 2 (the
+/// list variant: the list ignored for the interval).
+TEST(ModelWriter, SmolLM3PresetsCatchTheirBugs) {
+  TempDir dir;
+  const int64_t n = 40;
+  struct Case {
+    const char *preset;
+    std::vector<bool> rope, misread;
+  };
+  const Case cases[] = {
+      {"tiny-smollm3", {true, false, true}, {false, true, false}},
+      {"tiny-smollm3-list",
+       {true, false, true, true},
+       {true, true, true, false}},
+  };
+  for (const Case &c : cases) {
+    ModelSpec spec = preset(c.preset);
+    spec.sharp = true;
+    std::string path = writeOrDie(spec, dir.sub(c.preset));
+    std::vector<std::string> warnings;
+    auto model = loadOrDie(path, &warnings);
+    ASSERT_TRUE(model) << c.preset;
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+    const ref::ModelConfig &config = model->config();
+    EXPECT_EQ(config.architecture, ref::Architecture::SmolLM3);
+    EXPECT_EQ(config.headDim, 16);
+    EXPECT_EQ(config.kvHeads, 2);
+    EXPECT_EQ(config.ropeTheta, 2e6);
+    EXPECT_TRUE(config.tieEmbeddings);
+    EXPECT_FALSE(config.attentionBias);
+    EXPECT_EQ(config.slidingWindow, 0);
+    EXPECT_EQ(config.ropeLayers, c.rope) << c.preset;
+    std::vector<int64_t> tokens = someTokens(n, spec.vocab);
+    std::vector<float> good = forwardOrDie(*model, tokens);
+    std::vector<float> cached;
+    std::string error;
+    ASSERT_TRUE(model->forwardCached(tokens, 9, cached, error)) << error;
+    EXPECT_EQ(cached, good) << c.preset;
+
+    std::map<std::string, ref::StoredTensor> tensors;
+    ASSERT_TRUE(
+        ref::readSafetensors(path + "/model.safetensors", tensors, error))
+        << error;
+    auto withRope = [&](const std::vector<bool> &rope) {
+      ref::ModelConfig changed = config;
+      changed.ropeLayers = rope;
+      auto m = ModelReference::create(changed, tensors, error);
+      EXPECT_TRUE(m) << error;
+      return forwardOrDie(*m, tokens);
+    };
+    auto expectFlips = [&](const std::vector<bool> &rope, const char *what) {
+      int64_t flips = countArgmaxDifferences(good, withRope(rope), spec.vocab);
+      EXPECT_GE(flips, n / 4) << c.preset << ": " << what;
+      RecordProperty(std::string(c.preset) + " " + what,
+                     static_cast<int>(flips));
+    };
+    expectFlips(std::vector<bool>(c.rope.size(), true), "NoPE layer rotated");
+    std::vector<bool> firstUnrotated = c.rope;
+    firstUnrotated[0] = false;
+    expectFlips(firstUnrotated, "RoPE layer 0 not rotated");
+    expectFlips(c.misread, "NoPE layers misplaced");
+  }
+}
+
 /// The gemma2 and gemma3 presets as the reference reads them, and their
 /// --sharp weights catching each feature's bug on 40-token prompts: by
 /// argmax, except the final softcap, which is monotonic (argmaxes must stay)

@@ -2,7 +2,8 @@
 //
 // Writes a model folder (config.json + model.safetensors) in the layout of a
 // real Hugging Face checkpoint of one of the families below (GPT-2, LLaMA,
-// Mistral, Qwen2, Qwen3, Gemma, Gemma 2, Gemma 3, Phi-3, GPT-NeoX, GPT-J,
+// Mistral, Qwen2, Qwen3, SmolLM3, Gemma, Gemma 2, Gemma 3, Phi-3, GPT-NeoX,
+// GPT-J,
 // OPT, BLOOM, XGLM),
 // filled with deterministic random weights, so that the compiler, the
 // runtime and the reference model can be tested on any shape without
@@ -44,6 +45,9 @@ enum class Family {
   Qwen2,   ///< "qwen2": LLaMA + q/k/v biases, use_sliding_window.
   Qwen3,   ///< "qwen3": LLaMA + per-head q_norm / k_norm, head_dim written,
            ///< attention_bias (q/k/v/o), use_sliding_window, layer_types.
+  SmolLM3, ///< "smollm3": LLaMA whose NoPE layers (no_rope_layers, else
+           ///< every no_rope_layer_interval-th) skip RoPE; tied by
+           ///< default, attention_bias (q/k/v/o), windows on NoPE layers.
   Gemma,   ///< "gemma": GeGLU, (1 + w) RMSNorm, sqrt(hidden) embed scale.
   Gemma2,  ///< "gemma2": gemma + four sandwich norms per layer,
            ///< query_pre_attn_scalar, softcaps, windows on even layers.
@@ -165,9 +169,15 @@ struct ModelSpec {
   /// slide (over qwen3's max_window_layers, gemma2's even layers and
   /// gemma3's sliding_window_pattern). Empty = not written.
   std::vector<std::string> layerTypes;
-  /// qwen3, gemma2, gemma3 attention_bias: biases on q_proj, k_proj, v_proj
-  /// and o_proj.
+  /// qwen3, smollm3, gemma2, gemma3 attention_bias: biases on q_proj,
+  /// k_proj, v_proj and o_proj.
   bool attentionBias = false;
+  /// smollm3 no_rope_layers: one 0 (NoPE: q and k not rotated) or 1 (RoPE)
+  /// per layer. Empty = not written, and no_rope_layer_interval decides.
+  std::vector<int> noRopeLayers;
+  /// smollm3 no_rope_layer_interval: layer i is NoPE when (i + 1) % N == 0.
+  /// 0 = not written (SmolLM3Config's 4).
+  int64_t noRopeLayerInterval = 0;
   /// gemma2, gemma3 query_pre_attn_scalar (scores are scaled by its
   /// ^-0.5), always written. 0 = the head dim.
   double queryPreAttnScalar = 0.0;
@@ -241,6 +251,9 @@ int64_t effectiveMaxWindowLayers(const ModelSpec &spec);
 /// gemma2, gemma3: which layers slide (layer_types, else gemma2's even
 /// layers or gemma3's sliding_window_pattern); empty for other families.
 std::vector<bool> effectiveSlidingLayers(const ModelSpec &spec);
+/// smollm3: whether each layer rotates q and k (no_rope_layers, else the
+/// interval's); empty for other families.
+std::vector<bool> effectiveRopeLayers(const ModelSpec &spec);
 /// gemma2, gemma3 query_pre_attn_scalar after the default.
 double effectiveQueryPreAttnScalar(const ModelSpec &spec);
 /// opt word_embed_proj_dim after the default (hidden for the others).

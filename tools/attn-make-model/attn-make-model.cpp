@@ -38,7 +38,8 @@ const char *kUsage =
     "presets (--list-presets): tiny-gpt2, tiny-llama, tiny-llama-tied,\n"
     "  gpt2-small, llama-15m, llama-110m, tiny-mistral, tiny-mistral-mqa,\n"
     "  tiny-qwen2, tiny-qwen2-swa, tiny-qwen3, tiny-qwen3-swa,\n"
-    "  tiny-qwen3-bias, qwen3-0.6b, tiny-gemma, tiny-gemma-mqa, tiny-gemma2,\n"
+    "  tiny-qwen3-bias, qwen3-0.6b, tiny-smollm3, tiny-smollm3-list,\n"
+    "  tiny-gemma, tiny-gemma-mqa, tiny-gemma2,\n"
     "  tiny-gemma3, tiny-gemma3-mm, gemma3-1b, tiny-phi3,\n"
     "  tiny-phi3-partial, tiny-gpt_neox, tiny-gpt_neox-sequential, tiny-gptj,\n"
     "  tiny-opt, tiny-opt-postln, tiny-bloom, tiny-xglm\n"
@@ -53,20 +54,25 @@ const char *kUsage =
     "                      models' argmaxes depend on the layers)\n"
     "  --tie-embeddings / --no-tie-embeddings (alias --tie / --no-tie)\n"
     "family settings:\n"
-    "  --rope-scaling S    llama, mistral, qwen2, qwen3, gemma, gemma2,\n"
-    "                      gemma3_text (its global layers): linear:F,\n"
+    "  --rope-scaling S    llama, mistral, qwen2, qwen3, smollm3, gemma,\n"
+    "                      gemma2, gemma3_text (its global layers): linear:F,\n"
     "                      dynamic:F, yarn:F[:ORIGINAL_MAX][,beta_fast=X]\n"
     "                      [,beta_slow=X][,attention_factor=X],\n"
     "                      llama3:F:LOW:HIGH:ORIGINAL_MAX\n"
-    "  --sliding-window N  mistral, qwen2, qwen3 (qwen: use_sliding_window\n"
-    "                      true), gemma2, gemma3_text; 0 = none\n"
+    "  --sliding-window N  mistral, qwen2, qwen3, smollm3 (qwen, smollm3:\n"
+    "                      use_sliding_window true; smollm3 slides its NoPE\n"
+    "                      layers), gemma2, gemma3_text; 0 = none\n"
     "  --max-window-layers N  qwen2, qwen3: layers >= N use the window\n"
     "                      (default 0)\n"
-    "  --layer-types T,... qwen3, gemma2, gemma3_text: full_attention or\n"
-    "                      sliding_attention per layer (written as\n"
+    "  --layer-types T,... qwen3, smollm3, gemma2, gemma3_text:\n"
+    "                      full_attention or sliding_attention per layer (as\n"
     "                      layer_types; decides the window)\n"
-    "  --attention-bias / --no-attention-bias  qwen3, gemma2, gemma3_text\n"
-    "                      (q/k/v/o biases)\n"
+    "  --attention-bias / --no-attention-bias  qwen3, smollm3, gemma2,\n"
+    "                      gemma3_text (q/k/v/o biases)\n"
+    "  --no-rope-layers B,... smollm3: no_rope_layers, one 1 (RoPE) or 0\n"
+    "                      (NoPE) per layer\n"
+    "  --no-rope-layer-interval N  smollm3: layer i is NoPE when (i + 1) % N\n"
+    "                      == 0 (without the key: 4)\n"
     "  --query-pre-attn-scalar X  gemma2, gemma3_text (scores * X^-0.5)\n"
     "  --attn-softcap X / --final-softcap X  gemma2, gemma3_text; null = off\n"
     "  --sliding-window-pattern N  gemma3_text: every Nth layer is global\n"
@@ -203,13 +209,14 @@ int main(int argc, char **argv) {
   std::vector<std::string> given;
   std::optional<int64_t> layers, hidden, heads, kvHeads, ffn, vocab,
       maxPositions, headDim, slidingWindow, maxWindowLayers, rotaryDim,
-      wordEmbedProjDim, slidingWindowPattern;
+      wordEmbedProjDim, slidingWindowPattern, noRopeLayerInterval;
   std::optional<double> ropeTheta, normEps, embeddingStd, partialRotary,
       rotaryPct, queryPreAttnScalar, attnSoftcap, finalSoftcap,
       ropeLocalTheta;
   std::optional<bool> tie, parallelResidual, layerNormBefore, scaleEmbedding,
       attentionBias, multimodal;
   std::optional<std::vector<std::string>> layerTypes;
+  std::optional<std::vector<int>> noRopeLayers;
   std::string tieFlag;
   std::optional<RopeScaling> ropeScaling;
   std::optional<DType> dtype;
@@ -227,7 +234,9 @@ int main(int argc, char **argv) {
     std::vector<Family> families;
   };
   const Switch switches[] = {
-      {"attention-bias", &attentionBias, {F::Qwen3, F::Gemma2, F::Gemma3}},
+      {"attention-bias",
+       &attentionBias,
+       {F::Qwen3, F::SmolLM3, F::Gemma2, F::Gemma3}},
       {"multimodal", &multimodal, {F::Gemma3}},
       {"parallel-residual", &parallelResidual, {F::GPTNeoX}},
       {"layer-norm-before", &layerNormBefore, {F::OPT}},
@@ -344,6 +353,20 @@ int main(int argc, char **argv) {
           break;
         at = comma + 1;
       }
+    } else if (flag == "--no-rope-layers") {
+      // Comma-separated 0s and 1s; the count is checked by validateSpec.
+      std::string text = takeValue();
+      noRopeLayers.emplace();
+      for (size_t at = 0;;) {
+        size_t comma = text.find(',', at);
+        noRopeLayers->push_back(
+            static_cast<int>(parseInt(flag, text.substr(at, comma - at), 0)));
+        if (comma == std::string::npos)
+          break;
+        at = comma + 1;
+      }
+    } else if (flag == "--no-rope-layer-interval") {
+      noRopeLayerInterval = parseInt(flag, takeValue());
     } else if (flag == "--query-pre-attn-scalar") {
       queryPreAttnScalar = parsePositiveDouble(flag, takeValue());
     } else if (flag == "--attn-softcap") {
@@ -436,12 +459,12 @@ int main(int argc, char **argv) {
 
   // Flags that have no meaning for the family are errors, not silently
   // ignored: a test that asked for them would otherwise test nothing.
-  const std::vector<Family> gqa = {F::Llama, F::Mistral, F::Qwen2,
-                                   F::Qwen3, F::Gemma,   F::Gemma2,
-                                   F::Gemma3, F::Phi3};
-  const std::vector<Family> llamaLike = {F::Llama, F::Mistral, F::Qwen2,
-                                         F::Qwen3, F::Gemma,   F::Gemma2,
-                                         F::Gemma3};
+  const std::vector<Family> gqa = {F::Llama,  F::Mistral, F::Qwen2,
+                                   F::Qwen3,  F::SmolLM3, F::Gemma,
+                                   F::Gemma2, F::Gemma3,  F::Phi3};
+  const std::vector<Family> llamaLike = {F::Llama,  F::Mistral, F::Qwen2,
+                                         F::Qwen3,  F::SmolLM3, F::Gemma,
+                                         F::Gemma2, F::Gemma3};
   const std::vector<Family> gemmas = {F::Gemma2, F::Gemma3};
   auto only = [&](bool given, const std::string &flag,
                   const std::vector<Family> &families) {
@@ -458,15 +481,18 @@ int main(int argc, char **argv) {
   only(kvHeads.has_value(), "--kv-heads", gqa);
   only(headDim.has_value(), "--head-dim", llamaLike);
   only(ropeTheta.has_value(), "--rope-theta",
-       {F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::Gemma, F::Gemma2,
-        F::Gemma3, F::Phi3, F::GPTNeoX});
+       {F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::SmolLM3, F::Gemma,
+        F::Gemma2, F::Gemma3, F::Phi3, F::GPTNeoX});
   only(ropeScaling.has_value(), "--rope-scaling", llamaLike);
   only(slidingWindow.has_value(), "--sliding-window",
-       {F::Mistral, F::Qwen2, F::Qwen3, F::Gemma2, F::Gemma3});
+       {F::Mistral, F::Qwen2, F::Qwen3, F::SmolLM3, F::Gemma2, F::Gemma3});
   only(maxWindowLayers.has_value(), "--max-window-layers",
        {F::Qwen2, F::Qwen3});
   only(layerTypes.has_value(), "--layer-types",
-       {F::Qwen3, F::Gemma2, F::Gemma3});
+       {F::Qwen3, F::SmolLM3, F::Gemma2, F::Gemma3});
+  only(noRopeLayers.has_value(), "--no-rope-layers", {F::SmolLM3});
+  only(noRopeLayerInterval.has_value(), "--no-rope-layer-interval",
+       {F::SmolLM3});
   only(queryPreAttnScalar.has_value(), "--query-pre-attn-scalar", gemmas);
   only(attnSoftcap.has_value(), "--attn-softcap", gemmas);
   only(finalSoftcap.has_value(), "--final-softcap", gemmas);
@@ -481,10 +507,10 @@ int main(int argc, char **argv) {
     only(sw.value->has_value(), switchFlag(sw, sw.value->value_or(true)),
          sw.families);
   only(normEps.has_value(), "--norm-eps",
-       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::Gemma,
+       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::SmolLM3, F::Gemma,
         F::Gemma2, F::Gemma3, F::Phi3, F::GPTNeoX, F::GPTJ, F::Bloom});
   only(maxPositions.has_value(), "--max-positions",
-       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::Gemma,
+       {F::GPT2, F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::SmolLM3, F::Gemma,
         F::Gemma2, F::Gemma3, F::Phi3, F::GPTNeoX, F::GPTJ, F::OPT, F::XGLM});
   notFor(ffn.has_value(), "--ffn", F::Bloom,
          "bloom has no ffn setting (its MLP is 4 * hidden wide)");
@@ -539,6 +565,16 @@ int main(int argc, char **argv) {
     spec.layerTypes = *layerTypes;
   if (attentionBias)
     spec.attentionBias = *attentionBias;
+  if (noRopeLayers) {
+    // The list replaces the preset's interval, and the interval its list.
+    spec.noRopeLayers = *noRopeLayers;
+    spec.noRopeLayerInterval = 0;
+  }
+  if (noRopeLayerInterval) {
+    spec.noRopeLayerInterval = *noRopeLayerInterval;
+    if (!noRopeLayers)
+      spec.noRopeLayers.clear();
+  }
   if (queryPreAttnScalar)
     spec.queryPreAttnScalar = *queryPreAttnScalar;
   if (attnSoftcap)

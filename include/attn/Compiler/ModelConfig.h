@@ -18,6 +18,7 @@
 
 #include "attn/Dialect/Attn/IR/AttnOps.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -99,6 +100,10 @@ struct PositionSpec {
   int64_t rotaryDimsOf(int64_t headDim) const {
     return rotaryDims ? rotaryDims : headDim;
   }
+
+  /// Rotary: the layers that do not rotate q and k at all (SmolLM3's NoPE
+  /// layers), by index; empty: every layer rotates.
+  std::vector<int64_t> unrotatedLayers;
 
   /// How the sliding-window layers rotate: with `localTheta`, unscaled.
   PositionSpec local() const {
@@ -254,6 +259,11 @@ struct ModelConfig {
   /// Features of all query heads (differs from hiddenSize when head_dim is set).
   int64_t queryFeatures() const { return numHeads * headDim; }
   int64_t kvFeatures() const { return numKvHeads * headDim; }
+  /// Whether `layer` rotates q and k (rotary positions, not a NoPE layer).
+  bool rotatesLayer(int64_t layer) const {
+    return positions.kind == PositionKind::Rotary &&
+           !llvm::is_contained(positions.unrotatedLayers, layer);
+  }
   /// Whether `layer` rotates with positions.local() (a sliding-window layer
   /// of a model with a local RoPE base).
   bool usesLocalRope(int64_t layer) const {

@@ -271,7 +271,8 @@ Shapes expectedTensors(const Json &c) {
     return s; // lm_head tied to wte
   }
   if (type == "llama" || type == "mistral" || type == "qwen2" ||
-      type == "qwen3" || type == "gemma" || type == "phi3") {
+      type == "qwen3" || type == "smollm3" || type == "gemma" ||
+      type == "phi3") {
     int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
     int64_t heads = num(c, "num_attention_heads");
     int64_t kv = numOr(c, "num_key_value_heads", heads);
@@ -282,7 +283,9 @@ Shapes expectedTensors(const Json &c) {
                    (type != "phi3" && flagOr(c, "attention_bias", false));
     // Qwen3Attention: attention_bias covers o_proj too; q_norm, k_norm are
     // RMSNorm(head_dim).
-    bool oBias = type == "qwen3" && flagOr(c, "attention_bias", false);
+    // SmolLM3Attention likewise (without the norms).
+    bool oBias = (type == "qwen3" || type == "smollm3") &&
+                 flagOr(c, "attention_bias", false);
     s["model.embed_tokens.weight"] = {v, d};
     for (int64_t i = 0; i < num(c, "num_hidden_layers"); ++i) {
       std::string l = "model.layers." + std::to_string(i) + ".";
@@ -306,7 +309,7 @@ Shapes expectedTensors(const Json &c) {
       s[l + "mlp.down_proj.weight"] = {d, f};
     }
     s["model.norm.weight"] = {d};
-    if (!flagOr(c, "tie_word_embeddings", type == "gemma"))
+    if (!flagOr(c, "tie_word_embeddings", type == "gemma" || type == "smollm3"))
       s["lm_head.weight"] = {v, d};
     return s;
   }
@@ -520,6 +523,12 @@ ConfigKeys configKeys(Family family) {
              {"attention_bias", "head_dim", "max_window_layers", "rope_scaling",
               "sliding_window", "tie_word_embeddings", "use_sliding_window"}),
         {"layer_types"}};
+  case Family::SmolLM3:
+    return {join(join(common, llamaLike),
+                 {"attention_bias", "mlp_bias", "rope_scaling",
+                  "sliding_window", "use_sliding_window"}),
+            {"head_dim", "layer_types", "no_rope_layer_interval",
+             "no_rope_layers", "tie_word_embeddings"}};
   case Family::Gemma:
     return {join(join(common, llamaLike),
                  {"attention_bias", "head_dim", "hidden_activation",
@@ -700,14 +709,17 @@ TEST(WriterFamilies, EveryPresetWritesItsFamilysLayout) {
       continue;
     }
     // tiny-gemma3: six layers, for one global layer after two local ones,
-    // twice.
-    EXPECT_LE(spec.layers, spec.family == Family::Gemma3 ? 6 : 3) << name;
+    // twice; tiny-smollm3-list: four, for the list's pattern.
+    EXPECT_LE(spec.layers, spec.family == Family::Gemma3    ? 6
+                           : spec.family == Family::SmolLM3 ? 4
+                                                            : 3)
+        << name;
     EXPECT_EQ(spec.hidden, 64) << name;
     EXPECT_LE(spec.heads, 4) << name;
     EXPECT_LE(std::abs(spec.vocab - 100), 5) << name;
     checkFolder(spec, writeOrDie(spec, dir.sub(name)), name);
   }
-  EXPECT_EQ(families.size(), 14u) << "a tiny preset of every family";
+  EXPECT_EQ(families.size(), 15u) << "a tiny preset of every family";
 }
 
 /// A benchmark preset's shape against its checkpoint's config.json.
@@ -775,6 +787,24 @@ TEST(WriterFamilies, PresetsExerciseEachFamilysFeatures) {
   ModelSpec q06 = preset("qwen3-0.6b");
   expectShape(q06, Family::Qwen3, 28, 1024, 16, 8, 128, 3072, 151936, 40960);
   EXPECT_EQ(q06.slidingWindow, 0);
+  // SmolLM3: GQA, head_dim 16, tied; a NoPE layer by an interval (layer
+  // 1 of 3) and, in the list variant, one no interval gives.
+  for (const char *name : {"tiny-smollm3", "tiny-smollm3-list"}) {
+    ModelSpec sm = preset(name);
+    EXPECT_EQ(sm.family, Family::SmolLM3) << name;
+    EXPECT_EQ(effectiveKvHeads(sm), 2) << name;
+    EXPECT_EQ(effectiveHeadDim(sm), 16) << name;
+    EXPECT_TRUE(sm.tieEmbeddings) << name;
+    EXPECT_EQ(sm.ropeTheta, 2e6) << name;
+    EXPECT_EQ(sm.slidingWindow, 0) << name;
+  }
+  EXPECT_EQ(effectiveRopeLayers(preset("tiny-smollm3")),
+            (std::vector<bool>{true, false, true}));
+  EXPECT_TRUE(preset("tiny-smollm3").noRopeLayers.empty());
+  EXPECT_EQ(preset("tiny-smollm3").noRopeLayerInterval, 2);
+  EXPECT_EQ(effectiveRopeLayers(preset("tiny-smollm3-list")),
+            (std::vector<bool>{true, false, true, true}));
+  EXPECT_TRUE(effectiveRopeLayers(preset("tiny-qwen3")).empty());
   // Gemma 2 and 3: GQA, head_dim != hidden / heads, query_pre_attn_scalar
   // != head_dim, windows (8) shorter than the tests' prompts, a global
   // layer between local ones.
@@ -879,6 +909,25 @@ TEST(WriterFamilies, ConfigValues) {
   EXPECT_EQ(q3b.at("layer_types"),
             Json::array(
                 {"sliding_attention", "full_attention", "sliding_attention"}));
+  // As HuggingFaceTB/SmolLM3-3B's: tied by default (no key), no head_dim,
+  // mlp_bias false, a null window, the NoPE layers by interval or list.
+  Json sm = config("tiny-smollm3");
+  EXPECT_EQ(sm.at("model_type"), "smollm3");
+  EXPECT_EQ(sm.at("architectures"), Json::array({"SmolLM3ForCausalLM"}));
+  EXPECT_FALSE(sm.contains("tie_word_embeddings"));
+  EXPECT_FALSE(sm.contains("head_dim"));
+  EXPECT_EQ(sm.at("attention_bias"), false);
+  EXPECT_EQ(sm.at("mlp_bias"), false);
+  EXPECT_EQ(sm.at("use_sliding_window"), false);
+  EXPECT_TRUE(sm.at("sliding_window").is_null());
+  EXPECT_TRUE(sm.at("rope_scaling").is_null());
+  EXPECT_EQ(sm.at("rope_theta").get<double>(), 2e6);
+  EXPECT_EQ(sm.at("num_key_value_heads"), 2);
+  EXPECT_FALSE(sm.contains("no_rope_layers"));
+  EXPECT_FALSE(sm.contains("no_rope_layer_interval"));
+  Json sml = config("tiny-smollm3-list");
+  EXPECT_EQ(sml.at("no_rope_layers"), Json::array({1, 0, 1, 1}));
+  EXPECT_FALSE(sml.contains("no_rope_layer_interval"));
   // The large preset's config without writing its weights.
   std::string error;
   Json q06 = parseStrict(configJson(preset("qwen3-0.6b")), error);
@@ -1076,6 +1125,20 @@ TEST(WriterFamilies, OptionVariantsKeepTheLayout) {
           {"tiny-qwen3-swa", [](ModelSpec &s) { s.kvHeads = 1; }},
           {"tiny-qwen3-bias", [](ModelSpec &s) { s.attentionBias = false; }},
           {"tiny-qwen3", [](ModelSpec &s) { s.sharp = true; }},
+          {"tiny-smollm3", [](ModelSpec &s) { s.tieEmbeddings = false; }},
+          {"tiny-smollm3", [](ModelSpec &s) { s.attentionBias = true; }},
+          {"tiny-smollm3", [](ModelSpec &s) { s.headDim = 8; }},
+          {"tiny-smollm3",
+           [](ModelSpec &s) {
+             s.noRopeLayerInterval = 2, s.slidingWindow = 4;
+           }},
+          {"tiny-smollm3-list",
+           [](ModelSpec &s) {
+             s.slidingWindow = 4;
+             s.layerTypes = {"sliding_attention", "full_attention",
+                             "full_attention", "full_attention"};
+           }},
+          {"tiny-smollm3-list", [](ModelSpec &s) { s.sharp = true; }},
           {"tiny-gemma", [](ModelSpec &s) { s.tieEmbeddings = false; }},
           {"tiny-gemma", [](ModelSpec &s) { s.headDim = 16; }},
           {"tiny-gemma2", [](ModelSpec &s) { s.tieEmbeddings = true; }},
@@ -1158,8 +1221,8 @@ TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
   };
   std::vector<Case> cases = {
       {"tiny-llama", [](ModelSpec &s) { s.slidingWindow = 4; },
-       "sliding window applies only to mistral, qwen2, qwen3, gemma2 and "
-       "gemma3_text"},
+       "sliding window applies only to mistral, qwen2, qwen3, smollm3, "
+       "gemma2 and gemma3_text"},
       {"tiny-mistral", [](ModelSpec &s) { s.maxWindowLayers = 1; },
        "max_window_layers applies only to qwen2 and qwen3"},
       {"tiny-qwen2", [](ModelSpec &s) { s.maxWindowLayers = 3; },
@@ -1167,12 +1230,31 @@ TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
       {"tiny-qwen3", [](ModelSpec &s) { s.maxWindowLayers = 4; },
        "max_window_layers must be in [0, layers]"},
       {"tiny-qwen2", [](ModelSpec &s) { s.attentionBias = true; },
-       "attention_bias applies only to qwen3, gemma2 and gemma3_text"},
+       "attention_bias applies only to qwen3, smollm3, gemma2 and "
+       "gemma3_text"},
       {"tiny-qwen2",
        [](ModelSpec &s) {
          s.layerTypes = {"full_attention", "full_attention"};
        },
-       "layer_types applies only to qwen3, gemma2 and gemma3_text"},
+       "layer_types applies only to qwen3, smollm3, gemma2 and gemma3_text"},
+      {"tiny-qwen3", [](ModelSpec &s) { s.noRopeLayerInterval = 2; },
+       "no_rope_layers and no_rope_layer_interval apply only to smollm3"},
+      {"tiny-llama", [](ModelSpec &s) { s.noRopeLayers = {1, 0}; },
+       "no_rope_layers and no_rope_layer_interval apply only to smollm3"},
+      {"tiny-smollm3-list", [](ModelSpec &s) { s.layers = 5; },
+       "no_rope_layers needs one entry per layer (5), got 4"},
+      {"tiny-smollm3-list", [](ModelSpec &s) { s.noRopeLayers[2] = 2; },
+       "no_rope_layers entries must be 0 (NoPE) or 1 (RoPE), got 2"},
+      {"tiny-smollm3-list", [](ModelSpec &s) { s.noRopeLayerInterval = 2; },
+       "no_rope_layers and no_rope_layer_interval are exclusive"},
+      {"tiny-smollm3", [](ModelSpec &s) { s.noRopeLayerInterval = -1; },
+       "no_rope_layer_interval out of range"},
+      {"tiny-smollm3",
+       [](ModelSpec &s) { s.noRopeLayerInterval = 5, s.slidingWindow = 4; },
+       "smollm3 slides only its NoPE layers (without layer_types): a sliding "
+       "window needs one"},
+      {"tiny-smollm3", [](ModelSpec &s) { s.activation = "gelu"; },
+       "smollm3 models use hidden_act silu"},
       {"tiny-qwen3-bias", [](ModelSpec &s) { s.layers = 4; },
        "layer_types needs one entry per layer (4), got 3"},
       {"tiny-qwen3-bias",
@@ -1187,8 +1269,8 @@ TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
        "kv heads (3) must divide heads (4)"},
       {"tiny-phi3",
        [](ModelSpec &s) { s.ropeScaling.type = RopeScaling::Type::Linear; },
-       "rope_scaling applies only to llama, mistral, qwen2, qwen3, gemma, "
-       "gemma2 and gemma3_text"},
+       "rope_scaling applies only to llama, mistral, qwen2, qwen3, smollm3, "
+       "gemma, gemma2 and gemma3_text"},
       {"tiny-llama",
        [](ModelSpec &s) {
          s.ropeScaling.type = RopeScaling::Type::Linear;
@@ -1652,22 +1734,30 @@ TEST(WriterFamiliesCli, FlagsAFamilyHasNoSettingForAreErrorsNamingThem) {
   };
   const Case cases[] = {
       {"--preset tiny-llama --sliding-window 8",
-       "--sliding-window applies only to mistral, qwen2, qwen3, gemma2 and "
-       "gemma3_text models"},
+       "--sliding-window applies only to mistral, qwen2, qwen3, smollm3, "
+       "gemma2 and gemma3_text models"},
       {"--preset tiny-mistral --max-window-layers 1",
        "--max-window-layers applies only to qwen2 and qwen3 models"},
       {"--preset tiny-phi3 --rope-scaling linear:2",
-       "--rope-scaling applies only to llama, mistral, qwen2, qwen3, gemma, "
-       "gemma2 and gemma3_text "
-       "models"},
+       "--rope-scaling applies only to llama, mistral, qwen2, qwen3, "
+       "smollm3, gemma, gemma2 and gemma3_text models"},
       {"--preset tiny-qwen2 --attention-bias",
-       "--attention-bias applies only to qwen3, gemma2 and gemma3_text "
-       "models"},
+       "--attention-bias applies only to qwen3, smollm3, gemma2 and "
+       "gemma3_text models"},
       {"--preset tiny-gemma --no-attention-bias",
-       "--no-attention-bias applies only to qwen3, gemma2 and gemma3_text "
-       "models"},
+       "--no-attention-bias applies only to qwen3, smollm3, gemma2 and "
+       "gemma3_text models"},
       {"--preset tiny-qwen2 --layer-types full_attention,full_attention",
-       "--layer-types applies only to qwen3, gemma2 and gemma3_text models"},
+       "--layer-types applies only to qwen3, smollm3, gemma2 and gemma3_text "
+       "models"},
+      {"--preset tiny-qwen3 --no-rope-layers 1,1,0",
+       "--no-rope-layers applies only to smollm3 models"},
+      {"--preset tiny-llama --no-rope-layer-interval 2",
+       "--no-rope-layer-interval applies only to smollm3 models"},
+      {"--preset tiny-smollm3 --no-rope-layers 1,0,1",
+       "no_rope_layers needs one entry per layer (4), got 3"},
+      {"--preset tiny-smollm3 --no-rope-layers 1,0,x,1",
+       "--no-rope-layers expects an integer, got 'x'"},
       {"--preset tiny-qwen3 --layer-types full_attention,sliding_attention",
        "layer_types needs one entry per layer (3), got 2"},
       {"--preset tiny-qwen3 --activation gelu",
