@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from . import _runtime
+from ._chat import ChatTemplate
 
 _ADD_SPECIAL = 1
 _PARSE_SPECIAL = 2
@@ -62,6 +63,7 @@ class Model:
                  kv_format=None, threads=None, cache_dir=None, inspect=False):
         lib = _runtime_lib()
         self._model = self._session = self._tokenizer = self._inspector = None
+        self._chat_template = None
         error, size = _runtime.error_buffer()
         path = os.fspath(path)
         if weights is None:
@@ -146,6 +148,19 @@ class Model:
                                                          error, size)
             _raise_if(not self._tokenizer, error)
         return self._tokenizer
+
+    def apply_chat_template(self, messages, tools=None, documents=None,
+                            add_generation_prompt=False, **kwargs):
+        """The prompt of a conversation through the model folder's chat
+        template (ChatTemplate.apply_chat_template; loaded on first use from
+        the folder of the tokenizer), as transformers'
+        tokenizer.apply_chat_template(..., tokenize=False)."""
+        self._live()
+        if self._chat_template is None:
+            self._chat_template = ChatTemplate(self._tokenizer_dir)
+        return self._chat_template.apply_chat_template(
+            messages, tools=tools, documents=documents,
+            add_generation_prompt=add_generation_prompt, **kwargs)
 
     def tokenize(self, text, add_special_tokens=True):
         """The ids of `text`, as Hugging Face's tokenizer(text) gives them

@@ -119,6 +119,10 @@ def _declare(lib):
         "attnrt_detokenizer_free": (None, [p]),
         "attnrt_detokenizer_step": (c.c_void_p, [p, i32, c.POINTER(sz), cp, sz]),
         "attnrt_detokenizer_flush": (c.c_void_p, [p, c.POINTER(sz), cp, sz]),
+        "attnrt_chat_template_load": (p, [cp, cp, sz]),
+        "attnrt_chat_template_parse": (p, [cp, cp, cp, cp, sz]),
+        "attnrt_chat_template_free": (None, [p]),
+        "attnrt_chat_template_apply_json": (c.c_int, [p, cp, cp, cp, sz, c.POINTER(sz), cp, sz]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)

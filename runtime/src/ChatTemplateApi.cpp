@@ -28,6 +28,19 @@ static attnrt_chat_template *wrap(std::unique_ptr<ChatTemplate> impl) {
   return chatTemplate;
 }
 
+/// The buffer protocol of attnrt_detokenize: the length, then as much of
+/// the text as fits, NUL-terminated.
+static int copyOut(const std::string &rendered, char *text, size_t textSize,
+                   size_t *length) {
+  *length = rendered.size();
+  if (textSize > 0) {
+    size_t copied = std::min(rendered.size(), textSize - 1);
+    std::memcpy(text, rendered.data(), copied);
+    text[copied] = '\0';
+  }
+  return ATTNRT_OK;
+}
+
 extern "C" {
 
 attnrt_chat_template *attnrt_chat_template_load(const char *model_dir,
@@ -116,13 +129,28 @@ int attnrt_chat_template_apply(const attnrt_chat_template *chat_template,
     if (!chat_template->impl->apply(list, add_generation_prompt != 0, rendered,
                                     message))
       return fail(ATTNRT_ERROR_ARGUMENT, message, error, error_size);
-    *length = rendered.size();
-    if (text_size > 0) {
-      size_t copied = std::min(rendered.size(), text_size - 1);
-      std::memcpy(text, rendered.data(), copied);
-      text[copied] = '\0';
-    }
-    return ATTNRT_OK;
+    return copyOut(rendered, text, text_size, length);
+  });
+}
+
+int attnrt_chat_template_apply_json(const attnrt_chat_template *chat_template,
+                                    const char *messages_json,
+                                    const char *options_json, char *text,
+                                    size_t text_size, size_t *length,
+                                    char *error, size_t error_size) {
+  return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
+    if (!chat_template || !messages_json || !length ||
+        (text_size > 0 && !text))
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  "attnrt_chat_template_apply_json: null template, "
+                  "messages_json, text or length",
+                  error, error_size);
+    std::string rendered, message;
+    if (!chat_template->impl->applyJson(messages_json,
+                                        options_json ? options_json : "",
+                                        rendered, message))
+      return fail(ATTNRT_ERROR_ARGUMENT, message, error, error_size);
+    return copyOut(rendered, text, text_size, length);
   });
 }
 

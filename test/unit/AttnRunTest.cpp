@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 #include <sstream>
 #include <sys/wait.h>
@@ -36,11 +37,14 @@ protected:
   }
 
   RunResult run(const std::string &binary,
-                const std::vector<std::string> &args) {
+                const std::vector<std::string> &args,
+                const std::string &input = "") {
     std::string command = shellQuote(binary);
     for (const std::string &arg : args)
       command += " " + shellQuote(arg);
-    command += " >" + shellQuote(dir.file("stdout")) + " 2>" +
+    writeFile(dir.file("stdin"), input);
+    command += " <" + shellQuote(dir.file("stdin")) + " >" +
+               shellQuote(dir.file("stdout")) + " 2>" +
                shellQuote(dir.file("stderr"));
     int status = std::system(command.c_str());
     RunResult result;
@@ -51,9 +55,10 @@ protected:
   }
 
   /// attn-run with --lib/--weights for the mock, then `args`.
-  RunResult attnRun(std::vector<std::string> args) {
+  RunResult attnRun(std::vector<std::string> args,
+                    const std::string &input = "") {
     args.insert(args.begin(), {"--lib", mockLibrary(), "--weights", weights});
-    return run(ATTNRT_TEST_ATTN_RUN, args);
+    return run(ATTNRT_TEST_ATTN_RUN, args, input);
   }
 
   /// Expects exit code 1 and exactly one "attn-run: error: " line containing
@@ -317,3 +322,135 @@ TEST_F(AttnRunTest, CExampleRuns) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// attn-run --chat
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A tokenizer of the mock's 40 ids: three special tokens (<u>, <a>, </s>,
+/// the end of a turn) and one piece per character of [a-z0-9 ], no merges;
+/// its chat template writes "<u>TEXT" for a user turn and "<a>TEXT</s>" for
+/// an assistant one.
+void writeChatTokenizer(const std::string &folder) {
+  std::string vocab = R"({"<u>": 0, "<a>": 1, "</s>": 2)";
+  const std::string chars = "abcdefghijklmnopqrstuvwxyz0123456789 ";
+  for (size_t i = 0; i < chars.size(); ++i)
+    vocab += ", \"" + chars.substr(i, 1) + "\": " + std::to_string(3 + i);
+  vocab += "}";
+  std::string added;
+  const char *special[] = {"<u>", "<a>", "</s>"};
+  for (int i = 0; i < 3; ++i)
+    added += std::string(i ? ", " : "") + R"({"id": )" + std::to_string(i) +
+             R"(, "content": ")" + special[i] +
+             R"(", "single_word": false, "lstrip": false, "rstrip": false,
+                 "normalized": false, "special": true})";
+  std::filesystem::create_directories(folder);
+  writeFile(folder + "/tokenizer.json",
+            R"({"version": "1.0", "added_tokens": [)" + added +
+                R"(], "normalizer": null, "pre_tokenizer": null,
+                "post_processor": null, "decoder": {"type": "Fuse"}, "model": {"type": "BPE",
+                "vocab": )" + vocab + R"(, "merges": []}})");
+  writeFile(folder + "/tokenizer_config.json",
+            R"({"eos_token": "</s>", "chat_template": "{% for m in messages %}{% if m.role == 'user' %}<u>{{ m.content }}{% else %}<a>{{ m.content }}</s>{% endif %}{% endfor %}{% if add_generation_prompt %}<a>{% endif %}"})");
+}
+
+std::vector<int32_t> encode(const attnrt_tokenizer *tokenizer,
+                            const std::string &text) {
+  std::vector<int32_t> ids(64);
+  int64_t n = 0;
+  char error[256];
+  EXPECT_EQ(attnrt_tokenize(tokenizer, text.data(), text.size(),
+                            ATTNRT_TOKENIZE_PARSE_SPECIAL, ids.data(),
+                            static_cast<int64_t>(ids.size()), &n, error,
+                            sizeof error),
+            ATTNRT_OK)
+      << error;
+  ids.resize(static_cast<size_t>(n));
+  return ids;
+}
+
+std::string decode(const attnrt_tokenizer *tokenizer,
+                   const std::vector<int32_t> &ids) {
+  char text[256], error[256];
+  size_t length = 0;
+  EXPECT_EQ(attnrt_detokenize(tokenizer, ids.data(),
+                              static_cast<int64_t>(ids.size()), 1, text,
+                              sizeof text, &length, error, sizeof error),
+            ATTNRT_OK)
+      << error;
+  return std::string(text, length);
+}
+
+/// The greedy reply to `prompt`: at most n tokens, ending before </s>.
+std::vector<int32_t> greedyReply(const std::vector<int32_t> &prompt, int n) {
+  std::vector<int32_t> reply = greedyReference(prompt, n);
+  for (size_t i = 0; i < reply.size(); ++i)
+    if (reply[i] == 2)
+      reply.resize(i);
+  return reply;
+}
+
+} // namespace
+
+TEST_F(AttnRunTest, ChatKeepsTheCacheBetweenTurns) {
+  std::string folder = dir.file("chat-tokenizer");
+  writeChatTokenizer(folder);
+  char error[256];
+  std::unique_ptr<attnrt_tokenizer, void (*)(attnrt_tokenizer *)> tokenizer(
+      attnrt_tokenizer_load(folder.c_str(), error, sizeof error),
+      attnrt_tokenizer_free);
+  ASSERT_TRUE(tokenizer) << error;
+
+  RunResult result = attnRun(
+      {"--tokenizer", folder, "--chat", "-n", "3", "--verbose"}, "hi\nyo\n");
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  std::vector<std::string> out = lines(result.out);
+  ASSERT_EQ(out.size(), 2u) << result.out;
+
+  // Turn 1: the prompt "<u>hi<a>", all prefilled.
+  std::vector<int32_t> first = encode(tokenizer.get(), "<u>hi<a>");
+  ASSERT_EQ(first.size(), 4u);
+  std::vector<int32_t> reply1 = greedyReply(first, 3);
+  std::string text1 = decode(tokenizer.get(), reply1);
+  EXPECT_EQ(out[0], text1);
+  // Turn 2: the conversation again, with the reply as the assistant's turn;
+  // it extends the cached tokens (the prompt and the reply), so only the
+  // rest is prefilled, and the reply equals a fresh greedy run on the whole
+  // conversation.
+  std::vector<int32_t> second =
+      encode(tokenizer.get(), "<u>hi<a>" + text1 + "</s><u>yo<a>");
+  std::vector<int32_t> cached = first;
+  cached.insert(cached.end(), reply1.begin(), reply1.end());
+  ASSERT_TRUE(std::equal(cached.begin(), cached.end(), second.begin()))
+      << "the reply '" << text1 << "' does not tokenize back to itself";
+  EXPECT_EQ(out[1], decode(tokenizer.get(), greedyReply(second, 3)));
+  std::vector<std::string> err = lines(result.err);
+  ASSERT_EQ(err.size(), 4u) << result.err;
+  EXPECT_EQ(err[0], "chat: turn 1: 4 tokens, 0 cached, 4 prefilled");
+  EXPECT_EQ(err[1], "chat: turn 1: " + std::to_string(reply1.size()) +
+                        " generated");
+  EXPECT_EQ(err[2], "chat: turn 2: " + std::to_string(second.size()) +
+                        " tokens, " + std::to_string(cached.size()) +
+                        " cached, " +
+                        std::to_string(second.size() - cached.size()) +
+                        " prefilled");
+  EXPECT_GT(cached.size(), first.size());
+
+  // A system message; EOF without a final newline still ends a turn.
+  result = attnRun({"--tokenizer", folder, "--chat", "-n", "2", "--system",
+                    "be brief", "--verbose"},
+                   "hi");
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  // The template drops the system turn (it writes only user and assistant).
+  EXPECT_EQ(lines(result.out).size(), 1u);
+
+  // Usage errors.
+  expectError(attnRun({"--chat"}), "--chat needs MODEL_DIR, or --lib, --weights and --tokenizer DIR");
+  expectError(attnRun({"--tokenizer", folder, "--chat", "-p", "x"}),
+              "--chat reads its turns from stdin");
+  expectError(attnRun({"--tokens", "1", "--system", "x"}), "--system needs --chat");
+  expectError(attnRun({"--tokens", "1", "--tokenizer", folder}),
+              "--tokenizer is for --chat with --lib");
+}

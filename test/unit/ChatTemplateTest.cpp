@@ -760,6 +760,117 @@ TEST(ChatTemplateApi, BadArguments) {
   attnrt_chat_template_free(nullptr);
 }
 
+/// attnrt_chat_template_apply_json into a string; the error on failure.
+std::string applyJson(const attnrt_chat_template *chat, const char *messages,
+                      const char *options) {
+  char text[1024], error[256] = "";
+  size_t length = 0;
+  if (attnrt_chat_template_apply_json(chat, messages, options, text,
+                                      sizeof text, &length, error,
+                                      sizeof error) != ATTNRT_OK)
+    return std::string("error: ") + error;
+  EXPECT_LT(length, sizeof text);
+  return std::string(text, length);
+}
+
+TEST(ChatTemplateApi, JsonMessagesToolsAndKwargs) {
+  char error[256] = "";
+  attnrt_chat_template *chat = attnrt_chat_template_parse(
+      "{% for m in messages %}{{ m.role }}:{{ m.content }}"
+      "{% for c in m.tool_calls or [] %}[{{ c.function.name }} "
+      "{{ c.function.arguments | tojson }}]{% endfor %}"
+      "{% if m.reasoning_content %}({{ m.reasoning_content }}){% endif %}|"
+      "{% endfor %}{% if tools %}{{ tools | tojson }}{% endif %}"
+      "{{ add_generation_prompt }} {{ enable_thinking }} {{ documents }}",
+      "<s>", "</s>", error, sizeof error);
+  ASSERT_TRUE(chat) << error;
+  // Keys keep the order written (json.loads does; tojson shows it), content
+  // may be None or a list, tool calls carry objects or strings.
+  EXPECT_EQ(
+      applyJson(chat,
+                R"([{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                    {"role": "assistant", "content": null, "reasoning_content": "hm",
+                     "tool_calls": [{"type": "function", "function":
+                       {"name": "f", "arguments": {"z": 1, "a": [true, 1.5]}}}]},
+                    {"role": "tool", "content": "42"}])",
+                R"({"add_generation_prompt": true, "enable_thinking": false,
+                    "tools": [{"type": "function", "function": {"name": "f"}}]})"),
+      "user:[{'type': 'text', 'text': 'hi'}]|assistant:None[f {\"z\": 1, "
+      "\"a\": [true, 1.5]}](hm)|tool:42|[{\"type\": \"function\", "
+      "\"function\": {\"name\": \"f\"}}]True False None");
+  // No options: add_generation_prompt False, a kwarg not given is undefined.
+  EXPECT_EQ(applyJson(chat, R"([{"role": "user", "content": "x"}])", nullptr),
+            "user:x|False  None");
+  EXPECT_EQ(applyJson(chat, "[]", ""), "False  None");
+
+  // Errors name the field.
+  EXPECT_EQ(applyJson(chat, R"([{"role": "user", "content": "x"}, {"role": 2}])",
+                      nullptr),
+            "error: messages[1].role: expected a string, got a number");
+  EXPECT_EQ(applyJson(chat, R"([{"content": "x"}])", nullptr),
+            "error: messages[0].role: missing");
+  EXPECT_EQ(applyJson(chat, R"([{"role": "user", "content": 1}])", nullptr),
+            "error: messages[0].content: expected a string, null or a list "
+            "of parts, got a number");
+  EXPECT_EQ(applyJson(chat, R"({"role": "user"})", nullptr),
+            "error: messages: expected a list, got an object");
+  EXPECT_EQ(applyJson(chat, R"(["user"])", nullptr),
+            "error: messages[0]: expected an object, got a string");
+  EXPECT_EQ(applyJson(chat,
+                      R"([{"role": "assistant", "tool_calls": [{"function":
+                         {"name": "f", "arguments": 3}}]}])",
+                      nullptr),
+            "error: messages[0].tool_calls[0].function.arguments: expected an "
+            "object or a string, got a number");
+  EXPECT_EQ(applyJson(chat, R"([{"role": "assistant", "tool_calls": {}}])",
+                      nullptr),
+            "error: messages[0].tool_calls: expected a list, got an object");
+  EXPECT_EQ(applyJson(chat, "[", nullptr).rfind("error: messages: at byte 1", 0),
+            0u);
+  EXPECT_EQ(applyJson(chat, R"([{"role": "a", "role": "b"}])", nullptr),
+            "error: messages: duplicate key 'role'");
+  EXPECT_EQ(applyJson(chat, "[]", R"({"add_generation_prompt": 1})"),
+            "error: options.add_generation_prompt: expected a boolean, got a "
+            "number");
+  EXPECT_EQ(applyJson(chat, "[]", R"({"tools": {"name": "f"}})"),
+            "error: options.tools: expected a list or null, got an object");
+  EXPECT_EQ(applyJson(chat, "[]", R"({"tools": ["f"]})"),
+            "error: options.tools[0]: expected an object, got a string");
+  EXPECT_EQ(applyJson(chat, "[]", "[]"),
+            "error: options: expected an object, got a list");
+  EXPECT_EQ(applyJson(chat, "[]", R"({"messages": []})"),
+            "error: options.messages: the messages are the first argument");
+  attnrt_chat_template *trim = attnrt_chat_template_parse(
+      "{% for m in messages %}{{ m.content | trim }}|{% endfor %}"
+      "{{ 'x' + messages[1].content }}",
+      nullptr, nullptr, error, sizeof error);
+  ASSERT_TRUE(trim) << error;
+  // Where transformers.js differs (test/data/README.md), jinja2's: trim of
+  // None and of a list renders str(); str + list is a TypeError.
+  EXPECT_EQ(applyJson(trim,
+                      R"([{"role": "a", "content": null},
+                          {"role": "b", "content": [{"type": "text"}]}])",
+                      nullptr),
+            "error: chat template line 1: unsupported operand type(s) for +: "
+            "'str' and 'list'");
+  attnrt_chat_template_free(trim);
+  trim = attnrt_chat_template_parse(
+      "{% for m in messages %}{{ m.content | trim }}|{% endfor %}", nullptr,
+      nullptr, error, sizeof error);
+  EXPECT_EQ(applyJson(trim,
+                      R"([{"role": "a", "content": null},
+                          {"role": "b", "content": [{"type": "text"}]}])",
+                      nullptr),
+            "None|[{'type': 'text'}]|");
+  attnrt_chat_template_free(trim);
+
+  size_t length = 0;
+  EXPECT_EQ(attnrt_chat_template_apply_json(chat, nullptr, nullptr, nullptr, 0,
+                                            &length, error, sizeof error),
+            ATTNRT_ERROR_ARGUMENT);
+  attnrt_chat_template_free(chat);
+}
+
 TEST(ChatTemplateApi, SharedBetweenThreads) {
   char error[256] = "";
   attnrt_chat_template *chat = attnrt_chat_template_parse(

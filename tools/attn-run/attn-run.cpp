@@ -14,6 +14,11 @@
 //   attn-run --lib libmodel.so --weights model.safetensors --tokens 1,2,3
 //            [--generate N] [sampling options] [--dump-logits out.npy]
 //
+// An interactive conversation, like llama-cli -cnv (Chat.h):
+//
+//   attn-run MODEL_DIR --chat [--system TEXT] [-n N] [--verbose]
+//   attn-run --lib ... --weights ... --tokenizer DIR --chat ...
+//
 // prints (parsed by tests):
 //   generated: <ids separated by spaces>
 //   prefill: <n> tokens in <ms> ms (<tok/s> tok/s)
@@ -28,6 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Chat.h"
 #include "ProcessGroup.h"
 #include "ToolSupport.h"
 
@@ -53,6 +59,7 @@ const char *const usage =
     "                [--threads N] [--dump-logits out.npy] [--ignore-eos]\n"
     "       attn-run --lib libmodel.so --weights model.safetensors --tokens IDS\n"
     "                [--generate N] [sampling and other options as above]\n"
+    "       attn-run MODEL_DIR --chat [--system TEXT] [-n N] [--verbose] [...]\n"
     "\n"
     "  MODEL_DIR           a Hugging Face folder (config.json, model.safetensors\n"
     "                      or shards, tokenizer.json); compiled on first use and\n"
@@ -76,6 +83,16 @@ const char *const usage =
     "  --threads N         threads the compiled code may use\n"
     "  --ignore-eos        do not stop at the end-of-sequence token\n"
     "  --dump-logits PATH  write float32 .npy logits, [prompt + generated, vocab]\n"
+    "  --chat              a conversation: each line of stdin is a user turn (EOF\n"
+    "                      ends it); the folder's chat template renders the whole\n"
+    "                      conversation each turn and the reply streams to stdout;\n"
+    "                      the KV cache is kept, only new tokens are prefilled;\n"
+    "                      -n caps each reply (default: until the end of the turn)\n"
+    "  --system TEXT       with --chat: a first system message\n"
+    "  --verbose           with --chat: each turn's token counts (prompt, cached,\n"
+    "                      prefilled, generated) on stderr\n"
+    "  --tokenizer DIR     with --lib: the folder of tokenizer.json and the chat\n"
+    "                      template\n"
     "  --lib PATH          a model library built by attn-compile\n"
     "  --weights PATH      safetensors weights (a file, a shard index or a folder)\n"
     "  --compiler PATH     the attn-compile to run for MODEL_DIR\n"
@@ -89,6 +106,8 @@ const char *const usage =
 
 struct Options {
   std::string modelDir, lib, weights, tokens, prompt, file, dumpLogits;
+  std::string system, tokenizerDir;
+  bool chat = false, verbose = false, haveSystem = false;
   FolderOptions folder;
   bool haveTokens = false, havePrompt = false, haveFile = false;
   bool haveGenerate = false, ignoreEos = false;
@@ -136,10 +155,15 @@ int parseOptions(int argc, char **argv, Options &options) {
       options.ignoreEos = true;
       continue;
     }
+    if (name == "--chat" || name == "--verbose") {
+      (name == "--chat" ? options.chat : options.verbose) = true;
+      continue;
+    }
     static const char *const known[] = {
         "--lib",     "--weights",     "--tokens",   "--generate",
         "--prompt",  "--file",        "--ctx",      "--temperature",
-        "--top-k",   "--top-p",       "--seed",     "--dump-logits"};
+        "--top-k",   "--top-p",       "--seed",     "--dump-logits",
+        "--system",  "--tokenizer"};
     bool isKnown = FolderOptions::isOption(name);
     for (const char *k : known)
       isKnown |= name == k;
@@ -155,6 +179,11 @@ int parseOptions(int argc, char **argv, Options &options) {
     if (FolderOptions::isOption(name)) {
       if (!options.folder.parse(name, value, error))
         return fail(tool, error);
+    } else if (name == "--system") {
+      options.system = value;
+      options.haveSystem = true;
+    } else if (name == "--tokenizer") {
+      options.tokenizerDir = value;
     } else if (name == "--lib") {
       options.lib = value;
     } else if (name == "--weights") {
@@ -200,6 +229,25 @@ int parseOptions(int argc, char **argv, Options &options) {
     }
   }
   bool folder = !options.modelDir.empty();
+  if (!options.chat && (options.haveSystem || options.verbose))
+    return fail(tool, std::string(options.haveSystem ? "--system" : "--verbose") +
+                          " needs --chat");
+  if (!options.tokenizerDir.empty() && (folder || !options.chat))
+    return fail(tool, "--tokenizer is for --chat with --lib (MODEL_DIR has "
+                      "its own tokenizer)");
+  if (options.chat) {
+    if (options.haveTokens || options.havePrompt || options.haveFile ||
+        !options.dumpLogits.empty())
+      return fail(tool, "--chat reads its turns from stdin: give no -p, -f, "
+                        "--tokens or --dump-logits");
+    if (!folder && (options.lib.empty() || options.weights.empty() ||
+                    options.tokenizerDir.empty()))
+      return fail(tool, "--chat needs MODEL_DIR, or --lib, --weights and "
+                        "--tokenizer DIR");
+    if (!options.haveGenerate)
+      options.generate = -1;
+    return -1;
+  }
   if (folder && (!options.lib.empty() || !options.weights.empty()))
     return fail(tool, "give either MODEL_DIR or --lib and --weights, not both");
   if (!folder) {
@@ -235,6 +283,49 @@ void printRate(FILE *out, const char *what, int64_t tokens, double seconds) {
   double rate = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
   std::fprintf(out, "%s: %" PRId64 " tokens in %.1f ms (%.1f tok/s)\n", what,
                tokens, seconds * 1e3, rate);
+}
+
+/// attn-run --chat: the tokenizer (MODEL_DIR's, or --tokenizer DIR's with
+/// --lib), that folder's chat template, then the conversation.
+int chat(const Options &options, attnrt_model *model,
+         const attnrt_tokenizer *folderTokenizer, ProcessGroup &group) {
+  if (group.communicator())
+    return group.fail(tool, "--chat does not run under mpirun (yet)");
+  char error[1024];
+  std::string dir =
+      options.modelDir.empty() ? options.tokenizerDir : options.modelDir;
+  TokenizerPtr own;
+  const attnrt_tokenizer *tokenizer = folderTokenizer;
+  if (!tokenizer) {
+    own.reset(attnrt_tokenizer_load(dir.c_str(), error, sizeof error));
+    if (!own)
+      return fail(tool, error);
+    tokenizer = own.get();
+  }
+  std::string message;
+  if (!checkTokenizerFits(tokenizer, model, dir, message))
+    return fail(tool, message);
+  std::unique_ptr<attnrt_chat_template, void (*)(attnrt_chat_template *)>
+      chatTemplate(attnrt_chat_template_load(dir.c_str(), error, sizeof error),
+                   attnrt_chat_template_free);
+  if (!chatTemplate)
+    return fail(tool, error);
+  attnrt_sampler_params params;
+  params.temperature = options.temperature;
+  params.top_k = static_cast<int32_t>(options.topK);
+  params.top_p = options.topP;
+  params.seed = options.seed;
+  SamplerPtr sampler(attnrt_sampler_create(
+      &params, attnrt_model_vocab_size(model), error, sizeof(error)));
+  if (!sampler)
+    return fail(tool, error);
+  ChatOptions chatOptions;
+  chatOptions.system = options.system;
+  chatOptions.maxTokens = options.generate;
+  chatOptions.verbose = options.verbose;
+  chatOptions.ignoreEos = options.ignoreEos;
+  return runChat(tool, model, tokenizer, chatTemplate.get(), sampler.get(),
+                 chatOptions, stdin);
 }
 
 int run(int argc, char **argv) {
@@ -297,6 +388,9 @@ int run(int argc, char **argv) {
       threads > 0 && !attnrt_model_set_num_threads(model.get(), threads))
     warn(tool, "the library does not export attn_model_set_num_threads; "
                "--threads ignored");
+
+  if (options.chat)
+    return chat(options, model.get(), tokenizer.get(), group);
 
   int64_t vocab = attnrt_model_vocab_size(model.get());
   int64_t maxSeq = attnrt_model_max_seq(model.get());

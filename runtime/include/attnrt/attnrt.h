@@ -476,6 +476,25 @@ ATTNRT_API int attnrt_chat_template_apply(const attnrt_chat_template *chat_templ
                                           size_t *length, char *error,
                                           size_t error_size);
 
+/* The same with the conversation as JSON, as transformers'
+ * apply_chat_template(messages, tools=, documents=, add_generation_prompt=,
+ * **kwargs) takes it. messages_json: a list of message objects: "role" (a
+ * string), "content" (a string, null, or a list of parts such as
+ * {"type": "text", "text": ...}), "tool_calls" ([{"type": "function",
+ * "function": {"name": ..., "arguments": an object or a JSON string}}]),
+ * and any other key (reasoning_content, name, tool_call_id, ...), each
+ * passed to the template as is, keys in the order written. options_json
+ * (NULL or "" for {}): an object of "add_generation_prompt" (a boolean,
+ * default false), "tools" and "documents" (lists of objects, or null: the
+ * default), and any other key passed to the template as a variable (a kwarg
+ * such as "enable_thinking": false). Bad JSON or a wrong type fails with
+ * ATTNRT_ERROR_ARGUMENT naming the field ("messages[2].role: expected a
+ * string, got a number"); template errors as attnrt_chat_template_apply. */
+ATTNRT_API int attnrt_chat_template_apply_json(
+    const attnrt_chat_template *chat_template, const char *messages_json,
+    const char *options_json, char *text, size_t text_size, size_t *length,
+    char *error, size_t error_size);
+
 /*===------------------------------ .npy files --------------------------===*/
 
 /* Writes a C-order float32 array as .npy (format 1.0, '<f4', header padded

@@ -201,10 +201,154 @@ bool ChatTemplate::apply(const std::vector<ChatMessage> &messages,
         message.content ? Value::string(*message.content) : Value::none());
     list.push_back(Value::dict(std::move(entries)));
   }
+  return renderConversation(Value::list(std::move(list)), addGenerationPrompt,
+                            Value::none(), Value::none(), Dict(), out, error,
+                            limits);
+}
+
+bool ChatTemplate::renderConversation(Value messages, bool addGenerationPrompt,
+                                      Value tools, Value documents,
+                                      const Dict &kwargs, std::string &out,
+                                      std::string &error,
+                                      const ChatLimits &limits) const {
+  // transformers: render(messages=, tools=, documents=,
+  // add_generation_prompt=, **special_tokens, **kwargs); a kwarg named like
+  // a special token replaces it.
   Dict context;
-  context.set("messages", Value::list(std::move(list)));
+  context.entries.reserve(4 + kwargs.entries.size());
+  context.set("messages", std::move(messages));
   context.set("add_generation_prompt", Value::boolean(addGenerationPrompt));
-  context.set("tools", Value::none());
-  context.set("documents", Value::none());
+  context.set("tools", std::move(tools));
+  context.set("documents", std::move(documents));
+  for (const auto &entry : kwargs.entries)
+    context.set(entry.first, entry.second);
   return render(context, out, error, limits);
+}
+
+namespace {
+
+/// Python's name of a JSON value's type, for "expected X, got Y".
+const char *jsonTypeName(const Value &value) {
+  switch (value.kind()) {
+  case Value::Kind::None:
+    return "null";
+  case Value::Kind::Bool:
+    return "a boolean";
+  case Value::Kind::Int:
+  case Value::Kind::Float:
+    return "a number";
+  case Value::Kind::String:
+    return "a string";
+  case Value::Kind::List:
+    return "a list";
+  case Value::Kind::Dict:
+    return "an object";
+  default:
+    return "a value";
+  }
+}
+
+bool expected(const std::string &field, const char *what, const Value &got,
+              std::string &error) {
+  error = field + ": expected " + what + ", got " + jsonTypeName(got);
+  return false;
+}
+
+/// The checks of a message beyond JSON: what the templates index.
+bool checkMessage(const Value &message, const std::string &where,
+                  std::string &error) {
+  if (!message.isDict())
+    return expected(where, "an object", message, error);
+  const Dict &fields = message.asDict();
+  const Value *role = fields.find("role");
+  if (!role)
+    return (error = where + ".role: missing"), false;
+  if (!role->isString())
+    return expected(where + ".role", "a string", *role, error);
+  if (const Value *content = fields.find("content");
+      content && !content->isString() && !content->isNone() &&
+      !content->isList())
+    return expected(where + ".content", "a string, null or a list of parts",
+                    *content, error);
+  const Value *calls = fields.find("tool_calls");
+  if (!calls || calls->isNone())
+    return true;
+  if (!calls->isList())
+    return expected(where + ".tool_calls", "a list", *calls, error);
+  const ValueList &list = calls->asList();
+  for (size_t k = 0; k < list.size(); ++k) {
+    std::string call = where + format(".tool_calls[%zu]", k);
+    if (!list[k].isDict())
+      return expected(call, "an object", list[k], error);
+    const Value *function = list[k].asDict().find("function");
+    if (!function)
+      continue; // templates also read {"name", "arguments"} directly
+    if (!function->isDict())
+      return expected(call + ".function", "an object", *function, error);
+    const Value *name = function->asDict().find("name");
+    if (name && !name->isString())
+      return expected(call + ".function.name", "a string", *name, error);
+    const Value *arguments = function->asDict().find("arguments");
+    if (arguments && !arguments->isString() && !arguments->isDict())
+      return expected(call + ".function.arguments", "an object or a string",
+                      *arguments, error);
+  }
+  return true;
+}
+
+} // namespace
+
+bool ChatTemplate::applyJson(std::string_view messagesJson,
+                             std::string_view optionsJson, std::string &out,
+                             std::string &error,
+                             const ChatLimits &limits) const {
+  out.clear();
+  Value messages;
+  if (!Value::parseJson(messagesJson, messages, error)) {
+    error = "messages: " + error;
+    return false;
+  }
+  if (!messages.isList())
+    return expected("messages", "a list", messages, error);
+  const ValueList &list = messages.asList();
+  for (size_t k = 0; k < list.size(); ++k)
+    if (!checkMessage(list[k], format("messages[%zu]", k), error))
+      return false;
+
+  Value options = Value::dict(Dict());
+  if (!optionsJson.empty() &&
+      !Value::parseJson(optionsJson, options, error)) {
+    error = "options: " + error;
+    return false;
+  }
+  if (!options.isDict())
+    return expected("options", "an object", options, error);
+  bool addGenerationPrompt = false;
+  Value tools = Value::none(), documents = Value::none();
+  Dict kwargs;
+  for (const auto &[key, value] : options.asDict().entries) {
+    if (key == "add_generation_prompt") {
+      if (value.kind() != Value::Kind::Bool)
+        return expected("options.add_generation_prompt", "a boolean", value,
+                        error);
+      addGenerationPrompt = value.asBool();
+    } else if (key == "tools" || key == "documents") {
+      if (!value.isNone() && !value.isList())
+        return expected("options." + key, "a list or null", value, error);
+      if (value.isList())
+        for (size_t k = 0; k < value.asList().size(); ++k)
+          if (!value.asList()[k].isDict())
+            return expected(format("options.%s[%zu]", key.c_str(), k),
+                            "an object", value.asList()[k], error);
+      (key == "tools" ? tools : documents) = value;
+    } else if (key == "messages") {
+      error = "options.messages: the messages are the first argument";
+      return false;
+    } else {
+      kwargs.set(key, value);
+    }
+  }
+  return renderConversation(std::move(messages), addGenerationPrompt,
+                            std::move(tools), std::move(documents), kwargs,
+                            out, error, limits);
 }

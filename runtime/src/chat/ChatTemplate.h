@@ -72,8 +72,28 @@ public:
              std::string &out, std::string &error,
              const ChatLimits &limits = ChatLimits()) const;
 
+  /// apply_chat_template(messages, tools=..., documents=...,
+  /// add_generation_prompt=..., **kwargs) from JSON text: `messagesJson` a
+  /// list of message objects (role a string; content a string, null or a
+  /// list of parts; tool_calls a list of {"type", "function": {"name",
+  /// "arguments": an object or a string}}; any other key passed as is),
+  /// `optionsJson` an object (empty text: {}) of add_generation_prompt (a
+  /// boolean, default false), tools and documents (null or lists, default
+  /// None) and any other key, each passed to the template as a variable
+  /// (enable_thinking, ...). Errors name the field: "messages[2].role:
+  /// expected a string, got a number".
+  bool applyJson(std::string_view messagesJson, std::string_view optionsJson,
+                 std::string &out, std::string &error,
+                 const ChatLimits &limits = ChatLimits()) const;
+
 private:
   ChatTemplate() = default;
+
+  /// Renders messages (a list) with the options apply_chat_template passes.
+  bool renderConversation(Value messages, bool addGenerationPrompt,
+                          Value tools, Value documents, const Dict &kwargs,
+                          std::string &out, std::string &error,
+                          const ChatLimits &limits) const;
 
   std::unique_ptr<Program> program;
   Dict variables;

@@ -426,38 +426,56 @@ bool Value::equals(const Value &other) const {
   }
 }
 
-Value Value::fromJson(const Json &json) {
+/// Value::fromJson for nlohmann's sorted and insertion-ordered documents.
+template <typename JsonT> static Value valueFromJson(const JsonT &json) {
   switch (json.type()) {
-  case Json::value_t::null:
-    return none();
-  case Json::value_t::boolean:
-    return boolean(json.get<bool>());
-  case Json::value_t::number_integer:
-  case Json::value_t::number_unsigned: {
-    int64_t n;
-    if (jsonInteger(json, n))
-      return integer(n);
-    return number(json.get<double>());
+  case JsonT::value_t::null:
+    return Value::none();
+  case JsonT::value_t::boolean:
+    return Value::boolean(json.template get<bool>());
+  case JsonT::value_t::number_integer:
+    return Value::integer(json.template get<int64_t>());
+  case JsonT::value_t::number_unsigned: {
+    // Above int64 a number is a double, as parseJson reads it.
+    uint64_t u = json.template get<uint64_t>();
+    if (u <= static_cast<uint64_t>(INT64_MAX))
+      return Value::integer(static_cast<int64_t>(u));
+    return Value::number(static_cast<double>(u));
   }
-  case Json::value_t::number_float:
-    return number(json.get<double>());
-  case Json::value_t::string:
-    return string(json.get<std::string>());
-  case Json::value_t::array: {
+  case JsonT::value_t::number_float:
+    return Value::number(json.template get<double>());
+  case JsonT::value_t::string:
+    return Value::string(json.template get<std::string>());
+  case JsonT::value_t::array: {
     ValueList items;
-    for (const Json &item : json)
-      items.push_back(fromJson(item));
-    return list(std::move(items));
+    items.reserve(json.size());
+    for (const JsonT &item : json)
+      items.push_back(valueFromJson(item));
+    return Value::list(std::move(items));
   }
-  case Json::value_t::object: {
+  case JsonT::value_t::object: {
     Dict entries;
+    entries.entries.reserve(json.size());
     for (auto it = json.begin(); it != json.end(); ++it)
-      entries.entries.emplace_back(it.key(), fromJson(it.value()));
-    return dict(std::move(entries));
+      entries.entries.emplace_back(it.key(), valueFromJson(it.value()));
+    return Value::dict(std::move(entries));
   }
   default:
-    return none();
+    return Value::none();
   }
+}
+
+Value Value::fromJson(const Json &json) { return valueFromJson(json); }
+
+bool Value::parseJson(std::string_view text, Value &out, std::string &error) {
+  // The strict parse checks the text (duplicate keys, depth, count, range);
+  // a text it accepts is read again keeping the keys in order.
+  Json checked;
+  if (!attnrt::parseJson(text, checked, error))
+    return false;
+  checked = nullptr;
+  out = valueFromJson(nlohmann::ordered_json::parse(text));
+  return true;
 }
 
 //===----------------------------------------------------------------------===//

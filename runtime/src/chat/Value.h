@@ -136,6 +136,10 @@ public:
   /// A value from JSON: objects become dicts (with nlohmann's key order,
   /// sorted), arrays lists.
   static Value fromJson(const Json &json);
+  /// A value from JSON text, parsed as strictly as parseJson (Json.h) and
+  /// with its objects' keys in the order written, as Python's json.loads
+  /// keeps them (tojson of a tool's schema prints them in that order).
+  static bool parseJson(std::string_view text, Value &out, std::string &error);
 
 private:
   Kind tag = Kind::Undefined;
