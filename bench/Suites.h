@@ -15,6 +15,9 @@ struct BenchOptions {
   std::vector<int> threads = {1, 2};
   /// Where the model suite writes (and reuses) its random-weight models.
   std::string modelDir = "/tmp/attn-bench-models";
+  /// The model suite's attn-make-model presets, in order.
+  std::vector<std::string> models = {"llama-110m", "gpt2-small", "qwen3-0.6b",
+                                     "gemma3-1b"};
   /// What scripts/test-data.sh wrote (tokenizers, texts, the node packages).
   std::string testData = ATTN_TEST_DATA_DIR;
 };

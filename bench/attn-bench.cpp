@@ -2,6 +2,7 @@
 //
 //   attn-bench [--only machine,matmul,attention,models,tokenizer]
 //              [--repeats N] [--threads 1,2] [--model-dir DIR]
+//              [--models llama-110m,gpt2-small,qwen3-0.6b,gemma3-1b]
 //              [--test-data DIR]
 //
 // Every figure is the median of --repeats runs after a warm-up, measured in
@@ -16,6 +17,8 @@
 
 #include "MachineLimits.h"
 #include "Suites.h"
+
+#include "ModelWriter.h"
 
 #include "attn/Support/Version.h"
 #include "attn/Target/NativeCodegen.h"
@@ -44,7 +47,8 @@ std::vector<std::string> split(const std::string &text) {
 
 constexpr const char *kUsage =
     "usage: attn-bench [--only machine,matmul,attention,models,tokenizer] "
-    "[--repeats N] [--threads 1,2] [--model-dir DIR] [--test-data DIR]\n";
+    "[--repeats N] [--threads 1,2] [--model-dir DIR] [--models PRESET,...] "
+    "[--test-data DIR]\n";
 
 [[noreturn]] void usage(const char *message) {
   std::fprintf(stderr, "attn-bench: error: %s\n%s", message, kUsage);
@@ -78,6 +82,16 @@ int main(int argc, char **argv) {
         options.threads.push_back(std::max(1, std::atoi(t.c_str())));
     } else if (arg == "--model-dir")
       options.modelDir = value();
+    else if (arg == "--models") {
+      options.models = split(value());
+      attn::modelgen::ModelSpec spec;
+      for (const std::string &name : options.models)
+        if (!attn::modelgen::presetSpec(name, spec))
+          usage(("--models: '" + name +
+                 "' is not an attn-make-model preset (attn-make-model "
+                 "--list-presets names them)")
+                    .c_str());
+    }
     else if (arg == "--test-data")
       options.testData = value();
     else if (arg == "--help") {
