@@ -224,6 +224,12 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
       runtime value). Every row of one call uses the same `T'`; keys cached
       by earlier calls keep the base they were rotated with, as in Hugging
       Face's cached decoding. At or below `M` positions `T' = T`.
+    - `frequencies(...) long_frequencies(dense<[...]> : tensor<(r/2)xf64>,
+      after = M)`: LongRoPE (Phi-3.5, Phi-4-mini). A call whose last
+      position is past `M` (`offset + seq > M`, a runtime test) rotates all
+      its rows with the long table, any other call with `frequencies`; as
+      with dynamic NTK, keys cached by earlier calls keep the table they were
+      rotated with, as Hugging Face's cached decoding does.
 
     The pairing keyword says which features of the rotary part form pair `i`:
     - `rotate_half`: `(x[i], x[i + r/2])` (Hugging Face LLaMA, GPT-NeoX,
@@ -239,8 +245,9 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
 
     `head_dim` must be even and divide the feature dimension; `rotary_dims`
     must be even, positive and at most `head_dim` (more than 2 with
-    `dynamic_ntk`); exactly one of `theta` and `frequencies` is given, and
-    `dynamic_ntk` needs `theta`. `theta`, `attention_factor` and the NTK
+    `dynamic_ntk`); exactly one of `theta` and `frequencies` is given,
+    `dynamic_ntk` needs `theta`, and `long_frequencies` needs `frequencies`
+    (a table of the same length, finite and non-negative; `after` positive). `theta`, `attention_factor` and the NTK
     factor must be positive, `max_positions` positive. `offset` is the
     position of the first row (0 for a prompt, the cache length during
     decode). Angles, cos and sin are computed in f64.
@@ -254,6 +261,7 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     %kr = attn.rope %k offset(%pos) head_dim(8) rotary_dims(4) frequencies(dense<[5.0e-01, 5.0e-02]> : tensor<2xf64>) rotate_half : tensor<?x16xf32>
     %yr = attn.rope %k offset(%pos) head_dim(8) frequencies(dense<[1.0, 0.1, 0.01, 0.001]> : tensor<4xf64>) attention_factor(1.1386) interleaved : tensor<?x16xf32>
     %dr = attn.rope %q offset(%pos) head_dim(64) theta(1.0e+04) dynamic_ntk(factor = 2.0, max_positions = 2048) rotate_half : tensor<?x768xf32>
+    %lr = attn.rope %k offset(%pos) head_dim(8) rotary_dims(4) frequencies(dense<[1.0, 0.05]> : tensor<2xf64>) long_frequencies(dense<[0.5, 0.005]> : tensor<2xf64>, after = 4096) attention_factor(1.19) rotate_half : tensor<?x16xf32>
     ```
     Qwen3's queries, normalized per head and rotated in one pass:
     ```mlir
@@ -265,6 +273,8 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
                        OptionalAttr<I64Attr>:$rotary_dims,
                        OptionalAttr<F32Attr>:$theta,
                        OptionalAttr<F64ElementsAttr>:$frequencies,
+                       OptionalAttr<F64ElementsAttr>:$long_frequencies,
+                       OptionalAttr<I64Attr>:$long_after,
                        OptionalAttr<F64Attr>:$ntk_factor,
                        OptionalAttr<I64Attr>:$ntk_max_positions,
                        OptionalAttr<F64Attr>:$attention_factor,
@@ -277,6 +287,7 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     $input `offset` `(` $offset `)` `head_dim` `(` $head_dim `)`
     (`rotary_dims` `(` $rotary_dims^ `)`)?
     (`theta` `(` $theta^ `)`)? (`frequencies` `(` $frequencies^ `)`)?
+    (`long_frequencies` `(` $long_frequencies^ `,` `after` `=` $long_after `)`)?
     (`dynamic_ntk` `(` `factor` `=` $ntk_factor^ `,`
        `max_positions` `=` $ntk_max_positions `)`)?
     (`attention_factor` `(` $attention_factor^ `)`)?

@@ -395,6 +395,15 @@ void readRopeParameters(ConfigReader &reader, ModelConfig &config,
 /// rope_parameters, or on each layer type's entry of the latter.
 void readRopeDict(ConfigReader &reader, ConfigReader &params, ModelConfig &config);
 
+/// Fails on the keys of mixture-of-experts layers, which no description
+/// expresses (also inside a multimodal config's text_config).
+void rejectMixtureOfExperts(ConfigReader &reader);
+
+/// LongRoPE's factor table at `key`: a list of `count` positive numbers
+/// (one per rotary pair), or an error naming the key.
+std::vector<double> readLongRopeFactors(ConfigReader &params,
+                                        llvm::StringRef key, int64_t count);
+
 /// Whether a config object is a hand-written model description (it holds
 /// the key "attn_model_description") rather than an HF config.json.
 bool isModelDescription(const llvm::json::Object &object);
@@ -426,6 +435,7 @@ void readGemmaAttention(ConfigReader &reader, ModelConfig &config,
 ModelConfig readGemma(ConfigReader &reader);
 ModelConfig readGemma2(ConfigReader &reader);
 ModelConfig readGemma3Text(ConfigReader &reader);
+ModelConfig readGemma3(ConfigReader &reader);
 ModelConfig readGpt2(ConfigReader &reader);
 ModelConfig readGptNeox(ConfigReader &reader);
 ModelConfig readGptj(ConfigReader &reader);

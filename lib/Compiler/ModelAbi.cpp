@@ -47,11 +47,13 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
                                         {"bytes", weight.bytes()},
                                         {"sources", std::move(sources)}});
   }
-  llvm::json::Array prefixes, ignored;
+  llvm::json::Array prefixes, ignored, ignoredPrefixes;
   for (const std::string &prefix : weightNamePrefixes(config))
     prefixes.push_back(prefix);
   for (const std::string &suffix : ignoredTensorSuffixes(config))
     ignored.push_back(suffix);
+  for (const std::string &prefix : config.names.ignoredPrefixes)
+    ignoredPrefixes.push_back(prefix);
   llvm::json::Object manifest{
       {"abi_version", ATTN_MODEL_ABI_VERSION},
       {"attn_version", attnVersion()},
@@ -75,6 +77,8 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
       {"name_prefixes", std::move(prefixes)},
       {"ignored_suffixes", std::move(ignored)},
   };
+  if (!ignoredPrefixes.empty())
+    manifest["ignored_prefixes"] = std::move(ignoredPrefixes);
   if (*attnGitCommit())
     manifest["attn_git_commit"] = attnGitCommit();
   if (options.inspect)

@@ -386,7 +386,15 @@ public:
       rotaryDims = b.getI64IntegerAttr(rotary);
     FloatAttr theta, ntkFactor, attentionFactor;
     IntegerAttr ntkMaxPositions;
-    DenseElementsAttr frequencies;
+    DenseElementsAttr frequencies, longFrequencies;
+    IntegerAttr longAfter;
+    auto table = [&](bool longTable) {
+      llvm::SmallVector<double> values =
+          ropeInverseFrequencies(positions, rotary, longTable);
+      return DenseElementsAttr::get(
+          RankedTensorType::get({rotary / 2}, b.getF64Type()),
+          llvm::ArrayRef<double>(values));
+    };
     switch (scaling.kind) {
     case RopeScalingKind::None:
       theta = b.getF32FloatAttr(static_cast<float>(positions.theta));
@@ -398,20 +406,21 @@ public:
       break;
     case RopeScalingKind::Linear:
     case RopeScalingKind::Yarn:
-    case RopeScalingKind::Llama3: {
-      llvm::SmallVector<double> table =
-          ropeInverseFrequencies(positions, rotary);
-      frequencies = DenseElementsAttr::get(
-          RankedTensorType::get({rotary / 2}, b.getF64Type()),
-          llvm::ArrayRef<double>(table));
+    case RopeScalingKind::Llama3:
+    case RopeScalingKind::LongRope:
+      frequencies = table(/*longTable=*/false);
+      if (scaling.kind == RopeScalingKind::LongRope) {
+        longFrequencies = table(/*longTable=*/true);
+        longAfter = b.getI64IntegerAttr(scaling.originalMaxPositions);
+      }
       if (double factor = ropeAttentionFactor(scaling); factor != 1.0)
         attentionFactor = b.getF64FloatAttr(factor);
       break;
     }
-    }
     auto pairing = RopePairingAttr::get(b.getContext(), positions.pairing);
     return RopeOp::create(b, loc, x, pos, headDim, rotaryDims, theta,
-                          frequencies, ntkFactor, ntkMaxPositions,
+                          frequencies, longFrequencies, longAfter, ntkFactor,
+                          ntkMaxPositions,
                           attentionFactor, /*norm_gamma=*/Value(),
                           /*norm_epsilon=*/FloatAttr(),
                           /*norm_gain_offset=*/FloatAttr(), pairing);

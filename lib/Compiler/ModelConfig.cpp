@@ -81,7 +81,8 @@ struct FamilyEntry {
 /// Every family: adding one is a reader in families/ and a line here.
 const FamilyEntry families[] = {
     {"bloom", readBloom},          {"gemma", readGemma},
-    {"gemma2", readGemma2},        {"gemma3_text", readGemma3Text},
+    {"gemma2", readGemma2},        {"gemma3", readGemma3},
+    {"gemma3_text", readGemma3Text},
     {"gpt2", readGpt2},            {"gpt_neox", readGptNeox},
     {"gptj", readGptj},            {"llama", readLlama},
     {"mistral", readMistral},      {"opt", readOpt},
@@ -227,20 +228,26 @@ mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
         fileName + ": model_type " + ConfigReader::quote(modelType) +
         " is not supported (supported: " + supported + ")");
   // What no family's description expresses.
-  for (const char *key : {"num_local_experts", "num_experts", "num_experts_per_tok",
-                          "n_routed_experts", "moe_intermediate_size"})
-    reader.unsupportedUnless(
-        key, [](const JsonValue &) { return false; },
-        "mixture-of-experts layers");
+  rejectMixtureOfExperts(reader);
+  // gemma3's reader takes its text model and leaves the image part.
   for (const char *key : {"vision_config", "text_config", "audio_config"})
-    reader.unsupportedUnless(
-        key, [](const JsonValue &) { return false; },
-        "multimodal models (vision or audio towers)");
+    if (modelType != "gemma3")
+      reader.unsupportedUnless(
+          key, [](const JsonValue &) { return false; },
+          "multimodal models (vision or audio towers)");
   ModelConfig config = family->read(reader);
   checkRotaryHeadSize(reader, config);
   if (llvm::Error error = reader.takeError())
     return std::move(error);
   return config;
+}
+
+void mlir::attn::rejectMixtureOfExperts(ConfigReader &reader) {
+  for (const char *key : {"num_local_experts", "num_experts", "num_experts_per_tok",
+                          "n_routed_experts", "moe_intermediate_size"})
+    reader.unsupportedUnless(
+        key, [](const JsonValue &) { return false; },
+        "mixture-of-experts layers");
 }
 
 llvm::Expected<ModelConfig> mlir::attn::loadModelConfig(llvm::StringRef path) {

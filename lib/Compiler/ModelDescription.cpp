@@ -47,7 +47,8 @@ const Choices<RopeScalingKind> scalingKinds = {
     {"linear", RopeScalingKind::Linear},
     {"dynamic", RopeScalingKind::Dynamic},
     {"yarn", RopeScalingKind::Yarn},
-    {"llama3", RopeScalingKind::Llama3}};
+    {"llama3", RopeScalingKind::Llama3},
+    {"longrope", RopeScalingKind::LongRope}};
 const Choices<MlpKind> mlpKinds = {{"gelu", MlpKind::Gelu},
                                    {"relu", MlpKind::Relu},
                                    {"swiglu", MlpKind::SwiGlu},
@@ -178,22 +179,30 @@ void readPositions(ConfigReader &reader, ModelConfig &config) {
   ConfigReader s = r.nested(*scaling, "scaling");
   s.onlyKeys({"kind", "factor", "original_max_positions", "beta_fast",
               "beta_slow", "truncate", "attention_factor", "mscale",
-              "mscale_all_dim", "low_freq_factor", "high_freq_factor"});
+              "mscale_all_dim", "low_freq_factor", "high_freq_factor",
+              "short_factor", "long_factor"});
   RopeScaling &k = p.scaling;
   k.kind = choose<RopeScalingKind>(s, "kind", scalingKinds, std::nullopt);
   llvm::StringRef kind = spell(scalingKinds, k.kind);
   bool yarn = k.kind == RopeScalingKind::Yarn,
-       llama3 = k.kind == RopeScalingKind::Llama3;
-  for (llvm::StringRef key : {"beta_fast", "beta_slow", "truncate",
-                              "attention_factor", "mscale", "mscale_all_dim"})
+       llama3 = k.kind == RopeScalingKind::Llama3,
+       longRope = k.kind == RopeScalingKind::LongRope;
+  for (llvm::StringRef key :
+       {"beta_fast", "beta_slow", "truncate", "mscale", "mscale_all_dim"})
     if (s.has(key) && !yarn)
       s.fail("key '" + s.name(key) + "' applies to kind 'yarn' only");
+  if (s.has("attention_factor") && !yarn && !longRope)
+    s.fail("key '" + s.name("attention_factor") +
+           "' applies to kinds 'yarn' and 'longrope' only");
   for (llvm::StringRef key : {"low_freq_factor", "high_freq_factor"})
     if (s.has(key) && !llama3)
       s.fail("key '" + s.name(key) + "' applies to kind 'llama3' only");
-  if (s.has("original_max_positions") && !yarn && !llama3)
+  for (llvm::StringRef key : {"short_factor", "long_factor"})
+    if (s.has(key) && !longRope)
+      s.fail("key '" + s.name(key) + "' applies to kind 'longrope' only");
+  if (s.has("original_max_positions") && !yarn && !llama3 && !longRope)
     s.fail("key '" + s.name("original_max_positions") +
-           "' applies to kinds 'yarn' and 'llama3' only");
+           "' applies to kinds 'yarn', 'llama3' and 'longrope' only");
   if (k.kind == RopeScalingKind::None) {
     if (s.has("factor"))
       s.fail("key '" + s.name("factor") + "' does not apply to kind 'default'");
@@ -209,11 +218,17 @@ void readPositions(ConfigReader &reader, ModelConfig &config) {
       s.fail("kind 'dynamic' needs more than 2 rotary features");
     return;
   }
-  if (!yarn && !llama3)
+  if (!yarn && !llama3 && !longRope)
     return;
   k.originalMaxPositions =
       s.positive("original_max_positions", std::nullopt, kMaxPositions);
-  if (yarn) {
+  if (longRope) {
+    int64_t pairs = p.rotaryDimsOf(headDim) / 2;
+    k.shortFactor = readLongRopeFactors(s, "short_factor", pairs);
+    k.longFactor = readLongRopeFactors(s, "long_factor", pairs);
+    if (s.has("attention_factor"))
+      k.attentionFactor = s.positiveNumber("attention_factor", 1.0);
+  } else if (yarn) {
     k.betaFast = s.positiveNumber("beta_fast", 32.0);
     k.betaSlow = s.positiveNumber("beta_slow", 1.0);
     if (k.betaFast < k.betaSlow)
@@ -366,7 +381,8 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
   };
   llvm::SmallVector<llvm::StringRef> known = {"layout", "weight_suffix",
                                               "bias_suffix", "prefixes",
-                                              "ignored_suffixes"};
+                                              "ignored_suffixes",
+                                              "ignored_prefixes"};
   for (const auto &[key, member] : modules)
     known.push_back(key);
   std::optional<ConfigReader> section_ = section(reader, "weights", known);
@@ -383,6 +399,8 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
   n.weightSuffix = r.string("weight_suffix", "weight");
   n.biasSuffix = r.string("bias_suffix", "bias");
   n.prefixes = r.stringList("prefixes").value_or(std::vector<std::string>{});
+  n.ignoredPrefixes =
+      r.stringList("ignored_prefixes").value_or(std::vector<std::string>{});
   n.ignoredSuffixes =
       r.stringList("ignored_suffixes").value_or(std::vector<std::string>{});
 
@@ -578,6 +596,17 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
           j.attribute("original_max_positions", k.originalMaxPositions);
           j.attribute("low_freq_factor", k.lowFreqFactor);
           j.attribute("high_freq_factor", k.highFreqFactor);
+        } else if (k.kind == RopeScalingKind::LongRope) {
+          j.attribute("original_max_positions", k.originalMaxPositions);
+          if (k.attentionFactor)
+            j.attribute("attention_factor", *k.attentionFactor);
+          for (auto [key, table] :
+               {std::pair{"short_factor", &k.shortFactor},
+                std::pair{"long_factor", &k.longFactor}})
+            j.attributeArray(key, [&] {
+              for (double value : *table)
+                j.value(value);
+            });
         }
       });
     });
@@ -643,6 +672,7 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       };
       list("prefixes", n.prefixes);
       list("ignored_suffixes", n.ignoredSuffixes);
+      list("ignored_prefixes", n.ignoredPrefixes);
       auto name = [&](const char *key, const std::string &value, bool used) {
         if (used)
           j.attribute(key, value);

@@ -28,6 +28,15 @@ static double yarnMscale(double scale, double mscale) {
 }
 
 double mlir::attn::ropeAttentionFactor(const RopeScaling &scaling) {
+  if (scaling.kind == RopeScalingKind::LongRope) {
+    if (scaling.attentionFactor)
+      return *scaling.attentionFactor;
+    if (scaling.factor <= 1.0)
+      return 1.0;
+    return std::sqrt(1.0 + std::log(scaling.factor) /
+                               std::log(static_cast<double>(
+                                   scaling.originalMaxPositions)));
+  }
   if (scaling.kind != RopeScalingKind::Yarn)
     return 1.0;
   if (scaling.attentionFactor)
@@ -50,7 +59,7 @@ static double yarnCorrectionDim(double rotations, int64_t dims, double theta,
 
 llvm::SmallVector<double>
 mlir::attn::ropeInverseFrequencies(const PositionSpec &positions,
-                                   int64_t rotaryDims) {
+                                   int64_t rotaryDims, bool longTable) {
   const RopeScaling &scaling = positions.scaling;
   assert(scaling.kind != RopeScalingKind::Dynamic &&
          "dynamic NTK frequencies depend on the call's positions");
@@ -92,6 +101,13 @@ mlir::attn::ropeInverseFrequencies(const PositionSpec &positions,
       double f = frequencies[i];
       frequencies[i] = f / factor * ramp + f * (1.0 - ramp);
     }
+    break;
+  }
+  case RopeScalingKind::LongRope: {
+    const std::vector<double> &divisors =
+        longTable ? scaling.longFactor : scaling.shortFactor;
+    for (int64_t i = 0; i < pairs; ++i)
+      frequencies[i] /= divisors[i];
     break;
   }
   case RopeScalingKind::Llama3: {
@@ -137,7 +153,7 @@ const RopeTypeEntry ropeTypes[] = {
     {"dynamic", RopeScalingKind::Dynamic},
     {"yarn", RopeScalingKind::Yarn},
     {"llama3", RopeScalingKind::Llama3},
-    {"longrope", std::nullopt},
+    {"longrope", RopeScalingKind::LongRope},
     {"su", std::nullopt}, // Phi-3's first name for longrope
 };
 
@@ -236,7 +252,64 @@ void readLlama3(ConfigReader &params, RopeScaling &scaling) {
                 text(scaling.lowFreqFactor) + ")");
 }
 
+/// Phi-3's longrope, as transformers 5 computes it: the factor is the
+/// scaling's own when given, else max_position_embeddings over the
+/// pre-training length (transformers 4 took that ratio whenever the config
+/// had original_max_position_embeddings); it only sets the default
+/// attention factor.
+void readLongRope(ConfigReader &reader, ConfigReader &params,
+                  ModelConfig &config) {
+  RopeScaling &scaling = config.positions.scaling;
+  // Phi3Config has its own original_max_position_embeddings, default 4096.
+  scaling.originalMaxPositions = readOriginalMaxPositions(
+      reader, params, config.architecture == "phi3" ? 4096 : config.maxPositions);
+  int64_t pairs = config.positions.rotaryDimsOf(config.headDim) / 2;
+  scaling.shortFactor = readLongRopeFactors(params, "short_factor", pairs);
+  scaling.longFactor = readLongRopeFactors(params, "long_factor", pairs);
+  scaling.factor = params.has("factor")
+                       ? params.positiveNumber("factor", 1.0)
+                       : static_cast<double>(config.maxPositions) /
+                             static_cast<double>(scaling.originalMaxPositions);
+  if (params.has("attention_factor"))
+    scaling.attentionFactor = params.positiveNumber("attention_factor", 1.0);
+  if (scaling.originalMaxPositions < 2 && !scaling.attentionFactor &&
+      scaling.factor > 1.0)
+    reader.fail("original_max_position_embeddings must be at least 2 for "
+                "longrope's attention factor (it divides by its log)");
+}
+
 } // namespace
+
+std::vector<double> mlir::attn::readLongRopeFactors(ConfigReader &params,
+                                                   llvm::StringRef key,
+                                                   int64_t count) {
+  const llvm::json::Value *value = params.entries().get(key);
+  if (!value) {
+    params.fail("missing key '" + params.name(key) +
+                "' (longrope needs it)");
+    return {};
+  }
+  const llvm::json::Array *list = value->getAsArray();
+  if (!list || static_cast<int64_t>(list->size()) != count) {
+    params.fail("key '" + params.name(key) + "' must be a list of " +
+                llvm::Twine(count) +
+                " numbers, one per rotary pair (rotary features / 2)" +
+                (list ? ", got " + llvm::Twine(list->size()) : llvm::Twine()));
+    return {};
+  }
+  std::vector<double> factors;
+  for (size_t i = 0; i < list->size(); ++i) {
+    std::optional<double> number = (*list)[i].getAsNumber();
+    if (!number || !(*number > 0.0) || !std::isfinite(*number)) {
+      params.fail("key '" + params.name(key) + "' entry " + llvm::Twine(i) +
+                  " must be a positive number, got " +
+                  ConfigReader::render((*list)[i]));
+      return {};
+    }
+    factors.push_back(*number);
+  }
+  return factors;
+}
 
 void mlir::attn::readRopeParameters(ConfigReader &reader, ModelConfig &config,
                                     bool perLayerTypes) {
@@ -318,6 +391,12 @@ void mlir::attn::readRopeDict(ConfigReader &reader, ConfigReader &params,
   }
 
   std::string ropeType = readRopeType(params);
+  // Phi3Config renames its first configs' names for longrope.
+  if (config.architecture == "phi3" && (ropeType == "su" || ropeType == "yarn")) {
+    config.notes.push_back("rope_scaling type '" + ropeType +
+                           "' is read as 'longrope', as Phi3Config renames it");
+    ropeType = "longrope";
+  }
   const RopeTypeEntry *entry = nullptr;
   std::string supported;
   for (const RopeTypeEntry &candidate : ropeTypes) {
@@ -335,17 +414,20 @@ void mlir::attn::readRopeDict(ConfigReader &reader, ConfigReader &params,
   if (!entry->kind)
     return params.fail("key '" + params.name(typeKey) + "' is " +
                        ConfigReader::quote(ropeType) +
-                       ": not supported (LongRoPE, the long-context scaling "
-                       "of Phi-3, switches frequency tables by length)");
+                       ": Phi-3's first name for longrope, which only phi3 "
+                       "models may use; write 'longrope'");
 
   RopeScaling &scaling = positions.scaling;
   scaling.kind = *entry->kind;
   if (scaling.kind == RopeScalingKind::None)
     return;
+  if (scaling.kind == RopeScalingKind::LongRope)
+    return readLongRope(reader, params, config);
   scaling.factor = requiredPositive(params, "factor", ropeType);
   switch (scaling.kind) {
   case RopeScalingKind::None:
   case RopeScalingKind::Linear:
+  case RopeScalingKind::LongRope:
     break;
   case RopeScalingKind::Dynamic:
     // transformers measures dynamic NTK against max_position_embeddings.

@@ -297,7 +297,8 @@ bool parseManifest(std::string_view json, Manifest &manifest,
 
   return read.stringList("name_prefixes", manifest.namePrefixes) &&
          read.stringList("ignored_suffixes", manifest.ignoredSuffixes) &&
-         read.stringList("ignored_names", manifest.ignoredNames);
+         read.stringList("ignored_names", manifest.ignoredNames) &&
+         read.stringList("ignored_prefixes", manifest.ignoredPrefixes);
 }
 
 } // namespace attnrt

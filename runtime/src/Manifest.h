@@ -55,6 +55,9 @@ struct Manifest {
   std::vector<std::string> namePrefixes;
   std::vector<std::string> ignoredSuffixes;
   std::vector<std::string> ignoredNames;
+  /// Modules the model does not run (a multimodal checkpoint's vision
+  /// tower): tensors whose names start with one are not reported.
+  std::vector<std::string> ignoredPrefixes;
 };
 
 /// Parses `json`; errors say which field is wrong ("\"max_seq\" is missing").

@@ -293,6 +293,9 @@ static void convertToF32(DType dtype, const uint8_t *src, float *dst,
 }
 
 static bool isIgnored(const Manifest &manifest, const std::string &name) {
+  for (const std::string &prefix : manifest.ignoredPrefixes)
+    if (name.compare(0, prefix.size(), prefix) == 0)
+      return true;
   for (const std::string &suffix : manifest.ignoredSuffixes)
     if (name.size() >= suffix.size() &&
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ModelReference.h"
+#include "ModelWriter.h"
 #include "Npy.h"
 
 #include "TestSupport.h"
@@ -107,6 +108,12 @@ struct Spec {
   std::string rope = "default"; ///< rope_scaling type
   double factor = 1.0, lowFreq = 1.0, highFreq = 4.0;
   int64_t originalMax = 0;
+  /// longrope (phi3): short_factor and long_factor, rotaryDim / 2 each, as
+  /// Phi-3.5 / Phi-4-mini write them ({"long_factor", "short_factor",
+  /// "type": "longrope"} and a top-level original_max_position_embeddings
+  /// = originalMax); its optional "factor" and "attention_factor" when > 0.
+  std::vector<double> shortFactor, longFactor;
+  double longropeFactor = 0, longropeAttention = 0;
   /// The rope dict as transformers 5 writes it: rope_parameters with
   /// rope_theta inside, no top-level rope_theta.
   bool ropeParameters = false;
@@ -130,9 +137,35 @@ std::string num(double v) {
   return s;
 }
 
+std::string numList(const std::vector<double> &v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    out += (i ? ", " : "") + num(v[i]);
+  return out + "]";
+}
+
 std::string ropeScalingJson(const Spec &s) {
   if (s.rope == "default" && !s.ropeParameters)
     return "";
+  if (s.rope == "longrope") {
+    // As Phi-3.5-mini / Phi-4-mini's config.json (transformers 4), or the
+    // rope_parameters transformers 5 writes (original inside as well).
+    std::string j = s.ropeParameters
+                        ? "\"rope_parameters\": {\"rope_theta\": " +
+                              num(s.theta) +
+                              ", \"rope_type\": \"longrope\", "
+                              "\"original_max_position_embeddings\": " +
+                              std::to_string(s.originalMax) + ", "
+                        : "\"rope_scaling\": {\"type\": \"longrope\", ";
+    j += "\"long_factor\": " + numList(s.longFactor) +
+         ", \"short_factor\": " + numList(s.shortFactor);
+    if (s.longropeFactor > 0)
+      j += ", \"factor\": " + num(s.longropeFactor);
+    if (s.longropeAttention > 0)
+      j += ", \"attention_factor\": " + num(s.longropeAttention);
+    return j + "},\n\"original_max_position_embeddings\": " +
+           std::to_string(s.originalMax) + ",\n";
+  }
   std::string j =
       s.ropeParameters
           ? "\"rope_parameters\": {\"rope_theta\": " + num(s.theta) + ", "
@@ -455,6 +488,23 @@ Spec baseSpec(const std::string &type) {
   return s;
 }
 
+/// Phi-4-mini's longrope on the tiny phi3: partial_rotary_factor 0.75 (12
+/// of 16 dims, 6 pairs), short factors in [1, 1.5] and long ones from 1 to
+/// 20 (Phi-3.5-mini's short run 1-1.3, its long ones 1-60; Phi-4-mini's
+/// short are all 1, long 1-47.8), original 16 of 64: factor 4, attention
+/// factor sqrt(1 + ln 4 / ln 16) = sqrt(1.5).
+Spec longropeSpec(int64_t originalMax = 16) {
+  Spec s = baseSpec("phi3");
+  s.partial = 0.75;
+  s.rotaryDim = 12;
+  s.rope = "longrope";
+  s.maxPos = 64;
+  s.originalMax = originalMax;
+  s.shortFactor = {1.0, 1.1, 1.2, 1.3, 1.4, 1.5};
+  s.longFactor = {1.0, 1.8, 3.3, 6.0, 11.0, 20.0};
+  return s;
+}
+
 ModelConfig parseOrDie(const std::string &json) {
   ModelConfig c;
   std::string error;
@@ -627,6 +677,9 @@ struct Bugs {
   bool nopeRotated = false;          ///< smollm3: NoPE layers rotate too
   bool firstRopeLayerUnrotated = false; ///< smollm3: its first RoPE layer not
   bool nopeIntervalShifted = false; ///< smollm3: NoPE when i % interval == 0
+  bool longAtOriginal = false;    ///< longrope: long when L >= original, not >
+  bool longShortSwapped = false;  ///< longrope: short and long exchanged
+  bool noLongropeScale = false;   ///< longrope: attention factor left out
 };
 
 /// SmolLM3Config.no_rope_layers: the list, else int((i + 1) % interval !=
@@ -767,7 +820,8 @@ Mat embed(const std::vector<float> &table, int64_t dim,
 
 /// HF rotary frequencies for a call whose positions end at seqLen, and the
 /// attention factor: the modeling_rope_utils formulas, written again.
-Vec invFreqHF(const Spec &s, int64_t rot, int64_t seqLen, double &af) {
+Vec invFreqHF(const Spec &s, int64_t rot, int64_t seqLen, double &af,
+              const Bugs &bugs = {}) {
   const double kPi = std::acos(-1.0);
   af = 1.0;
   auto plain = [&](double base) {
@@ -822,6 +876,28 @@ Vec invFreqHF(const Spec &s, int64_t rot, int64_t seqLen, double &af) {
     }
     return f;
   }
+  if (s.rope == "longrope") {
+    // _compute_longrope_parameters, and longrope_frequency_update's choice
+    // of table by the call's max(position_ids) + 1.
+    double factor = s.longropeFactor > 0
+                        ? s.longropeFactor
+                        : static_cast<double>(s.maxPos) / s.originalMax;
+    af = s.longropeAttention > 0 ? s.longropeAttention
+         : factor <= 1
+             ? 1.0
+             : std::sqrt(1 + std::log(factor) / std::log(s.originalMax));
+    if (bugs.noLongropeScale)
+      af = 1.0;
+    bool useLong = bugs.longAtOriginal ? seqLen >= s.originalMax
+                                       : seqLen > s.originalMax;
+    if (bugs.longShortSwapped)
+      useLong = !useLong;
+    const Vec &ext = useLong ? s.longFactor : s.shortFactor;
+    Vec f = plain(s.theta);
+    for (size_t i = 0; i < f.size(); ++i)
+      f[i] /= ext.at(i);
+    return f;
+  }
   ADD_FAILURE() << "no rope type " << s.rope;
   return plain(s.theta);
 }
@@ -831,10 +907,11 @@ Vec invFreqHF(const Spec &s, int64_t rot, int64_t seqLen, double &af) {
 /// rotate_every_two (repeat_interleave, stack(-x[1::2], x[::2])); row p
 /// uses the frequencies of the call it belongs to.
 void ropeHF(Mat &m, const Spec &s, int64_t heads, int64_t hd, int64_t rot,
-            bool everyTwo, const std::vector<int64_t> &callEnd) {
+            bool everyTwo, const std::vector<int64_t> &callEnd,
+            const Bugs &bugs = {}) {
   for (size_t p = 0; p < m.size(); ++p) {
     double af;
-    Vec inv = invFreqHF(s, rot, callEnd[p], af);
+    Vec inv = invFreqHF(s, rot, callEnd[p], af, bugs);
     for (int64_t h = 0; h < heads; ++h) {
       Vec x(m[p].begin() + h * hd, m[p].begin() + h * hd + rot);
       for (int64_t c = 0; c < rot; ++c) {
@@ -1017,8 +1094,8 @@ std::vector<float> independent(const Spec &s, const Weights &w,
       if (smol && bugs.firstRopeLayerUnrotated && l == firstRope)
         rotates = false;
       if (rotates) {
-        ropeHF(q, s, s.heads, hd, rot, false, callEnd);
-        ropeHF(k, s, s.kvHeads, hd, rot, false, callEnd);
+        ropeHF(q, s, s.heads, hd, rot, false, callEnd, bugs);
+        ropeHF(k, s, s.kvHeads, hd, rot, false, callEnd, bugs);
       }
       if (qwen3 && bugs.qkNormAfterRope)
         qkNorm();
@@ -2047,6 +2124,185 @@ TEST(FamilyConfig, RopeScalingKeys) {
   EXPECT_EQ(c.ropeScaling.type, T::None);
 }
 
+/// microsoft/Phi-4-mini-instruct's long_factor, as attn-make-model's
+/// phi4-mini preset holds it (from the model's config.json).
+std::vector<double> phi4MiniLongFactor() {
+  attn::modelgen::ModelSpec spec;
+  EXPECT_TRUE(attn::modelgen::presetSpec("phi4-mini", spec));
+  EXPECT_EQ(spec.ropeScaling.longFactor.size(), 48u);
+  return spec.ropeScaling.longFactor;
+}
+
+/// microsoft/Phi-4-mini-instruct's config.json (its rope keys verbatim):
+/// 3072 wide, 24 heads of 128, partial_rotary_factor 0.75 (96 dims, 48
+/// pairs), original 4096 of 131072, short factors all 1.
+std::string phi4MiniJson(const std::string &rope,
+                         const std::string &original =
+                             "\"original_max_position_embeddings\": 4096, ") {
+  return "{\"model_type\": \"phi3\", \"hidden_size\": 3072, "
+         "\"num_hidden_layers\": 32, \"num_attention_heads\": 24, "
+         "\"num_key_value_heads\": 8, \"intermediate_size\": 8192, "
+         "\"vocab_size\": 200064, \"max_position_embeddings\": 131072, " +
+         original +
+         "\"partial_rotary_factor\": 0.75, \"rope_theta\": 10000.0, "
+         "\"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": true, "
+         "\"sliding_window\": 262144, " +
+         rope + "}";
+}
+
+std::string phi4MiniRope(const std::string &extra = "",
+                         const std::string &typeKey = "\"type\": "
+                                                      "\"longrope\"") {
+  std::vector<double> longF = phi4MiniLongFactor();
+  return "\"rope_scaling\": {\"long_factor\": " + numList(longF) +
+         ", \"short_factor\": " + numList(std::vector<double>(48, 1.0)) +
+         ", " + typeKey + extra + "}";
+}
+
+/// Phi-4-mini's longrope as read, and HF's tables: 1 / (ext_i *
+/// 10000^(2i / 96)) and sqrt(1 + ln(131072 / 4096) / ln 4096) =
+/// sqrt(17 / 12), the expected values computed separately in Python
+/// (modeling_rope_utils._compute_longrope_parameters, float64).
+TEST(FamilyConfig, LongRopeOfPhi4Mini) {
+  using T = ref::RopeScaling::Type;
+  ModelConfig c = parseOrDie(phi4MiniJson(phi4MiniRope()));
+  EXPECT_TRUE(c.notes.empty()) << c.notes.front();
+  EXPECT_EQ(c.rotaryDim, 96);
+  EXPECT_EQ(c.slidingWindow, 262144);
+  const ref::RopeScaling &sc = c.ropeScaling;
+  ASSERT_EQ(sc.type, T::LongRope);
+  EXPECT_EQ(sc.originalMaxPositions, 4096);
+  EXPECT_EQ(sc.factor, 32.0); // absent: 131072 / 4096
+  EXPECT_TRUE(std::isnan(sc.attentionFactor));
+  ASSERT_EQ(sc.longFactor.size(), 48u);
+  EXPECT_EQ(sc.longFactor[47], 47.77);
+  EXPECT_EQ(sc.shortFactor, std::vector<double>(48, 1.0));
+
+  struct Row {
+    int i;
+    double shortF, longF;
+  };
+  // Python: 1.0 / (ext[i] * 10000.0 ** ((2 * i) / 96)).
+  const Row rows[] = {
+      {0, 1.0, 1.0},
+      {1, 0.82540418526801851, 0.73807469175354601},
+      {10, 0.14677992676220694, 0.047973691502794118},
+      {24, 0.01, 0.00068297928447609698},
+      {31, 0.0026101572156825357, 8.1491015163363589e-05},
+      {46, 0.00014677992676220689, 3.3238208053035984e-06},
+      {47, 0.00012115276586285887, 2.5361684291994738e-06},
+  };
+  const double kAttention = 1.1902380714238083; // sqrt(17 / 12)
+  for (int64_t seqLen : {int64_t(1), int64_t(4096), int64_t(4097),
+                         int64_t(131072)}) {
+    double af = 0;
+    std::vector<double> f =
+        ref::ropeScaledFrequencies(10000.0, 96, sc, seqLen, af);
+    ASSERT_EQ(f.size(), 48u);
+    EXPECT_NEAR(af, kAttention, 1e-15) << seqLen;
+    for (const Row &r : rows) {
+      double want = seqLen > 4096 ? r.longF : r.shortF;
+      EXPECT_NEAR(f[r.i], want, want * 1e-14) << seqLen << " pair " << r.i;
+    }
+  }
+
+  // No top-level original_max_position_embeddings: Phi3Config's 4096.
+  c = parseOrDie(phi4MiniJson(phi4MiniRope(), ""));
+  EXPECT_EQ(c.ropeScaling.originalMaxPositions, 4096);
+  // transformers 5's rope_parameters, the original inside too.
+  c = parseOrDie(phi4MiniJson(
+      phi4MiniRope(", \"original_max_position_embeddings\": 4096",
+                   "\"rope_type\": \"longrope\"")));
+  EXPECT_EQ(c.ropeScaling.type, T::LongRope);
+  EXPECT_TRUE(c.notes.empty());
+  // "su" and "yarn" are Phi3Config's old names of longrope.
+  for (const char *old : {"su", "yarn"}) {
+    c = parseOrDie(phi4MiniJson(
+        phi4MiniRope("", "\"type\": \"" + std::string(old) + "\"")));
+    EXPECT_EQ(c.ropeScaling.type, T::LongRope) << old;
+    ASSERT_EQ(c.notes.size(), 1u) << old;
+    EXPECT_TRUE(contains(c.notes[0], "read as longrope")) << c.notes[0];
+  }
+  // An explicit factor sets the attention factor (v5; v4 used the ratio).
+  c = parseOrDie(phi4MiniJson(phi4MiniRope(", \"factor\": 8.0")));
+  EXPECT_EQ(c.ropeScaling.factor, 8.0);
+  ASSERT_EQ(c.notes.size(), 2u);
+  EXPECT_TRUE(contains(c.notes[0], "transformers 4 used the ratio"))
+      << c.notes[0];
+  EXPECT_TRUE(contains(c.notes[1], "Phi3Config rejects")) << c.notes[1];
+  double af = 0;
+  ref::ropeScaledFrequencies(10000.0, 96, c.ropeScaling, 1, af);
+  EXPECT_NEAR(af, std::sqrt(1 + std::log(8.0) / std::log(4096.0)), 1e-15);
+  // attention_factor wins; factor <= 1 means 1.
+  c = parseOrDie(phi4MiniJson(phi4MiniRope(", \"attention_factor\": 1.5")));
+  ref::ropeScaledFrequencies(10000.0, 96, c.ropeScaling, 1, af);
+  EXPECT_EQ(af, 1.5);
+  c = parseOrDie(phi4MiniJson(phi4MiniRope(", \"factor\": 1.0")));
+  ref::ropeScaledFrequencies(10000.0, 96, c.ropeScaling, 5000, af);
+  EXPECT_EQ(af, 1.0);
+}
+
+TEST(FamilyConfig, LongRopeErrorsNameTheKey) {
+  auto rope = [](const std::string &shortList, const std::string &longList,
+                 const std::string &extra = "") {
+    return "\"rope_scaling\": {\"type\": \"longrope\"" +
+           (shortList.empty() ? "" : ", \"short_factor\": " + shortList) +
+           (longList.empty() ? "" : ", \"long_factor\": " + longList) +
+           extra + "}";
+  };
+  std::vector<double> ok = phi4MiniLongFactor();
+  const std::string good = numList(ok);
+  const std::string shortList = numList(std::vector<double>(47, 1.0));
+  std::vector<double> zero = ok;
+  zero[5] = 0;
+  struct Case {
+    std::string json, expected;
+  };
+  const Case cases[] = {
+      {phi4MiniJson(rope("", good)),
+       "missing key \"rope_scaling.short_factor\" (longrope needs 48 "
+       "numbers)"},
+      {phi4MiniJson(rope(good, "")), "missing key \"rope_scaling.long_factor\""},
+      {phi4MiniJson(rope(good, "null")),
+       "missing key \"rope_scaling.long_factor\""},
+      {phi4MiniJson(rope(shortList, good)),
+       "\"rope_scaling.short_factor\" has 47 numbers; longrope needs 48 (the "
+       "rotary dims 96 / 2)"},
+      {phi4MiniJson(rope(good, numList(std::vector<double>(64, 1.0)))),
+       "\"rope_scaling.long_factor\" has 64 numbers; longrope needs 48"},
+      {phi4MiniJson(rope(good, "4.0")),
+       "\"rope_scaling.long_factor\" must be a list of numbers"},
+      {phi4MiniJson(rope("[1, \"1\"" + std::string(", 1.0") + "]", good)),
+       "\"rope_scaling.short_factor\" must be a list of numbers (item 1 is "
+       "not)"},
+      {phi4MiniJson(rope(good, numList(zero))),
+       "\"rope_scaling.long_factor\" item 5 (0) must be positive"},
+      {phi4MiniJson(rope(good, good, ", \"factor\": -2")),
+       "\"rope_scaling.factor\" must be positive"},
+      {phi4MiniJson(rope(good, good, ", \"attention_factor\": 0")),
+       "\"rope_scaling.attention_factor\" must be positive"},
+      {phi4MiniJson(rope(good, good,
+                         ", \"original_max_position_embeddings\": 8192")),
+       "\"rope_scaling.original_max_position_embeddings\" (8192) differs "
+       "from phi3's top-level \"original_max_position_embeddings\" (4096)"},
+      {phi4MiniJson(rope(good, good,
+                         ", \"original_max_position_embeddings\": 8192"),
+                    ""),
+       "(4096, Phi3Config's default)"},
+      {phi4MiniJson(rope(good, good),
+                    "\"original_max_position_embeddings\": 0, "),
+       "\"original_max_position_embeddings\" must be an integer in [1"},
+      {phi4MiniJson("\"rope_scaling\": {\"type\": \"dynamic\", "
+                    "\"factor\": 2}"),
+       "\"rope_scaling.type\" \"dynamic\" is not supported for phi3"},
+  };
+  for (const Case &c : cases) {
+    std::string error = parseError(c.json);
+    EXPECT_TRUE(contains(error, c.expected))
+        << "error:    " << error << "\nexpected: " << c.expected;
+  }
+}
+
 TEST(FamilyConfig, UnsupportedSettingsNameTheKey) {
   auto dims = [](const std::string &type) {
     return "\"model_type\": \"" + type +
@@ -2063,8 +2319,10 @@ TEST(FamilyConfig, UnsupportedSettingsNameTheKey) {
        "\"rope_scaling.rope_type\" \"longrope\" is not supported"},
       {dims("mistral") + ", \"rope_scaling\": {\"type\": \"su\"}",
        "\"rope_scaling.type\" \"su\" is not supported"},
-      {dims("phi3") + ", \"rope_scaling\": {\"type\": \"longrope\"}",
-       "\"rope_scaling.type\" \"longrope\" is not supported for phi3"},
+      {dims("phi3") + ", \"rope_scaling\": {\"type\": \"linear\", "
+                      "\"factor\": 2}",
+       "\"rope_scaling.type\" \"linear\" is not supported for phi3 "
+       "(Phi3Config allows default and longrope"},
       {dims("gpt_neox") + ", \"rope_scaling\": {\"type\": \"linear\", "
                           "\"factor\": 2}",
        "\"rope_scaling.type\" \"linear\" is not supported for gpt_neox"},
@@ -2417,6 +2675,13 @@ std::vector<Case> cases() {
   s.originalMax = 16;
   s.ropeParameters = true;
   add("qwen3-yarn-rope-parameters", s);
+  // phi3 longrope within original_max_position_embeddings (24 of 32): the
+  // short factors and the attention factor sqrt(1 + ln 2 / ln 32).
+  s = longropeSpec(32);
+  add("phi3-longrope-within-original", s);
+  s.ropeParameters = true;
+  s.longropeAttention = 1.3;
+  add("phi3-longrope-rope-parameters-attention-factor", s);
   return out;
 }
 
@@ -2537,6 +2802,103 @@ TEST(FamilyForward, DynamicNtkFollowsHFsPerCallBase) {
     std::vector<double> f24 =
         ref::ropeScaledFrequencies(s.theta, s.headDim, sc, 24, af);
     EXPECT_GT(f17[1], f24[1]);
+  }
+}
+
+/// rope_scaling "longrope" (phi3) across original_max_position_embeddings
+/// (16): a full forward of L > 16 tokens rotates every position with the
+/// long factors; cached decode rotates each call with the table of its own
+/// length (long only once the call ends past 16) and keeps the cached keys;
+/// everything within 16 is the short table, cached or not. The planted
+/// bugs (switch at L >= original, short and long exchanged, attention
+/// factor left out) each move the logits and flip argmaxes.
+TEST(FamilyForward, LongRopeFollowsHFsPerCallTable) {
+  const Spec s = longropeSpec(16);
+  Built b = build(s);
+  ASSERT_TRUE(b.model);
+  ASSERT_EQ(b.config.ropeScaling.type, ref::RopeScaling::Type::LongRope);
+  const int64_t n = 24, prefill = 10, vocab = s.vocab;
+  std::vector<int64_t> tokens = someTokens(n, vocab);
+  std::vector<float> full = forwardOrDie(*b.model, tokens);
+  EXPECT_LE(ref::maxRelError(full, independent(s, b.weights, tokens)),
+            kTolerance);
+  std::vector<float> cached = cachedOrDie(*b.model, tokens, prefill);
+  EXPECT_LE(ref::maxRelError(cached,
+                             independent(s, b.weights, tokens, {}, prefill)),
+            kTolerance);
+  EXPECT_GT(ref::maxRelError(cached, full), kBugVisible);
+  // Calls ending at or before 16 use the short table: those rows are a
+  // forward of the first 16 tokens, bit for bit.
+  std::vector<int64_t> first16(tokens.begin(), tokens.begin() + 16);
+  std::vector<float> within = forwardOrDie(*b.model, first16);
+  EXPECT_EQ(std::memcmp(cached.data(), within.data(), within.size() * 4), 0);
+  EXPECT_LE(ref::maxRelError(within, independent(s, b.weights, first16)),
+            kTolerance);
+  // Within the original length, cached decode is the full forward.
+  for (int64_t p : {int64_t(1), int64_t(5), int64_t(16)}) {
+    std::vector<float> c16 = cachedOrDie(*b.model, first16, p);
+    EXPECT_EQ(std::memcmp(c16.data(), within.data(), within.size() * 4), 0)
+        << "prefill " << p;
+  }
+  // A full forward past 16 is not the short table's.
+  Spec shortOnly = s;
+  shortOnly.longFactor = shortOnly.shortFactor;
+  EXPECT_GT(ref::maxRelError(full, independent(shortOnly, b.weights, tokens)),
+            kBugVisible);
+  // The tables themselves: short up to 16, long from 17.
+  double af = 0;
+  const ref::RopeScaling &sc = b.config.ropeScaling;
+  std::vector<double> f16 = ref::ropeScaledFrequencies(s.theta, 12, sc, 16, af);
+  EXPECT_NEAR(af, std::sqrt(1.5), 1e-15);
+  std::vector<double> f17 = ref::ropeScaledFrequencies(s.theta, 12, sc, 17, af);
+  for (int i = 0; i < 6; ++i) {
+    double plain = std::pow(s.theta, -2.0 * i / 12);
+    EXPECT_NEAR(f16[i], plain / s.shortFactor[i], 1e-15);
+    EXPECT_NEAR(f17[i], plain / s.longFactor[i], 1e-15);
+  }
+
+  struct BugCase {
+    std::string what;
+    std::vector<int64_t> tokens;
+    int64_t prefill;
+    std::function<void(Bugs &)> plant;
+  };
+  const BugCase bugs[] = {
+      {"long at L >= original (16 tokens)", first16, -1,
+       [](Bugs &g) { g.longAtOriginal = true; }},
+      {"long at L >= original (cached across)", tokens, prefill,
+       [](Bugs &g) { g.longAtOriginal = true; }},
+      {"short and long swapped (24 tokens)", tokens, -1,
+       [](Bugs &g) { g.longShortSwapped = true; }},
+      {"short and long swapped (16 tokens)", first16, -1,
+       [](Bugs &g) { g.longShortSwapped = true; }},
+      {"attention factor left out", tokens, -1,
+       [](Bugs &g) { g.noLongropeScale = true; }},
+  };
+  for (const BugCase &c : bugs) {
+    std::vector<float> good = independent(s, b.weights, c.tokens, {}, c.prefill);
+    Bugs planted;
+    c.plant(planted);
+    std::vector<float> bad =
+        independent(s, b.weights, c.tokens, planted, c.prefill);
+    double rel = ref::maxRelError(bad, good);
+    int64_t rows = static_cast<int64_t>(c.tokens.size()), flips = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      flips += ref::argmax(&good[r * vocab], vocab) !=
+               ref::argmax(&bad[r * vocab], vocab);
+    EXPECT_GT(rel, kBugVisible) << c.what;
+    // The cached case moves only the row of the call ending at 16 and
+    // what attends to its key.
+    EXPECT_GE(flips, 1) << c.what;
+    RecordProperty(c.what, sci(rel) + ", " + std::to_string(flips) + " of " +
+                               std::to_string(rows) + " argmaxes");
+    std::printf("  %s: max rel %s, %lld of %lld argmaxes flip\n",
+                c.what.c_str(), sci(rel).c_str(),
+                static_cast<long long>(flips), static_cast<long long>(rows));
+    std::vector<float> reference =
+        c.prefill < 1 ? forwardOrDie(*b.model, c.tokens)
+                      : cachedOrDie(*b.model, c.tokens, c.prefill);
+    EXPECT_LE(ref::maxRelError(reference, good), kTolerance) << c.what;
   }
 }
 

@@ -793,11 +793,54 @@ double ropeKey(ConfigReader &r, ConfigReader &rope, const std::string &inner,
   return value;
 }
 
+/// longrope's `key` (short_factor or long_factor): a list of rotaryDim / 2
+/// positive numbers (Phi3Config and _validate_longrope_rope_parameters check
+/// the type and the length; a factor <= 0 would make the frequency
+/// infinite or negative).
+std::vector<double> longRopeFactors(ConfigReader &rope, const ModelConfig &c,
+                                    const std::string &key) {
+  const JsonValue *v = rope.value(key);
+  const int64_t expected = c.rotaryDim / 2;
+  if (!v || v->kind == JsonValue::Kind::Null) {
+    rope.setError("missing key \"" + rope.name(key) + "\" (longrope needs " +
+                  std::to_string(expected) + " numbers)");
+    return {};
+  }
+  if (v->kind != JsonValue::Kind::Array) {
+    rope.setError("\"" + rope.name(key) + "\" must be a list of numbers");
+    return {};
+  }
+  std::vector<double> out;
+  for (size_t i = 0; i < v->items.size(); ++i) {
+    const JsonValue &item = v->items[i];
+    if (item.kind != JsonValue::Kind::Number || !std::isfinite(item.number)) {
+      rope.setError("\"" + rope.name(key) + "\" must be a list of numbers " +
+                    "(item " + std::to_string(i) + " is not)");
+      return {};
+    }
+    if (!(item.number > 0)) {
+      rope.setError("\"" + rope.name(key) + "\" item " + std::to_string(i) +
+                    " (" + numberText(item.number) + ") must be positive");
+      return {};
+    }
+    out.push_back(item.number);
+  }
+  if (static_cast<int64_t>(out.size()) != expected)
+    rope.setError("\"" + rope.name(key) + "\" has " +
+                  std::to_string(out.size()) + " numbers; longrope needs " +
+                  std::to_string(expected) + " (the rotary dims " +
+                  std::to_string(c.rotaryDim) + " / 2)");
+  return out;
+}
+
 /// The rope dict `rope`'s type (rope_type, or the legacy "type"; default
 /// when absent) and its parameters, into `sc`; types other than default are
-/// read only when `allowScaling`.
+/// read only when `allowScaling`. `phi3`: Phi3Config's rules instead (v5
+/// convert_rope_params_to_dict and validate_rope): default or longrope
+/// only, "su" and "yarn" renamed to longrope, and
+/// original_max_position_embeddings from the top level (default 4096).
 void readRopeScaling(ConfigReader &r, ConfigReader &rope, ModelConfig &c,
-                     RopeScaling &sc, bool allowScaling) {
+                     RopeScaling &sc, bool allowScaling, bool phi3 = false) {
   std::string type = rope.string("rope_type", rope.string("type", "default"));
   sc = RopeScaling();
   sc.maxPositions = c.maxPositions;
@@ -805,11 +848,23 @@ void readRopeScaling(ConfigReader &r, ConfigReader &rope, ModelConfig &c,
     return;
   const std::string typeKey =
       rope.has("rope_type") ? rope.name("rope_type") : rope.name("type");
-  if (!allowScaling) {
+  if (phi3) {
+    if (type == "su" || type == "yarn") {
+      c.notes.push_back("config.json: \"" + typeKey + "\" \"" + type +
+                        "\" is read as longrope, as Phi3Config renames it");
+      type = "longrope";
+    } else if (type != "longrope") {
+      r.setError("\"" + typeKey + "\" \"" + type +
+                 "\" is not supported for phi3 (Phi3Config allows default "
+                 "and longrope; su and yarn mean longrope)");
+      return;
+    }
+  }
+  if (!allowScaling && !phi3) {
     r.setError("\"" + typeKey + "\" \"" + type + "\" is not supported for " +
                modelTypeName(c.architecture) +
                " (rope scaling: llama, mistral, qwen2, qwen3, gemma, gemma2, "
-               "gemma3_text)");
+               "gemma3_text; phi3: longrope)");
     return;
   }
   if (type == "linear" || type == "dynamic") {
@@ -860,10 +915,58 @@ void readRopeScaling(ConfigReader &r, ConfigReader &rope, ModelConfig &c,
     if (!r.failed() && sc.lowFreqFactor == sc.highFreqFactor)
       r.setError("\"" + rope.name("high_freq_factor") +
                  "\" must differ from low_freq_factor");
+  } else if (type == "longrope" && phi3) {
+    // ROPE_INIT_FUNCTIONS has longrope for every family; the reference
+    // reads it for phi3 only (Phi-3.5, Phi-4-mini), the models that use it.
+    sc.type = RopeScaling::Type::LongRope;
+    if (phi3) {
+      // Phi3Config has original_max_position_embeddings (default 4096) and
+      // standardize_rope_params gives it priority over the dict's (v5); v4
+      // rejects any rope_scaling key but type, short_factor, long_factor.
+      const std::string key = "original_max_position_embeddings";
+      sc.originalMaxPositions = r.integer(key, 4096);
+      if (rope.has(key) && !r.failed() &&
+          rope.integer(key) != sc.originalMaxPositions)
+        r.setError("\"" + rope.name(key) + "\" (" +
+                   std::to_string(rope.integer(key)) +
+                   ") differs from phi3's top-level \"" + key + "\" (" +
+                   std::to_string(sc.originalMaxPositions) +
+                   (r.has(key) ? "" : ", Phi3Config's default") +
+                   "), which transformers 5 uses instead");
+    } else {
+      sc.originalMaxPositions = originalMaxPositions(r, rope, c);
+    }
+    sc.shortFactor = longRopeFactors(rope, c, "short_factor");
+    sc.longFactor = longRopeFactors(rope, c, "long_factor");
+    // factor: given, else max_position_embeddings / original (v5); only the
+    // default attention factor reads it.
+    const double ratio = static_cast<double>(c.maxPositions) /
+                         static_cast<double>(sc.originalMaxPositions);
+    sc.factor = rope.has("factor") ? rope.number("factor", 1.0) : ratio;
+    if (rope.has("attention_factor")) {
+      sc.attentionFactor = rope.number("attention_factor", 1.0);
+      if (!r.failed() && !(sc.attentionFactor > 0))
+        r.setError("\"" + rope.name("attention_factor") +
+                   "\" must be positive");
+    } else if (rope.has("factor") && sc.factor != ratio) {
+      c.notes.push_back(
+          "config.json: longrope factor " + numberText(sc.factor) +
+          " differs from max_position_embeddings / "
+          "original_max_position_embeddings = " +
+          numberText(ratio) +
+          "; the reference follows transformers >= 5 (the explicit factor "
+          "sets the attention factor); transformers 4 used the ratio "
+          "whenever original_max_position_embeddings was set");
+    }
+    if (phi3 && (rope.present("factor") || rope.present("attention_factor")))
+      c.notes.push_back("config.json: transformers 4's Phi3Config rejects "
+                        "rope_scaling keys other than type, short_factor "
+                        "and long_factor; the reference follows "
+                        "transformers 5");
   } else {
     r.setError("\"" + typeKey + "\" \"" + type +
                "\" is not supported (supported: default, linear, dynamic, "
-               "yarn, llama3)");
+               "yarn, llama3; longrope for phi3)");
     return;
   }
   if (!r.failed() && !(sc.factor > 0))
@@ -906,7 +1009,8 @@ const JsonValue &ropeDict(ConfigReader &r, std::string &key) {
 /// transformers 5 writes), whose types are read only when `allowScaling`.
 void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
               const std::string &partialKey, double partialDefault,
-              bool allowScaling, double thetaDefault = 10000.0) {
+              bool allowScaling, double thetaDefault = 10000.0,
+              bool phi3 = false) {
   std::string dictKey;
   const JsonValue &dict = ropeDict(r, dictKey);
   ConfigReader rope = r.child(dict, dictKey);
@@ -941,7 +1045,7 @@ void readRope(ConfigReader &r, ModelConfig &c, const std::string &thetaKey,
                std::to_string(c.rotaryDim) + ") must be even and at least 2");
     return;
   }
-  readRopeScaling(r, rope, c, c.ropeScaling, allowScaling);
+  readRopeScaling(r, rope, c, c.ropeScaling, allowScaling, phi3);
 }
 
 void requireDivides(ConfigReader &r, int64_t heads, int64_t hidden,
@@ -1412,9 +1516,9 @@ void parsePhi3(ConfigReader &r, ModelConfig &c) {
   c.slidingWindow = r.integer("sliding_window", 0);
   c.slidingLayers.assign(c.layers > 0 ? c.layers : 0, c.slidingWindow > 0);
   // rope_scaling: Phi3Config allows only longrope (su and yarn become
-  // longrope), which the reference does not implement.
+  // longrope), with its own original_max_position_embeddings.
   readRope(r, c, "rope_theta", "partial_rotary_factor", 1.0,
-           /*allowScaling=*/false);
+           /*allowScaling=*/false, 10000.0, /*phi3=*/true);
 }
 
 void parseGptNeoX(ConfigReader &r, ModelConfig &c) {

@@ -111,7 +111,7 @@ struct ModelConfig {
   /// RotateHalf except GPT-J (rotate_every_two: Interleaved).
   RopePairing ropePairing = RopePairing::RotateHalf;
   /// rope_scaling (llama, mistral, qwen2, qwen3, smollm3, gemma, gemma2;
-  /// gemma3: of the global layers).
+  /// gemma3: of the global layers; phi3: longrope only).
   RopeScaling ropeScaling;
   /// SmolLM3: whether layer i rotates q and k (no_rope_layers[i] == 1, or
   /// (i + 1) % no_rope_layer_interval != 0); the others (NoPE layers)
@@ -192,8 +192,8 @@ constexpr int64_t kNoPositionLimit = int64_t(1) << 24;
 const char *modelTypeName(Architecture architecture);
 
 /// Parses the text of a config.json. Unsupported settings (another
-/// model_type, unsupported rope types such as longrope, MoE and vision
-/// keys, OPT's word_embed_proj_dim != hidden_size, ...) are errors that
+/// model_type, unsupported rope types (any but longrope for phi3), MoE and
+/// vision keys, OPT's word_embed_proj_dim != hidden_size, ...) are errors that
 /// name the key.
 bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
                       std::string &error);
@@ -354,10 +354,11 @@ public:
   /// Cached decode: step() over the first `prefill` tokens, then over each
   /// remaining token alone; the logits of every position, [n, vocab], as
   /// forward() returns them. For every configuration this equals forward()
-  /// (bit for bit), except rope_scaling "dynamic" past max_position_embeddings:
-  /// there each call rotates its queries and keys with the base of its own
-  /// length (the last position + 1) and cached keys keep theirs, as HF's
-  /// cached generation computes.
+  /// (bit for bit), except rope_scaling "dynamic" past max_position_embeddings
+  /// and "longrope" past original_max_position_embeddings: there each call
+  /// rotates its queries and keys with the table of its own length (the last
+  /// position + 1: dynamic's base, longrope's short or long factors) and
+  /// cached keys keep theirs, as HF's cached generation computes.
   bool forwardCached(const std::vector<int64_t> &tokens, int64_t prefill,
                      std::vector<float> &logits, std::string &error) const;
 

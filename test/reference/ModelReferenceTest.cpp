@@ -656,6 +656,102 @@ TEST(ModelWriter, Gemma2And3PresetsCatchTheirBugs) {
   }
 }
 
+/// tiny-phi3-longrope as the reference reads it (phi3, 12 of 16 dims
+/// rotating, longrope with original 16 of 64, the writer's tables, factor
+/// 4 from the ratio: attention factor sqrt(1.5)), HF's per-call table in
+/// cached decode across the switch, and --sharp weights on which each
+/// longrope misreading flips argmaxes on the e2e tests' 40-token prompts
+/// (the switch at >= flips the 16-token prompt that ends at the original).
+TEST(ModelWriter, Phi3LongRopePresetCatchesItsBugs) {
+  TempDir dir;
+  const int64_t n = 40;
+  ModelSpec spec = preset("tiny-phi3-longrope");
+  spec.sharp = true;
+  std::string path = writeOrDie(spec, dir.sub("lr"));
+  std::vector<std::string> warnings;
+  auto model = loadOrDie(path, &warnings);
+  ASSERT_TRUE(model);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  const ref::ModelConfig &config = model->config();
+  EXPECT_EQ(config.architecture, ref::Architecture::Phi3);
+  EXPECT_EQ(config.headDim, 16);
+  EXPECT_EQ(config.rotaryDim, 12);
+  EXPECT_EQ(config.maxPositions, 64);
+  const ref::RopeScaling &sc = config.ropeScaling;
+  ASSERT_EQ(sc.type, ref::RopeScaling::Type::LongRope);
+  EXPECT_EQ(sc.originalMaxPositions, 16);
+  EXPECT_EQ(sc.factor, 4.0);
+  EXPECT_TRUE(std::isnan(sc.attentionFactor));
+  std::vector<double> shortF, longF;
+  modelgen::effectiveLongRopeFactors(spec, shortF, longF);
+  EXPECT_EQ(sc.shortFactor, shortF);
+  EXPECT_EQ(sc.longFactor, longF);
+  double af = 0;
+  ref::ropeScaledFrequencies(config.ropeTheta, 12, sc, 17, af);
+  EXPECT_NEAR(af, std::sqrt(1.5), 1e-15);
+
+  std::vector<int64_t> tokens = someTokens(n, spec.vocab);
+  std::vector<int64_t> first16(tokens.begin(), tokens.begin() + 16);
+  std::vector<float> good = forwardOrDie(*model, tokens);
+  std::vector<float> good16 = forwardOrDie(*model, first16);
+  std::string error;
+  std::vector<float> cached;
+  ASSERT_TRUE(model->forwardCached(tokens, 9, cached, error)) << error;
+  // Calls ending at 16 or before: the short table, a forward of 16 tokens.
+  EXPECT_EQ(std::memcmp(cached.data(), good16.data(), good16.size() * 4), 0);
+  // Later calls: long queries against the short keys cached before.
+  int64_t cachedFlips = countArgmaxDifferences(cached, good, spec.vocab);
+  EXPECT_GE(cachedFlips, 1);
+  RecordProperty("cached across the switch vs one forward",
+                 static_cast<int>(cachedFlips));
+  std::vector<float> cached16;
+  ASSERT_TRUE(model->forwardCached(first16, 5, cached16, error)) << error;
+  EXPECT_EQ(cached16, good16) << "within the original length";
+
+  std::map<std::string, ref::StoredTensor> tensors;
+  ASSERT_TRUE(ref::readSafetensors(path + "/model.safetensors", tensors, error))
+      << error;
+  auto variant = [&](const std::function<void(ref::RopeScaling &)> &change,
+                     const std::vector<int64_t> &input) {
+    ref::ModelConfig changed = config;
+    change(changed.ropeScaling);
+    auto m = ModelReference::create(changed, tensors, error);
+    EXPECT_TRUE(m) << error;
+    return forwardOrDie(*m, input);
+  };
+  // The default attention factor is sqrt(1.5): giving it changes nothing.
+  EXPECT_EQ(variant([](ref::RopeScaling &r) { r.attentionFactor = std::sqrt(1.5); },
+                    tokens),
+            good);
+  auto expectFlips = [&](const std::vector<float> &bad,
+                         const std::vector<float> &ok, const char *what,
+                         int64_t atLeast) {
+    int64_t flips = countArgmaxDifferences(ok, bad, spec.vocab);
+    EXPECT_GE(flips, atLeast) << what;
+    RecordProperty(std::string("tiny-phi3-longrope ") + what,
+                   static_cast<int>(flips));
+    std::printf("  %s: %lld of %zu argmaxes flip\n", what,
+                static_cast<long long>(flips), ok.size() / spec.vocab);
+  };
+  expectFlips(variant([](ref::RopeScaling &r) { std::swap(r.shortFactor, r.longFactor); },
+                      tokens),
+              good, "short and long swapped", n / 5); // measured 10
+  expectFlips(variant([](ref::RopeScaling &r) { r.attentionFactor = 1.0; },
+                      tokens),
+              good, "attention factor left out", n / 4);
+  // Switching at L >= 16 (original 15, the attention factor kept).
+  expectFlips(variant(
+                  [](ref::RopeScaling &r) {
+                    r.originalMaxPositions = 15;
+                    r.attentionFactor = std::sqrt(1.5);
+                  },
+                  first16),
+              good16, "long at L >= original (16 tokens)", 3); // measured 4
+  expectFlips(variant([](ref::RopeScaling &r) { r.longFactor = r.shortFactor; },
+                      tokens),
+              good, "short table past the original", n / 5); // measured 10
+}
+
 //===----------------------------------------------------------------------===//
 // The writer
 //===----------------------------------------------------------------------===//

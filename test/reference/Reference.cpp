@@ -285,6 +285,33 @@ std::vector<double> ropeScaledFrequencies(double theta, int64_t rotaryDim,
     }
     return f;
   }
+  case RopeScaling::Type::LongRope: {
+    check(sc.originalMaxPositions > 0,
+          "ropeScaledFrequencies: longrope needs originalMaxPositions");
+    check(static_cast<int64_t>(sc.shortFactor.size()) == half &&
+              static_cast<int64_t>(sc.longFactor.size()) == half,
+          "ropeScaledFrequencies: longrope needs rotaryDim / 2 short and "
+          "long factors");
+    // _compute_longrope_parameters: the explicit attention_factor, else
+    // derived from factor and the original length.
+    if (!std::isnan(sc.attentionFactor))
+      attentionFactor = sc.attentionFactor;
+    else if (sc.factor <= 1.0)
+      attentionFactor = 1.0;
+    else
+      attentionFactor =
+          std::sqrt(1.0 + std::log(sc.factor) /
+                              std::log(static_cast<double>(
+                                  sc.originalMaxPositions)));
+    // `if seq_len and seq_len > original_max_position_embeddings`: strictly
+    // greater; a call ending exactly at the original length stays short.
+    const std::vector<double> &ext =
+        seqLen > sc.originalMaxPositions ? sc.longFactor : sc.shortFactor;
+    std::vector<double> f = powers(theta);
+    for (int64_t i = 0; i < half; ++i)
+      f[i] /= ext[i];
+    return f;
+  }
   case RopeScaling::Type::Llama3: {
     check(sc.originalMaxPositions > 0,
           "ropeScaledFrequencies: llama3 needs originalMaxPositions");

@@ -103,19 +103,22 @@ std::vector<float> ropeWithFrequencies(const std::vector<float> &x, int64_t seq,
 /// rope_scaling of HF transformers' modeling_rope_utils.py (v5 semantics,
 /// see docs/reference.md for where older versions differ).
 struct RopeScaling {
-  enum class Type { None, Linear, Dynamic, Yarn, Llama3 };
+  enum class Type { None, Linear, Dynamic, Yarn, Llama3, LongRope };
   Type type = Type::None;
   /// `factor`. Linear divides every frequency by it; dynamic grows the base
-  /// with it; yarn interpolates by it; llama3 divides low frequencies by it.
+  /// with it; yarn interpolates by it; llama3 divides low frequencies by it;
+  /// longrope derives its default attention factor from it (the config
+  /// reader resolves an absent factor to max_position_embeddings /
+  /// original_max_position_embeddings).
   double factor = 1.0;
   /// config.max_position_embeddings (dynamic: the length beyond which the
   /// base grows).
   int64_t maxPositions = 0;
-  /// `original_max_position_embeddings` (yarn, llama3; HF defaults it to
-  /// max_position_embeddings).
+  /// `original_max_position_embeddings` (yarn, llama3, longrope; HF
+  /// defaults it to max_position_embeddings, Phi3Config to 4096).
   int64_t originalMaxPositions = 0;
-  /// yarn: `attention_factor`; NaN when absent (then derived from factor,
-  /// mscale and mscale_all_dim).
+  /// yarn, longrope: `attention_factor`; NaN when absent (then derived from
+  /// factor, and yarn's mscale and mscale_all_dim).
   double attentionFactor = std::numeric_limits<double>::quiet_NaN();
   /// yarn: `beta_fast` (32 when absent or 0) and `beta_slow` (1).
   double betaFast = 32.0, betaSlow = 1.0;
@@ -126,15 +129,23 @@ struct RopeScaling {
   bool truncate = true;
   /// llama3: `low_freq_factor`, `high_freq_factor`.
   double lowFreqFactor = 1.0, highFreqFactor = 4.0;
+  /// longrope: `short_factor` and `long_factor`, rotaryDim / 2 numbers
+  /// each; frequency i is divided by one of them.
+  std::vector<double> shortFactor, longFactor;
 };
 
 /// The inverse frequencies (rotaryDim / 2 values) and the attention factor
 /// HF computes for `scaling` (`ROPE_INIT_FUNCTIONS[rope_type]`), in double
-/// from theta as written in the config. seqLen matters only for dynamic: it
-/// is max(position_ids) + 1 of the forward call, and the base grows only
-/// when it exceeds maxPositions:
+/// from theta as written in the config. seqLen matters only for dynamic and
+/// longrope: it is max(position_ids) + 1 of the forward call
+/// (dynamic_rope_update). Dynamic grows the base only when it exceeds
+/// maxPositions:
 ///   base' = theta * (factor * L / maxPositions - (factor - 1))^(d / (d - 2)),
 ///   L = max(seqLen, maxPositions).
+/// Longrope: f_i = 1 / (ext_i * theta^(2i / d)), ext = longFactor when
+/// seqLen > originalMaxPositions, else shortFactor; the attention factor is
+/// attentionFactor when given, else 1 for factor <= 1, else
+/// sqrt(1 + ln(factor) / ln(originalMaxPositions)), whatever seqLen.
 std::vector<double> ropeScaledFrequencies(double theta, int64_t rotaryDim,
                                           const RopeScaling &scaling,
                                           int64_t seqLen,

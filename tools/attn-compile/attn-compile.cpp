@@ -164,6 +164,10 @@ int main(int argc, char **argv) {
   llvm::Expected<attn::ModelConfig> config = attn::loadModelConfig(input);
   if (!config)
     return fail(llvm::toString(config.takeError()));
+  // What of the checkpoint the model leaves out (a vision tower), always
+  // said, also with --quiet.
+  for (const std::string &note : config->notes)
+    llvm::WithColor::note(llvm::errs(), "attn-compile") << note << "\n";
   llvm::Expected<int64_t> positions = attn::resolveMaxSeq(*config, maxSeq);
   if (!positions)
     return fail(llvm::toString(positions.takeError()));

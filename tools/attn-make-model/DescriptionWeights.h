@@ -1,11 +1,11 @@
 //===- DescriptionWeights.h - random checkpoints for model descriptions -*- C++ -*-===//
 //
-// A model description (docs/model-description.md) names its own weights, so
-// no family's tensor plan fits it: this plans the tensors from the
-// compiler's reading of the description (modelWeights) and fills them with
-// ModelWriter's generator under its conventions, so that a hand-written
-// decoder can be tried, tested and benchmarked before it has trained
-// weights.
+// The tensors of a checkpoint, planned from the compiler's reading of its
+// config (modelWeights): a family's config.json (planTensors, declared in
+// ModelWriter.h) or a hand-written model description
+// (docs/model-description.md), so that which tensors a model has and how they
+// are named is said once, by the description. The values come from
+// ModelWriter's generator under its conventions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,13 +22,23 @@
 namespace attn {
 namespace modelgen {
 
+/// How large the random tensors are.
+struct TensorScales {
+  /// Queries and keys twice as large (scores of std ~4), biases N(0, 0.5).
+  bool sharp = false;
+  /// The token embeddings' std (with an embedding norm, the norm's scale).
+  double embeddingStd = 1.0;
+};
+
 /// The tensors of `config`'s checkpoint, named and shaped as the compiled
-/// model reads them: projections N(0, 1/fan_in); token embeddings N(0, 0.25)
-/// when tied to the head, else N(0, 1), divided by the embedding scale;
-/// learned positions N(0, 1); norm gains 1 + N(0, 0.1) (N(0, 0.1) with a
-/// gain offset); biases N(0, 0.1), with `sharp` N(0, 0.5), never zero.
+/// model reads them: projections N(0, 1/fan_in), their query and key lines
+/// doubled when sharp; token embeddings N(0, embeddingStd); learned
+/// positions N(0, 1); norm gains 1 + N(0, 0.1) (Gemma's (1 + w) stores the
+/// deviation; sandwich-norm models spread N(0, 0.3)); q/k norm gains
+/// N(1, 0.3), doubled when sharp; biases N(0, 0.1) (sharp: N(0, 0.5)), never
+/// zero.
 std::vector<TensorDesc> descriptionTensors(const mlir::attn::ModelConfig &config,
-                                           bool sharp);
+                                           const TensorScales &scales);
 
 /// Writes DIR/config.json (a copy of the description file at
 /// `descriptionPath`) and DIR/model.safetensors for it, with `spec`'s seed

@@ -572,6 +572,7 @@ bool hasRope(Family f) {
   return isLlamaLike(f) || isGemma2Like(f) || f == Family::Phi3 ||
          f == Family::GPTNeoX || f == Family::GPTJ;
 }
+/// linear, dynamic, yarn, llama3; phi3 takes longrope only.
 bool hasRopeScaling(Family f) { return isLlamaLike(f) || isGemma2Like(f); }
 /// head_dim may differ from hidden / heads.
 bool hasHeadDim(Family f) { return isLlamaLike(f) || isGemma2Like(f); }
@@ -667,6 +668,34 @@ int64_t effectiveRotaryDims(const ModelSpec &spec) {
   }
 }
 
+void longRopeDefaultFactors(int64_t pairs, std::vector<double> &shortFactor,
+                            std::vector<double> &longFactor) {
+  shortFactor.clear();
+  longFactor.clear();
+  const double last = static_cast<double>(std::max<int64_t>(pairs - 1, 1));
+  for (int64_t i = 0; i < pairs; ++i) {
+    shortFactor.push_back(1.0 + 0.5 * static_cast<double>(i) / last);
+    longFactor.push_back(std::pow(20.0, static_cast<double>(i) / last));
+  }
+}
+
+void effectiveLongRopeFactors(const ModelSpec &spec,
+                              std::vector<double> &shortFactor,
+                              std::vector<double> &longFactor) {
+  shortFactor.clear();
+  longFactor.clear();
+  const RopeScaling &r = spec.ropeScaling;
+  if (r.type != RopeScaling::Type::LongRope)
+    return;
+  if (!r.shortFactor.empty() || !r.longFactor.empty()) {
+    shortFactor = r.shortFactor;
+    longFactor = r.longFactor;
+    return;
+  }
+  longRopeDefaultFactors(effectiveRotaryDims(spec) / 2, shortFactor,
+                         longFactor);
+}
+
 int64_t effectiveMaxWindowLayers(const ModelSpec &spec) {
   if (spec.maxWindowLayers >= 0)
     return spec.maxWindowLayers;
@@ -706,12 +735,6 @@ double effectiveQueryPreAttnScalar(const ModelSpec &spec) {
              : static_cast<double>(effectiveHeadDim(spec));
 }
 
-int64_t effectiveWordEmbedProjDim(const ModelSpec &spec) {
-  return spec.family == Family::OPT && spec.wordEmbedProjDim > 0
-             ? spec.wordEmbedProjDim
-             : spec.hidden;
-}
-
 std::vector<std::string> presetNames() {
   return {"tiny-gpt2",
           "tiny-llama",
@@ -737,6 +760,8 @@ std::vector<std::string> presetNames() {
           "gemma3-1b",
           "tiny-phi3",
           "tiny-phi3-partial",
+          "tiny-phi3-longrope",
+          "phi4-mini",
           "tiny-gpt_neox",
           "tiny-gpt_neox-sequential",
           "tiny-gptj",
@@ -898,12 +923,45 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
     s.tieEmbeddings = true;
     // 0.25 / sqrt(1152): the residual stream of the other tied presets.
     s.embeddingStd = 0.25 / std::sqrt(1152.0);
-  } else if (name == "tiny-phi3" || name == "tiny-phi3-partial") {
+  } else if (name == "tiny-phi3" || name == "tiny-phi3-partial" ||
+             name == "tiny-phi3-longrope") {
     s.family = Family::Phi3;
     s.layers = 2, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 172;
     s.vocab = 101, s.maxPositions = 64;
-    if (name == "tiny-phi3-partial") // Phi-4-mini's partial_rotary_factor
+    if (name != "tiny-phi3") // Phi-4-mini's partial_rotary_factor
       s.rotaryFraction = 0.75;
+    if (name == "tiny-phi3-longrope") {
+      // Phi-4-mini's longrope scaled down: 12 of 16 dims rotate (6 pairs),
+      // original_max_position_embeddings 16 of 64 (prompts of 17-40 tokens
+      // cross it), the generated tables (short 1-1.5, long 1-20) and no
+      // factor: attention factor sqrt(1 + ln 4 / ln 16) = sqrt(1.5).
+      s.ropeScaling.type = RopeScaling::Type::LongRope;
+      s.ropeScaling.originalMaxPositions = 16;
+    }
+  } else if (name == "phi4-mini") {
+    // The shape of microsoft/Phi-4-mini-instruct, for benchmarks: head_dim
+    // 128 of which 96 rotate, tied (embedding std 0.25), and its longrope
+    // tables verbatim (short all 1; original 4096 of 131072). Its
+    // sliding_window 262144 (longer than any position) is left null.
+    s.family = Family::Phi3;
+    s.layers = 32, s.hidden = 3072, s.heads = 24, s.kvHeads = 8;
+    s.ffn = 8192, s.vocab = 200064, s.maxPositions = 131072;
+    s.rotaryFraction = 0.75, s.ropeTheta = 10000.0, s.normEps = 1e-5;
+    s.tieEmbeddings = true, s.embeddingStd = kTiedEmbeddingStd;
+    s.ropeScaling.type = RopeScaling::Type::LongRope;
+    s.ropeScaling.originalMaxPositions = 4096;
+    s.ropeScaling.shortFactor.assign(48, 1.0);
+    s.ropeScaling.longFactor = {
+        1,           1.118320672, 1.250641126, 1.398617824, 1.564103225,
+        1.74916897,  1.956131817, 2.187582649, 2.446418898, 2.735880826,
+        3.059592084, 3.421605075, 3.826451687, 4.279200023, 4.785517845,
+        5.351743533, 5.984965424, 6.693110555, 7.485043894, 8.370679318,
+        9.36110372,  10.4687158,  11.70738129, 13.09260651, 14.64173252,
+        16.37415215, 18.31155283, 20.47818807, 22.90118105, 25.61086418,
+        28.64115884, 32.03,       32.1,        32.13,       32.23,
+        32.6,        32.61,       32.64,       32.66,       32.7,
+        32.71,       32.93,       32.97,       33.28,       33.49,
+        33.5,        44.16,       47.77};
   } else if (name == "tiny-gpt_neox" || name == "tiny-gpt_neox-sequential") {
     // Pythia's rotary_pct 0.25: 4 of each head's 16 dims rotate.
     s.family = Family::GPTNeoX;
@@ -916,14 +974,15 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
     s.layers = 2, s.hidden = 64, s.heads = 4, s.vocab = 97;
     s.maxPositions = 64, s.rotaryDim = 8;
   } else if (name == "tiny-opt" || name == "tiny-opt-postln") {
-    // The postln variant has OPT-350m's layout: post-LN blocks, no final
-    // layer norm, and 32 wide embeddings projected in and out.
+    // The postln variant has OPT-350m's blocks: post-LN, no final layer
+    // norm (its 512-wide embeddings projected in and out are not supported,
+    // so this one is not).
     s.family = Family::OPT;
     s.layers = 2, s.hidden = 64, s.heads = 4, s.ffn = 256, s.vocab = 97;
     s.maxPositions = 64, s.tieEmbeddings = true;
     s.embeddingStd = kTiedEmbeddingStd;
     if (name == "tiny-opt-postln")
-      s.layerNormBefore = false, s.wordEmbedProjDim = 32;
+      s.layerNormBefore = false;
   } else if (name == "tiny-bloom") {
     // Tied; the embedding std scales word_embeddings_layernorm here.
     s.family = Family::Bloom;
@@ -943,10 +1002,55 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
 
 namespace {
 
+/// phi3's longrope: its original length and tables.
+std::string validateLongRope(const ModelSpec &spec) {
+  const RopeScaling &r = spec.ropeScaling;
+  if (r.factor != 1.0)
+    return "longrope rope_scaling takes no factor (transformers derives "
+           "max_position_embeddings / original_max_position_embeddings)";
+  if (r.originalMaxPositions < 1 || r.originalMaxPositions > kMaxDim)
+    return "longrope rope_scaling needs original_max_position_embeddings in "
+           "[1, " + std::to_string(kMaxDim) + "]";
+  if (r.shortFactor.empty() != r.longFactor.empty())
+    return "longrope rope_scaling needs both short_factor and long_factor, "
+           "or neither";
+  const size_t pairs = static_cast<size_t>(effectiveRotaryDims(spec) / 2);
+  for (const auto *list : {&r.shortFactor, &r.longFactor}) {
+    const char *key = list == &r.shortFactor ? "short_factor" : "long_factor";
+    if (!list->empty() && list->size() != pairs)
+      return std::string("longrope ") + key + " has " +
+             std::to_string(list->size()) + " numbers; the " +
+             std::to_string(2 * pairs) + " rotary dims need " +
+             std::to_string(pairs);
+    for (double v : *list)
+      if (!std::isfinite(v) || !(v > 0))
+        return std::string("longrope ") + key +
+               " values must be finite and positive, got " + jsonDouble(v);
+  }
+  return "";
+}
+
 std::string validateRopeScaling(const ModelSpec &spec) {
   const RopeScaling &r = spec.ropeScaling;
   if (r.type == RopeScaling::Type::None)
     return "";
+  const bool longrope = r.type == RopeScaling::Type::LongRope;
+  if (spec.family == Family::Phi3 && !longrope)
+    return std::string("phi3 rope_scaling must be longrope (Phi3Config "
+                       "allows no other), got ") +
+           ropeScalingName(r.type);
+  if (longrope && spec.family != Family::Phi3)
+    return "longrope rope_scaling applies only to phi3 models";
+  if (longrope) {
+    if (r.betaFast > 0 || r.betaSlow > 0 || r.attentionFactor > 0 ||
+        r.lowFreqFactor > 0 || r.highFreqFactor > 0)
+      return "longrope rope_scaling takes only original_max_position_"
+             "embeddings, short_factor and long_factor";
+    return validateLongRope(spec);
+  }
+  if (!r.shortFactor.empty() || !r.longFactor.empty())
+    return "short_factor and long_factor apply only to longrope "
+           "rope_scaling";
   if (!hasRopeScaling(spec.family))
     return "rope_scaling applies only to " +
            familyList({Family::Llama, Family::Mistral, Family::Qwen2,
@@ -1095,12 +1199,6 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
     return "use_parallel_residual applies only to gpt_neox models";
   if (!spec.layerNormBefore && f != Family::OPT)
     return "do_layer_norm_before applies only to opt models";
-  if (spec.wordEmbedProjDim != 0) {
-    if (f != Family::OPT)
-      return "word_embed_proj_dim applies only to opt models";
-    if (spec.wordEmbedProjDim < 1 || spec.wordEmbedProjDim > kMaxDim)
-      return "word_embed_proj_dim out of range";
-  }
   if (!spec.scaleEmbedding && f != Family::XGLM)
     return "scale_embedding applies only to xglm models";
   if (!hasRope(f) && spec.ropeTheta != 10000.0)
@@ -1255,6 +1353,8 @@ const char *ropeScalingName(RopeScaling::Type type) {
     return "yarn";
   case RopeScaling::Type::Llama3:
     return "llama3";
+  case RopeScaling::Type::LongRope:
+    return "longrope";
   }
   return "";
 }
@@ -1295,11 +1395,51 @@ bool parseRopeScaling(const std::string &text, RopeScaling &out,
                       std::string &error) {
   const std::string usage =
       " (expected linear:F, dynamic:F, yarn:F[:ORIGINAL_MAX][,beta_fast=X]"
-      "[,beta_slow=X][,attention_factor=X] or llama3:F:LOW:HIGH:ORIGINAL_MAX)";
+      "[,beta_slow=X][,attention_factor=X], llama3:F:LOW:HIGH:ORIGINAL_MAX "
+      "or longrope:ORIGINAL_MAX[,short=A/B/...,long=A/B/...])";
   std::vector<std::string> options = splitOn(text, ',');
   std::vector<std::string> fields = splitOn(options[0], ':');
   RopeScaling r;
   const std::string &type = fields[0];
+  if (type == "longrope") {
+    r.type = RopeScaling::Type::LongRope;
+    if (fields.size() != 2) {
+      error = "malformed rope scaling '" + text + "'" + usage;
+      return false;
+    }
+    if (!parseCount(fields[1], r.originalMaxPositions)) {
+      error = "longrope original max positions must be an integer >= 1, "
+              "got '" +
+              fields[1] + "'";
+      return false;
+    }
+    for (size_t i = 1; i < options.size(); ++i) {
+      size_t eq = options[i].find('=');
+      std::string key = options[i].substr(0, eq);
+      std::vector<double> *slot = key == "short"  ? &r.shortFactor
+                                  : key == "long" ? &r.longFactor
+                                                  : nullptr;
+      if (!slot || eq == std::string::npos || !slot->empty()) {
+        error = "unknown rope scaling option '" + options[i] + "'" + usage;
+        return false;
+      }
+      for (const std::string &item : splitOn(options[i].substr(eq + 1), '/')) {
+        double v = 0;
+        if (!parseNumber(item, v) || !(v > 0)) {
+          error = "longrope " + key + " factors must be positive numbers, "
+                  "got '" + item + "'";
+          return false;
+        }
+        slot->push_back(v);
+      }
+    }
+    if (r.shortFactor.empty() != r.longFactor.empty()) {
+      error = "longrope needs both short= and long= factors, or neither";
+      return false;
+    }
+    out = r;
+    return true;
+  }
   size_t minFields = 2, maxFields = 2;
   if (type == "linear") {
     r.type = RopeScaling::Type::Linear;
@@ -1377,353 +1517,6 @@ int64_t numElements(const TensorDesc &tensor) {
   return n;
 }
 
-bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
-                 std::string &error) {
-  if (std::string e = validateSpec(spec); !e.empty()) {
-    error = e;
-    return false;
-  }
-  std::vector<TensorDesc> plan;
-  auto add = [&](const std::string &name, std::vector<int64_t> shape,
-                 double mean, double stddev,
-                 TensorInit init = TensorInit::Normal) -> TensorDesc & {
-    TensorDesc t;
-    t.canonicalName = name;
-    t.name = spec.prefix + name;
-    t.shape = std::move(shape);
-    t.init = init;
-    t.mean = mean;
-    t.stddev = stddev;
-    plan.push_back(std::move(t));
-    return plan.back();
-  };
-  auto invSqrt = [](int64_t fanIn) {
-    return 1.0 / std::sqrt(static_cast<double>(fanIn));
-  };
-  // --sharp: queries and keys twice as large, so scores have std ~4.
-  const double qkScale = spec.sharp ? 2.0 : 1.0;
-  auto projection = [&](const std::string &name, int64_t rows, int64_t cols,
-                        int64_t fanIn) {
-    add(name, {rows, cols}, 0.0, invSqrt(fanIn));
-  };
-  auto qkProjection = [&](const std::string &name, int64_t rows, int64_t cols,
-                          int64_t fanIn) {
-    add(name, {rows, cols}, 0.0, qkScale * invSqrt(fanIn));
-  };
-  // A fused q/k/v projection whose lines (rows of an nn.Linear [out, in],
-  // columns of a Conv1D [in, out]) are q, k or v as `isQk` says.
-  auto fusedProjection = [&](const std::string &name,
-                             std::vector<int64_t> shape, int64_t fanIn,
-                             int axis, const std::function<bool(int64_t)> &isQk) {
-    TensorDesc &t = add(name, shape, 0.0, invSqrt(fanIn));
-    if (!spec.sharp)
-      return;
-    int64_t lines = axis == 0 ? shape.front() : shape.back();
-    t.lineAxis = axis;
-    t.lineStd.resize(static_cast<size_t>(lines));
-    for (int64_t i = 0; i < lines; ++i)
-      t.lineStd[static_cast<size_t>(i)] =
-          (isQk(i) ? qkScale : 1.0) * invSqrt(fanIn);
-  };
-  auto gain = [&](const std::string &name, int64_t d) {
-    add(name, {d}, 1.0, 0.1);
-  };
-  // Qwen3's q_norm / k_norm: RoPE keeps each head's RMS, so a norm applied
-  // after RoPE instead of before differs only by how the gains vary across
-  // a head, hence a wide spread; and as the norms undo any projection
-  // scale, --sharp scales these gains instead.
-  auto qkNormGain = [&](const std::string &name, int64_t d) {
-    add(name, {d}, qkScale, 0.3 * qkScale);
-  };
-  // Gemma's RMSNorm multiplies by (1 + w): the stored w is the deviation.
-  auto offsetGain = [&](const std::string &name, int64_t d) {
-    add(name, {d}, 0.0, 0.1);
-  };
-  auto bias = [&](const std::string &name, int64_t d) {
-    add(name, {d}, 0.0, spec.sharp ? 0.5 : 0.1).nonZero = true;
-  };
-  auto layerNorm = [&](const std::string &name, int64_t d) {
-    gain(name + ".weight", d);
-    bias(name + ".bias", d);
-  };
-  auto linear = [&](const std::string &name, int64_t out, int64_t in) {
-    projection(name + ".weight", out, in, in);
-    bias(name + ".bias", out);
-  };
-
-  Family family = spec.family;
-  int64_t d = spec.hidden, v = spec.vocab, p = spec.maxPositions;
-  int64_t f = effectiveFfn(spec);
-  int64_t hd = effectiveHeadDim(spec);
-  int64_t heads = spec.heads, kvHeads = effectiveKvHeads(spec);
-  int64_t qWidth = heads * hd, kvWidth = kvHeads * hd;
-  bool tied = spec.tieEmbeddings;
-  if (family == Family::GPT2) {
-    add("wte.weight", {v, d}, 0.0, spec.embeddingStd);
-    add("wpe.weight", {p, d}, 0.0, 1.0);
-    for (int64_t i = 0; i < spec.layers; ++i) {
-      std::string h = "h." + std::to_string(i) + ".";
-      gain(h + "ln_1.weight", d);
-      bias(h + "ln_1.bias", d);
-      if (spec.extraBuffers) {
-        add(h + "attn.bias", {1, 1, p, p}, 0.0, 0.0, TensorInit::CausalMask);
-        add(h + "attn.masked_bias", {}, -1e4, 0.0, TensorInit::Constant);
-      }
-      // Conv1D weights are [in, out]: fan-in is the first dimension, and
-      // c_attn's columns are q (0..d), k (d..2d), v (2d..3d).
-      fusedProjection(h + "attn.c_attn.weight", {d, 3 * d}, d, 1,
-                      [&](int64_t c) { return c < 2 * d; });
-      bias(h + "attn.c_attn.bias", 3 * d);
-      projection(h + "attn.c_proj.weight", d, d, d);
-      bias(h + "attn.c_proj.bias", d);
-      gain(h + "ln_2.weight", d);
-      bias(h + "ln_2.bias", d);
-      projection(h + "mlp.c_fc.weight", d, f, d);
-      bias(h + "mlp.c_fc.bias", f);
-      projection(h + "mlp.c_proj.weight", f, d, f);
-      bias(h + "mlp.c_proj.bias", d);
-    }
-    gain("ln_f.weight", d);
-    bias("ln_f.bias", d);
-  } else if (isLlamaLike(family)) {
-    bool oBias = (family == Family::Qwen3 || family == Family::SmolLM3) &&
-                 spec.attentionBias;
-    bool qkvBias = family == Family::Qwen2 || oBias;
-    auto norm = [&](const std::string &name) {
-      if (family == Family::Gemma)
-        offsetGain(name, d);
-      else
-        gain(name, d);
-    };
-    add("model.embed_tokens.weight", {v, d}, 0.0, spec.embeddingStd);
-    for (int64_t i = 0; i < spec.layers; ++i) {
-      std::string l = "model.layers." + std::to_string(i) + ".";
-      norm(l + "input_layernorm.weight");
-      // nn.Linear weights are [out, in]: fan-in is the second dimension.
-      qkProjection(l + "self_attn.q_proj.weight", qWidth, d, d);
-      if (qkvBias)
-        bias(l + "self_attn.q_proj.bias", qWidth);
-      qkProjection(l + "self_attn.k_proj.weight", kvWidth, d, d);
-      if (qkvBias)
-        bias(l + "self_attn.k_proj.bias", kvWidth);
-      projection(l + "self_attn.v_proj.weight", kvWidth, d, d);
-      if (qkvBias)
-        bias(l + "self_attn.v_proj.bias", kvWidth);
-      projection(l + "self_attn.o_proj.weight", d, qWidth, qWidth);
-      if (oBias)
-        bias(l + "self_attn.o_proj.bias", d);
-      if (family == Family::Qwen3) {
-        qkNormGain(l + "self_attn.q_norm.weight", hd);
-        qkNormGain(l + "self_attn.k_norm.weight", hd);
-      }
-      if (spec.extraBuffers)
-        add(l + "self_attn.rotary_emb.inv_freq", {hd / 2}, 0.0, 0.0,
-            TensorInit::InvFreq);
-      norm(l + "post_attention_layernorm.weight");
-      projection(l + "mlp.gate_proj.weight", f, d, d);
-      projection(l + "mlp.up_proj.weight", f, d, d);
-      projection(l + "mlp.down_proj.weight", d, f, f);
-    }
-    norm("model.norm.weight");
-    if (!tied)
-      projection("lm_head.weight", v, d, d);
-  } else if (isGemma2Like(family)) {
-    // (1 + w) norms whose w spreads N(0, 0.3): a dropped or misplaced
-    // sandwich norm changes more than a scale. Gemma 3's q_norm / k_norm
-    // undo the projections' scale, so --sharp scales their 1 + w instead
-    // (to 2 + N(0, 0.6)), as qwen3's.
-    auto norm = [&](const std::string &name) { add(name, {d}, 0.0, 0.3); };
-    add("model.embed_tokens.weight", {v, d}, 0.0, spec.embeddingStd);
-    for (int64_t i = 0; i < spec.layers; ++i) {
-      std::string l = "model.layers." + std::to_string(i) + ".";
-      norm(l + "input_layernorm.weight");
-      qkProjection(l + "self_attn.q_proj.weight", qWidth, d, d);
-      if (spec.attentionBias)
-        bias(l + "self_attn.q_proj.bias", qWidth);
-      qkProjection(l + "self_attn.k_proj.weight", kvWidth, d, d);
-      if (spec.attentionBias)
-        bias(l + "self_attn.k_proj.bias", kvWidth);
-      projection(l + "self_attn.v_proj.weight", kvWidth, d, d);
-      if (spec.attentionBias)
-        bias(l + "self_attn.v_proj.bias", kvWidth);
-      if (family == Family::Gemma3) {
-        add(l + "self_attn.q_norm.weight", {hd}, qkScale - 1, 0.3 * qkScale);
-        add(l + "self_attn.k_norm.weight", {hd}, qkScale - 1, 0.3 * qkScale);
-      }
-      projection(l + "self_attn.o_proj.weight", d, qWidth, qWidth);
-      if (spec.attentionBias)
-        bias(l + "self_attn.o_proj.bias", d);
-      norm(l + "post_attention_layernorm.weight");
-      norm(l + "pre_feedforward_layernorm.weight");
-      projection(l + "mlp.gate_proj.weight", f, d, d);
-      projection(l + "mlp.up_proj.weight", f, d, d);
-      projection(l + "mlp.down_proj.weight", d, f, f);
-      norm(l + "post_feedforward_layernorm.weight");
-    }
-    norm("model.norm.weight");
-    if (!tied)
-      projection("lm_head.weight", v, d, d);
-    if (spec.multimodal) {
-      // Gemma3ForConditionalGeneration's files: the text model under
-      // language_model. (streams still seeded by the text names), and two
-      // tensors of the image part, which a text-only reader skips.
-      for (TensorDesc &t : plan)
-        t.name = "language_model." + t.canonicalName;
-      add("vision_tower.vision_model.post_layernorm.weight", {16}, 1.0, 0.1);
-      add("multi_modal_projector.mm_input_projection_weight", {16, d}, 0.0,
-          0.25);
-    }
-  } else if (family == Family::Phi3) {
-    add("model.embed_tokens.weight", {v, d}, 0.0, spec.embeddingStd);
-    for (int64_t i = 0; i < spec.layers; ++i) {
-      std::string l = "model.layers." + std::to_string(i) + ".";
-      gain(l + "input_layernorm.weight", d);
-      // Rows: all query heads, then all key heads, then all value heads.
-      fusedProjection(l + "self_attn.qkv_proj.weight",
-                      {qWidth + 2 * kvWidth, d}, d, 0,
-                      [&](int64_t r) { return r < qWidth + kvWidth; });
-      projection(l + "self_attn.o_proj.weight", d, qWidth, qWidth);
-      gain(l + "post_attention_layernorm.weight", d);
-      // Rows: gate (0..f), then up (f..2f).
-      projection(l + "mlp.gate_up_proj.weight", 2 * f, d, d);
-      projection(l + "mlp.down_proj.weight", d, f, f);
-    }
-    gain("model.norm.weight", d);
-    if (!tied)
-      projection("lm_head.weight", v, d, d);
-  } else if (family == Family::GPTNeoX || family == Family::Bloom) {
-    // Both fuse q/k/v per head: rows [h * 3hd, h * 3hd + hd) are head h's
-    // query, the next hd its key, the next hd its value.
-    bool neox = family == Family::GPTNeoX;
-    std::string root = neox ? "gpt_neox." : "transformer.";
-    std::string attn = neox ? "attention." : "self_attention.";
-    if (neox) {
-      add(root + "embed_in.weight", {v, d}, 0.0, spec.embeddingStd);
-    } else {
-      // The residual stream starts at LayerNorm(embedding), whose scale is
-      // the norm's, not the embedding's: --embedding-std scales the norm.
-      double s = spec.embeddingStd;
-      add(root + "word_embeddings.weight", {v, d}, 0.0, 1.0);
-      add(root + "word_embeddings_layernorm.weight", {d}, s, 0.1 * s);
-      add(root + "word_embeddings_layernorm.bias", {d}, 0.0,
-          (spec.sharp ? 0.5 : 0.1) * s)
-          .nonZero = true;
-    }
-    for (int64_t i = 0; i < spec.layers; ++i) {
-      std::string l = root + (neox ? "layers." : "h.") + std::to_string(i) + ".";
-      layerNorm(l + "input_layernorm", d);
-      if (neox)
-        layerNorm(l + "post_attention_layernorm", d);
-      fusedProjection(l + attn + "query_key_value.weight", {3 * d, d}, d, 0,
-                      [&](int64_t r) { return r % (3 * hd) < 2 * hd; });
-      bias(l + attn + "query_key_value.bias", 3 * d);
-      linear(l + attn + "dense", d, d);
-      if (!neox)
-        layerNorm(l + "post_attention_layernorm", d);
-      linear(l + "mlp.dense_h_to_4h", f, d);
-      linear(l + "mlp.dense_4h_to_h", d, f);
-    }
-    layerNorm(root + (neox ? "final_layer_norm" : "ln_f"), d);
-    if (!tied)
-      projection(neox ? "embed_out.weight" : "lm_head.weight", v, d, d);
-  } else if (family == Family::GPTJ) {
-    add("transformer.wte.weight", {v, d}, 0.0, spec.embeddingStd);
-    for (int64_t i = 0; i < spec.layers; ++i) {
-      std::string h = "transformer.h." + std::to_string(i) + ".";
-      layerNorm(h + "ln_1", d);
-      qkProjection(h + "attn.q_proj.weight", d, d, d);
-      qkProjection(h + "attn.k_proj.weight", d, d, d);
-      projection(h + "attn.v_proj.weight", d, d, d);
-      projection(h + "attn.out_proj.weight", d, d, d);
-      linear(h + "mlp.fc_in", f, d);
-      linear(h + "mlp.fc_out", d, f);
-    }
-    layerNorm("transformer.ln_f", d);
-    if (!tied)
-      projection("lm_head.weight", v, d, d);
-    bias("lm_head.bias", v);
-  } else if (family == Family::OPT || family == Family::XGLM) {
-    bool opt = family == Family::OPT;
-    std::string root = opt ? "model.decoder." : "model.";
-    int64_t wp = effectiveWordEmbedProjDim(spec);
-    add(root + "embed_tokens.weight", {v, wp}, 0.0, spec.embeddingStd);
-    if (opt) {
-      // OPTLearnedPositionalEmbedding: position p reads row p + 2.
-      add(root + "embed_positions.weight", {p + 2, d}, 0.0, 1.0);
-      if (wp != d) {
-        projection(root + "project_out.weight", wp, d, d);
-        projection(root + "project_in.weight", d, wp, wp);
-      }
-      if (spec.layerNormBefore)
-        layerNorm(root + "final_layer_norm", d);
-    }
-    for (int64_t i = 0; i < spec.layers; ++i) {
-      std::string l = root + "layers." + std::to_string(i) + ".";
-      qkProjection(l + "self_attn.q_proj.weight", d, d, d);
-      bias(l + "self_attn.q_proj.bias", d);
-      qkProjection(l + "self_attn.k_proj.weight", d, d, d);
-      bias(l + "self_attn.k_proj.bias", d);
-      linear(l + "self_attn.v_proj", d, d);
-      linear(l + "self_attn.out_proj", d, d);
-      layerNorm(l + "self_attn_layer_norm", d);
-      linear(l + "fc1", f, d);
-      linear(l + "fc2", d, f);
-      layerNorm(l + "final_layer_norm", d);
-    }
-    if (!opt)
-      layerNorm(root + "layer_norm", d);
-    if (!tied)
-      projection("lm_head.weight", v, wp, wp);
-  }
-
-  std::set<std::string> names;
-  for (const TensorDesc &t : plan)
-    names.insert(t.name);
-  for (const std::string &extra : spec.extraTensors) {
-    if (extra.empty()) {
-      error = "an extra tensor needs a non-empty name";
-      return false;
-    }
-    if (!names.insert(extra).second) {
-      error = "extra tensor '" + extra + "' is already in the model";
-      return false;
-    }
-    TensorDesc t;
-    t.name = t.canonicalName = extra;
-    t.shape = {8};
-    plan.push_back(std::move(t));
-  }
-  for (const std::string &omit : spec.omitTensors) {
-    auto it = std::find_if(plan.begin(), plan.end(), [&](const TensorDesc &t) {
-      return t.name == omit || t.canonicalName == omit;
-    });
-    if (it == plan.end()) {
-      error = "cannot omit '" + omit + "': the model has no such tensor";
-      return false;
-    }
-    plan.erase(it);
-  }
-  for (const ModelSpec::Poison &poison : spec.poison) {
-    auto it = std::find_if(plan.begin(), plan.end(), [&](const TensorDesc &t) {
-      return t.name == poison.tensor || t.canonicalName == poison.tensor;
-    });
-    if (it == plan.end()) {
-      error = "cannot poison '" + poison.tensor +
-              "': the model has no such tensor";
-      return false;
-    }
-    if (poison.index < 0 || poison.index >= numElements(*it)) {
-      error = "cannot poison element " + std::to_string(poison.index) +
-              " of '" + poison.tensor + "': it has " +
-              std::to_string(numElements(*it)) + " elements";
-      return false;
-    }
-    it->overrides.push_back({poison.index, poison.value});
-  }
-  tensors = std::move(plan);
-  return true;
-}
-
 std::vector<float> tensorValues(const ModelSpec &spec,
                                 const TensorDesc &tensor) {
   std::vector<float> out(static_cast<size_t>(numElements(tensor)));
@@ -1744,6 +1537,32 @@ std::string ropeScalingJson(const ModelSpec &spec) {
   if (r.type == RopeScaling::Type::None)
     return "null";
   std::map<std::string, std::string> m;
+  // Nested one level in config.json.
+  auto object = [&m] {
+    std::string out = "{";
+    bool first = true;
+    for (const auto &[key, value] : m) {
+      out += std::string(first ? "\n" : ",\n") + "    " + jsonString(key) +
+             ": " + value;
+      first = false;
+    }
+    return out + "\n  }";
+  };
+  if (r.type == RopeScaling::Type::LongRope) {
+    // As Phi-3.5-mini's and Phi-4-mini's: the legacy "type", no factor.
+    std::vector<double> shortFactor, longFactor;
+    effectiveLongRopeFactors(spec, shortFactor, longFactor);
+    auto list = [](const std::vector<double> &v) {
+      std::string out = "[";
+      for (size_t i = 0; i < v.size(); ++i)
+        out += (i ? ", " : "") + jsonDouble(v[i]);
+      return out + "]";
+    };
+    m["long_factor"] = list(longFactor);
+    m["short_factor"] = list(shortFactor);
+    m["type"] = jsonString("longrope");
+    return object();
+  }
   m["rope_type"] = jsonString(ropeScalingName(r.type));
   m["factor"] = jsonDouble(r.factor);
   if (r.originalMaxPositions > 0)
@@ -1758,14 +1577,7 @@ std::string ropeScalingJson(const ModelSpec &spec) {
     m["beta_slow"] = jsonDouble(r.betaSlow);
   if (r.attentionFactor > 0)
     m["attention_factor"] = jsonDouble(r.attentionFactor);
-  std::string out = "{";
-  bool first = true;
-  for (const auto &[key, value] : m) {
-    out += std::string(first ? "\n" : ",\n") + "    " + jsonString(key) +
-           ": " + value;
-    first = false;
-  }
-  return out + "\n  }";
+  return object();
 }
 
 /// An integral double as Python writes an int-typed default (10000), other
@@ -1880,6 +1692,8 @@ std::string gemma2ConfigJson(const ModelSpec &spec,
       c.erase(key);
   }
   c.erase("architectures");
+  if (spec.multimodalCurrentNames)
+    top["transformers_version"] = "\"4.53.0\"";
   top["model_type"] = jsonString("gemma3");
   top["architectures"] = "[\"Gemma3ForConditionalGeneration\"]";
   top["boi_token_index"] = id(3);
@@ -2018,10 +1832,16 @@ std::string familyConfigJson(const ModelSpec &spec,
     c["attention_bias"] = "false";
     c["embd_pdrop"] = "0.0";
     c["resid_pdrop"] = "0.0";
-    c["original_max_position_embeddings"] = jsonInt(spec.maxPositions);
+    if (spec.ropeScaling.type == RopeScaling::Type::LongRope) {
+      c["original_max_position_embeddings"] =
+          jsonInt(spec.ropeScaling.originalMaxPositions);
+      c["rope_scaling"] = ropeScalingJson(spec);
+    } else {
+      c["original_max_position_embeddings"] = jsonInt(spec.maxPositions);
+      c["rope_scaling"] = "null";
+    }
     if (spec.rotaryFraction > 0)
       c["partial_rotary_factor"] = jsonDouble(spec.rotaryFraction);
-    c["rope_scaling"] = "null";
     c["sliding_window"] = "null";
     c["eos_token_id"] = id(v - 1);
     c["pad_token_id"] = id(v - 1); // Phi3Config's default (32000) > vocab
@@ -2084,7 +1904,7 @@ std::string familyConfigJson(const ModelSpec &spec,
     c["num_attention_heads"] = jsonInt(spec.heads);
     c["num_hidden_layers"] = jsonInt(spec.layers);
     c["pad_token_id"] = id(1);
-    c["word_embed_proj_dim"] = jsonInt(effectiveWordEmbedProjDim(spec));
+    c["word_embed_proj_dim"] = jsonInt(spec.hidden);
     break;
   case Family::Bloom:
     c["apply_residual_connection_post_layernorm"] = "false";

@@ -3,8 +3,7 @@
 // Writes a model folder (config.json + model.safetensors) in the layout of a
 // real Hugging Face checkpoint of one of the families below (GPT-2, LLaMA,
 // Mistral, Qwen2, Qwen3, SmolLM3, Gemma, Gemma 2, Gemma 3, Phi-3, GPT-NeoX,
-// GPT-J,
-// OPT, BLOOM, XGLM),
+// GPT-J, OPT, BLOOM, XGLM),
 // filled with deterministic random weights, so that the compiler, the
 // runtime and the reference model can be tested on any shape without
 // downloading anything.
@@ -22,7 +21,11 @@
 // and unit-variance embeddings the attention scores have unit variance, far
 // from uniform, so a wrong RoPE pairing, GQA mapping or mask flips argmaxes.
 //
-// Plain C++17; no MLIR or LLVM dependency.
+// Which tensors a family has and how they are named is not said here: the
+// tensor plan is the compiler's description of the config written here
+// (DescriptionWeights.cpp), so a family is written once. The test reference
+// reads the files with its own names, so a naming mistake in a description
+// still cannot agree with itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,27 +74,43 @@ const char *familyName(Family family);
 /// {"factor": F, "original_max_position_embeddings": N, "rope_type": "yarn"}
 /// (N, beta_fast, beta_slow and attention_factor only when set) and
 /// {"factor", "high_freq_factor", "low_freq_factor",
-/// "original_max_position_embeddings", "rope_type": "llama3"}.
+/// "original_max_position_embeddings", "rope_type": "llama3"}; phi3's
+/// longrope as Phi-3.5-mini and Phi-4-mini write it: {"long_factor": [...],
+/// "short_factor": [...], "type": "longrope"} and a top-level
+/// "original_max_position_embeddings" (no factor: transformers derives
+/// max_position_embeddings / original for the attention factor).
 struct RopeScaling {
-  enum class Type { None, Linear, Dynamic, Yarn, Llama3 };
+  enum class Type { None, Linear, Dynamic, Yarn, Llama3, LongRope };
   Type type = Type::None;
   double factor = 1.0;
-  /// yarn (optional, 0 = omitted) and llama3 (required).
+  /// yarn (optional, 0 = omitted), llama3 and longrope (required).
   int64_t originalMaxPositions = 0;
   /// llama3.
   double lowFreqFactor = 0.0, highFreqFactor = 0.0;
   /// yarn, optional: 0 = omitted (transformers' defaults 32, 1 and
   /// 0.1 ln(factor) + 1 then apply).
   double betaFast = 0.0, betaSlow = 0.0, attentionFactor = 0.0;
+  /// longrope: short_factor and long_factor, rotary dims / 2 positive
+  /// numbers each; both empty = longRopeDefaultFactors for the spec's dims.
+  std::vector<double> shortFactor, longFactor;
 };
 
+/// Generated longrope tables for `pairs` rotary pairs, shaped like the real
+/// ones (short near 1, long growing over the pairs) but far from each other
+/// and from 1: short_i = 1 + 0.5 i / (pairs - 1) (1 to 1.5), long_i =
+/// 20^(i / (pairs - 1)) (1 to 20).
+void longRopeDefaultFactors(int64_t pairs, std::vector<double> &shortFactor,
+                            std::vector<double> &longFactor);
+
 /// Parses "linear:F", "dynamic:F", "yarn:F[:ORIGINAL_MAX]" with optional
-/// ",beta_fast=X", ",beta_slow=X", ",attention_factor=X", or
-/// "llama3:F:LOW:HIGH:ORIGINAL_MAX". Returns false and sets `error` (one
-/// line) on a malformed text; values are range-checked by validateSpec.
+/// ",beta_fast=X", ",beta_slow=X", ",attention_factor=X",
+/// "llama3:F:LOW:HIGH:ORIGINAL_MAX", or "longrope:ORIGINAL_MAX" with
+/// optional ",short=A/B/...", ",long=A/B/..." (both or neither; without
+/// them longRopeDefaultFactors). Returns false and sets `error` (one line)
+/// on a malformed text; values are range-checked by validateSpec.
 bool parseRopeScaling(const std::string &text, RopeScaling &out,
                       std::string &error);
-/// "linear", "dynamic", "yarn", "llama3" ("" for none).
+/// "linear", "dynamic", "yarn", "llama3", "longrope" ("" for none).
 const char *ropeScalingName(RopeScaling::Type type);
 
 enum class DType { F32, F16, BF16 };
@@ -197,8 +216,11 @@ struct ModelSpec {
   /// plus two dummy vision tensors a text-only reader must skip. The text
   /// weights are those of the same spec without it, bit for bit.
   bool multimodal = false;
+  /// With `multimodal`: the names transformers >= 4.52 saves instead
+  /// (model.language_model.*, lm_head.weight, model.vision_tower.*).
+  bool multimodalCurrentNames = false;
   /// llama, mistral, qwen2, qwen3, gemma, gemma2 rope_scaling; gemma3's
-  /// applies to its global layers only.
+  /// applies to its global layers only; phi3: longrope only.
   RopeScaling ropeScaling;
   /// The fraction of each head's dims that rotate: gpt_neox rotary_pct
   /// (0 = 0.25, always written), phi3 partial_rotary_factor (0 = the key
@@ -211,9 +233,6 @@ struct ModelSpec {
   /// opt do_layer_norm_before (false: OPT-350m's post-LN blocks, and no
   /// decoder final_layer_norm).
   bool layerNormBefore = true;
-  /// opt word_embed_proj_dim, always written. 0 = hidden; otherwise the
-  /// embeddings and head are this wide, with project_in / project_out.
-  int64_t wordEmbedProjDim = 0;
   /// xglm scale_embedding (embeddings times sqrt(d_model)).
   bool scaleEmbedding = true;
   /// Peaked attention and large biases, so that a missing bias, a wrong
@@ -246,6 +265,12 @@ std::string effectiveActivation(const ModelSpec &spec);
 /// partial part for gpt_neox, gptj and a phi3 partial_rotary_factor); 0
 /// for the others.
 int64_t effectiveRotaryDims(const ModelSpec &spec);
+/// phi3 longrope: the short and long factor tables written (the spec's,
+/// else longRopeDefaultFactors for effectiveRotaryDims / 2 pairs); empty
+/// without longrope.
+void effectiveLongRopeFactors(const ModelSpec &spec,
+                              std::vector<double> &shortFactor,
+                              std::vector<double> &longFactor);
 /// qwen2, qwen3 max_window_layers after the default.
 int64_t effectiveMaxWindowLayers(const ModelSpec &spec);
 /// gemma2, gemma3: which layers slide (layer_types, else gemma2's even
@@ -256,15 +281,13 @@ std::vector<bool> effectiveSlidingLayers(const ModelSpec &spec);
 std::vector<bool> effectiveRopeLayers(const ModelSpec &spec);
 /// gemma2, gemma3 query_pre_attn_scalar after the default.
 double effectiveQueryPreAttnScalar(const ModelSpec &spec);
-/// opt word_embed_proj_dim after the default (hidden for the others).
-int64_t effectiveWordEmbedProjDim(const ModelSpec &spec);
 /// Whether the family's config class ties by default (a tied model of such
 /// a family has no tie_word_embeddings key, as save_pretrained writes it).
 bool familyTiesByDefault(Family family);
 
 /// The presets: tiny-gpt2, tiny-llama, tiny-llama-tied, gpt2-small,
 /// llama-15m, llama-110m, then tiny-<model_type> (and variants) of every
-/// other family, qwen3-0.6b and gemma3-1b.
+/// other family, qwen3-0.6b, gemma3-1b and phi4-mini.
 std::vector<std::string> presetNames();
 /// Sets `spec` to the named preset (seed and options at their defaults).
 /// Returns false for an unknown name.
@@ -307,8 +330,10 @@ struct TensorDesc {
 int64_t numElements(const TensorDesc &tensor);
 
 /// The tensors of the model in file order, after extraBuffers,
-/// extraTensors, omitTensors and poison. Returns false and sets `error` when the
-/// spec is invalid or an omitted/extra name does not fit.
+/// extraTensors, omitTensors and poison: the ones the compiler's description
+/// of configJson(spec) reads (DescriptionWeights.cpp). Returns false and sets
+/// `error` when the spec is invalid, the compiler rejects its config, or an
+/// omitted/extra name does not fit.
 bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
                  std::string &error);
 

@@ -41,7 +41,8 @@ const char *kUsage =
     "  tiny-qwen3-bias, qwen3-0.6b, tiny-smollm3, tiny-smollm3-list,\n"
     "  tiny-gemma, tiny-gemma-mqa, tiny-gemma2,\n"
     "  tiny-gemma3, tiny-gemma3-mm, gemma3-1b, tiny-phi3,\n"
-    "  tiny-phi3-partial, tiny-gpt_neox, tiny-gpt_neox-sequential, tiny-gptj,\n"
+    "  tiny-phi3-partial, tiny-phi3-longrope, phi4-mini, tiny-gpt_neox,\n"
+    "  tiny-gpt_neox-sequential, tiny-gptj,\n"
     "  tiny-opt, tiny-opt-postln, tiny-bloom, tiny-xglm\n"
     "\n"
     "dimensions (override the preset; an option the family has no setting\n"
@@ -58,7 +59,8 @@ const char *kUsage =
     "                      gemma2, gemma3_text (its global layers): linear:F,\n"
     "                      dynamic:F, yarn:F[:ORIGINAL_MAX][,beta_fast=X]\n"
     "                      [,beta_slow=X][,attention_factor=X],\n"
-    "                      llama3:F:LOW:HIGH:ORIGINAL_MAX\n"
+    "                      llama3:F:LOW:HIGH:ORIGINAL_MAX; phi3:\n"
+    "                      longrope:ORIGINAL_MAX[,short=A/B/..,long=A/B/..]\n"
     "  --sliding-window N  mistral, qwen2, qwen3, smollm3 (qwen, smollm3:\n"
     "                      use_sliding_window true; smollm3 slides its NoPE\n"
     "                      layers), gemma2, gemma3_text; 0 = none\n"
@@ -84,7 +86,6 @@ const char *kUsage =
     "  --rotary-dim N      gptj\n"
     "  --parallel-residual / --no-parallel-residual  gpt_neox\n"
     "  --layer-norm-before / --no-layer-norm-before  opt (do_layer_norm_before)\n"
-    "  --word-embed-proj-dim N  opt (project_in / project_out)\n"
     "  --scale-embedding / --no-scale-embedding  xglm\n"
     "weights:\n"
     "  --sharp             peaked attention (q/k std 2/sqrt(fan_in)) and\n"
@@ -209,7 +210,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> given;
   std::optional<int64_t> layers, hidden, heads, kvHeads, ffn, vocab,
       maxPositions, headDim, slidingWindow, maxWindowLayers, rotaryDim,
-      wordEmbedProjDim, slidingWindowPattern, noRopeLayerInterval;
+      slidingWindowPattern, noRopeLayerInterval;
   std::optional<double> ropeTheta, normEps, embeddingStd, partialRotary,
       rotaryPct, queryPreAttnScalar, attnSoftcap, finalSoftcap,
       ropeLocalTheta;
@@ -383,8 +384,6 @@ int main(int argc, char **argv) {
       rotaryPct = parsePositiveDouble(flag, takeValue());
     } else if (flag == "--rotary-dim") {
       rotaryDim = parseInt(flag, takeValue());
-    } else if (flag == "--word-embed-proj-dim") {
-      wordEmbedProjDim = parseInt(flag, takeValue());
     } else if (flag == "--sharp") {
       noValue();
       sharp = true;
@@ -483,7 +482,11 @@ int main(int argc, char **argv) {
   only(ropeTheta.has_value(), "--rope-theta",
        {F::Llama, F::Mistral, F::Qwen2, F::Qwen3, F::SmolLM3, F::Gemma,
         F::Gemma2, F::Gemma3, F::Phi3, F::GPTNeoX});
-  only(ropeScaling.has_value(), "--rope-scaling", llamaLike);
+  {
+    std::vector<Family> scaled = llamaLike;
+    scaled.push_back(F::Phi3); // longrope only (validateSpec)
+    only(ropeScaling.has_value(), "--rope-scaling", scaled);
+  }
   only(slidingWindow.has_value(), "--sliding-window",
        {F::Mistral, F::Qwen2, F::Qwen3, F::SmolLM3, F::Gemma2, F::Gemma3});
   only(maxWindowLayers.has_value(), "--max-window-layers",
@@ -502,7 +505,6 @@ int main(int argc, char **argv) {
   only(partialRotary.has_value(), "--partial-rotary-factor", {F::Phi3});
   only(rotaryPct.has_value(), "--rotary-pct", {F::GPTNeoX});
   only(rotaryDim.has_value(), "--rotary-dim", {F::GPTJ});
-  only(wordEmbedProjDim.has_value(), "--word-embed-proj-dim", {F::OPT});
   for (const Switch &sw : switches)
     only(sw.value->has_value(), switchFlag(sw, sw.value->value_or(true)),
          sw.families);
@@ -597,8 +599,6 @@ int main(int argc, char **argv) {
     spec.parallelResidual = *parallelResidual;
   if (layerNormBefore)
     spec.layerNormBefore = *layerNormBefore;
-  if (wordEmbedProjDim)
-    spec.wordEmbedProjDim = *wordEmbedProjDim;
   if (scaleEmbedding)
     spec.scaleEmbedding = *scaleEmbedding;
   spec.sharp = sharp;

@@ -57,6 +57,9 @@ enum class RopeScalingKind {
            ///< scaled by an attention factor.
   Llama3,  ///< Llama 3.1: f_i / factor below the low-frequency wavelength,
            ///< f_i above the high one, a smooth blend between.
+  LongRope, ///< Phi-3: f_i / short_i, or f_i / long_i in a call whose last
+            ///< position is past originalMaxPositions (runtime); cos and sin
+            ///< scaled by an attention factor.
 };
 
 struct RopeScaling {
@@ -76,6 +79,10 @@ struct RopeScaling {
   /// Llama3: wavelengths longer than original / low scale by 1 / factor,
   /// shorter than original / high stay.
   double lowFreqFactor = 1.0, highFreqFactor = 4.0;
+  /// LongRope: each pair's divisor for calls within originalMaxPositions
+  /// (short) and past it (long); the attention factor is `attentionFactor`,
+  /// else derived from `factor`.
+  std::vector<double> shortFactor, longFactor;
 };
 
 struct PositionSpec {
@@ -116,13 +123,16 @@ struct PositionSpec {
 };
 
 /// The inverse frequency of each of the `rotaryDims / 2` pairs under a
-/// static scaling (none, linear, yarn, llama3), in f64, as Hugging Face's
+/// static scaling (none, linear, yarn, llama3; longrope's short table, or
+/// with `longTable` its long one), in f64, as Hugging Face's
 /// ROPE_INIT_FUNCTIONS compute them (they do it in f32). Not for dynamic,
 /// which depends on the positions of each call (the op computes it).
 llvm::SmallVector<double> ropeInverseFrequencies(const PositionSpec &positions,
-                                                 int64_t rotaryDims);
+                                                 int64_t rotaryDims,
+                                                 bool longTable = false);
 
-/// What cos and sin are multiplied by: yarn's attention factor, else 1.
+/// What cos and sin are multiplied by: yarn's and longrope's attention
+/// factor, else 1.
 double ropeAttentionFactor(const RopeScaling &scaling);
 
 /// down(act(up(x))) for Gelu and Relu; down(act(gate(x)) * up(x)) for the
@@ -212,6 +222,9 @@ struct WeightNames {
   /// Buffers checkpoints carry that are not weights (causal-mask buffers,
   /// rotary inv_freq, a tied lm_head copy).
   std::vector<std::string> ignoredSuffixes;
+  /// Modules of the checkpoint the model does not run, by name prefix (a
+  /// multimodal checkpoint's vision tower).
+  std::vector<std::string> ignoredPrefixes;
 
   /// `layer` with the index filled in.
   std::string layerPrefix(int64_t index) const;
@@ -221,6 +234,9 @@ struct WeightNames {
 struct ModelConfig {
   /// The family (model_type), for the manifest and messages.
   std::string architecture;
+  /// What of the checkpoint's config the model does not compute, for the
+  /// user (attn-compile prints them): one sentence each.
+  std::vector<std::string> notes;
   int64_t vocabSize = 0;
   int64_t hiddenSize = 0;
   int64_t numLayers = 0;

@@ -800,6 +800,20 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
           arith::ConstantOp::create(rewriter, loc, frequencies));
       tableMaps.push_back(AffineMap::get(2, 0, getAffineDimExpr(1, ctx)));
     }
+    // LongRoPE: the long table for the whole call when its last position
+    // is past `after`.
+    Value useLong;
+    if (DenseElementsAttr longFrequencies = op.getLongFrequenciesAttr()) {
+      tableInputs.push_back(
+          arith::ConstantOp::create(rewriter, loc, longFrequencies));
+      tableMaps.push_back(AffineMap::get(2, 0, getAffineDimExpr(1, ctx)));
+      Value end = arith::AddIOp::create(
+          rewriter, loc, offset, tensor::DimOp::create(rewriter, loc, x, 0));
+      useLong = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::sgt, end,
+          arith::ConstantIndexOp::create(rewriter, loc,
+                                         static_cast<int64_t>(*op.getLongAfter())));
+    }
     Value dynamicBase;
     if (op.getNtkFactor())
       dynamicBase = dynamicNtkBase(rewriter, loc, op, x, offset, rotaryDims);
@@ -819,7 +833,10 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
               positionAsF64(b, l, offset, linalg::IndexOp::create(b, l, 0));
           Value angle;
           if (!tableInputs.empty()) {
-            angle = arith::MulFOp::create(b, l, position, args[0]);
+            Value frequency = args[0];
+            if (useLong)
+              frequency = arith::SelectOp::create(b, l, useLong, args[1], args[0]);
+            angle = arith::MulFOp::create(b, l, position, frequency);
           } else {
             Value base = dynamicBase;
             if (!base)

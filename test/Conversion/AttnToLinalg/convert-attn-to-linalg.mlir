@@ -241,6 +241,28 @@ func.func @rope_dynamic_ntk(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf3
 
 // -----
 
+// LongRoPE: both tables are inputs of the cos/sin generic; one test of the
+// call's end (offset + seq > after) chooses between them per element.
+// CHECK-LABEL: func.func @rope_longrope
+// CHECK-SAME: (%[[X:.*]]: tensor<?x16xf32>, %[[POS:.*]]: index)
+// CHECK-DAG: %[[SHORT:.*]] = arith.constant dense<[1.000000e+00, 5.000000e-02]> : tensor<2xf64>
+// CHECK-DAG: %[[LONG:.*]] = arith.constant dense<[5.000000e-01, 5.000000e-03]> : tensor<2xf64>
+// CHECK: %[[ROWS:.*]] = tensor.dim %[[X]]
+// CHECK: %[[END:.*]] = arith.addi %[[POS]], %[[ROWS]] : index
+// CHECK: %[[AFTER:.*]] = arith.constant 4096 : index
+// CHECK: %[[USE_LONG:.*]] = arith.cmpi sgt, %[[END]], %[[AFTER]] : index
+// CHECK: linalg.generic {{.*}} ins(%[[SHORT]], %[[LONG]] : tensor<2xf64>, tensor<2xf64>)
+// CHECK: ^bb0(%[[S:.*]]: f64, %[[L:.*]]: f64,
+// CHECK:   %[[F:.*]] = arith.select %[[USE_LONG]], %[[L]], %[[S]] : f64
+// CHECK:   arith.mulf %{{.*}}, %[[F]] : f64
+// CHECK:   math.cos
+func.func @rope_longrope(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(4) frequencies(dense<[1.0, 0.05]> : tensor<2xf64>) long_frequencies(dense<[0.5, 0.005]> : tensor<2xf64>, after = 4096) attention_factor(1.19) rotate_half : tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @sinusoidal_pe
 // CHECK: tensor.expand_shape {{.*}} into tensor<?x4x2xf32>
 // CHECK: linalg.generic

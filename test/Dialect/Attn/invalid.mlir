@@ -474,6 +474,46 @@ func.func @rope_dynamic_without_theta(%x: tensor<4x8xf32>, %pos: index) -> tenso
 
 // -----
 
+func.func @rope_long_without_short(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{long_frequencies switches from a frequencies table: it needs frequencies, not theta}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) theta(1.0e+04) long_frequencies(dense<[1.0, 0.5]> : tensor<2xf64>, after = 16) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_long_wrong_length(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{long_frequencies must be a tensor of rotary_dims / 2 = 2 elements, got 'tensor<3xf64>'}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) frequencies(dense<[1.0, 0.5]> : tensor<2xf64>) long_frequencies(dense<[1.0, 0.5, 0.1]> : tensor<3xf64>, after = 16) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_long_negative(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{long_frequencies[1] must be finite and non-negative, got -0.5}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) frequencies(dense<[1.0, 0.5]> : tensor<2xf64>) long_frequencies(dense<[1.0, -0.5]> : tensor<2xf64>, after = 16) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_long_after_zero(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{long_frequencies after must be positive, got 0}}
+  %0 = attn.rope %x offset(%pos) head_dim(4) frequencies(dense<[1.0, 0.5]> : tensor<2xf64>) long_frequencies(dense<[1.0, 0.5]> : tensor<2xf64>, after = 0) rotate_half : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @rope_long_after_alone(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
+  // expected-error @+1 {{takes long_frequencies' after only with long_frequencies}}
+  %0 = "attn.rope"(%x, %pos) <{head_dim = 4 : i64, pairing = 0 : i32, frequencies = dense<[1.0, 0.5]> : tensor<2xf64>, long_after = 16 : i64}> : (tensor<4x8xf32>, index) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 func.func @rope_dynamic_half_given(%x: tensor<4x8xf32>, %pos: index) -> tensor<4x8xf32> {
   // expected-error @+1 {{dynamic_ntk needs both factor and max_positions}}
   %0 = "attn.rope"(%x, %pos) <{head_dim = 8 : i64, pairing = 0 : i32, theta = 1.0e+04 : f32, ntk_factor = 2.0 : f64}> : (tensor<4x8xf32>, index) -> tensor<4x8xf32>

@@ -192,6 +192,16 @@ func.func @rope_dynamic_ntk(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf3
 
 // -----
 
+// LongRoPE: the short table, or the long one for a call past 4096.
+// CHECK-LABEL: func.func @rope_longrope
+// CHECK: attn.rope %{{.*}} offset(%{{.*}}) head_dim(8) rotary_dims(4) frequencies(dense<[1.000000e+00, 5.000000e-02]> : tensor<2xf64>) long_frequencies(dense<[5.000000e-01, 5.000000e-03]> : tensor<2xf64>, after = 4096) attention_factor(1.190000e+00) rotate_half : tensor<?x16xf32>
+func.func @rope_longrope(%x: tensor<?x16xf32>, %pos: index) -> tensor<?x16xf32> {
+  %0 = attn.rope %x offset(%pos) head_dim(8) rotary_dims(4) frequencies(dense<[1.0, 0.05]> : tensor<2xf64>) long_frequencies(dense<[0.5, 0.005]> : tensor<2xf64>, after = 4096) attention_factor(1.19) rotate_half : tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @sinusoidal_pe
 // CHECK: attn.sinusoidal_pe %{{.*}} offset(%{{.*}}) base(1.000000e+04) : tensor<?x8xf32>
 func.func @sinusoidal_pe(%x: tensor<?x8xf32>, %pos: index) -> tensor<?x8xf32> {

@@ -350,15 +350,21 @@ std::vector<Case> cases() {
                            "tiny-gpt_neox-sequential", "tiny-gptj", "tiny-opt",
                            "tiny-opt-postln", "tiny-bloom", "tiny-xglm", "tiny-qwen3",
                            "tiny-qwen3-swa", "tiny-qwen3-bias", "tiny-gemma2",
-                           "tiny-gemma3", "tiny-smollm3", "tiny-smollm3-list"}) {
+                           "tiny-gemma3", "tiny-gemma3-mm", "tiny-smollm3",
+                           "tiny-smollm3-list"}) {
     modelgen::ModelSpec spec = preset(name);
     spec.sharp = true;
-    // OPT-350m's project_in/out are not supported; its post-norm blocks are.
-    spec.wordEmbedProjDim = 0;
     std::string id = std::string(name + 5) + "_sharp";
     std::replace(id.begin(), id.end(), '-', '_');
     all.push_back({id, spec});
   }
+  // Gemma 3 4B-27B as transformers >= 4.52 saves it (model.language_model.*,
+  // the head at the top: untied here so that it is read).
+  modelgen::ModelSpec gemma3Current = preset("tiny-gemma3-mm");
+  gemma3Current.sharp = true;
+  gemma3Current.multimodalCurrentNames = true;
+  gemma3Current.tieEmbeddings = false;
+  all.push_back({"gemma3_mm_untied_current_names_sharp", gemma3Current});
   // A GPT-J whose head is tied still has lm_head.bias.
   modelgen::ModelSpec gptjTied = preset("tiny-gptj");
   gptjTied.tieEmbeddings = true;
@@ -832,6 +838,10 @@ std::vector<SplitCase> splitCases() {
         c.name == "gemma2_sharp" || c.name == "smollm3_list_sharp")
       chosen.push_back({c, {2}});
   }
+  // Longrope's two tables (the 40-token prompt rotates with the long one).
+  modelgen::ModelSpec longRope = preset("tiny-phi3-longrope");
+  longRope.sharp = true;
+  chosen.push_back({{"phi3_longrope_sharp", longRope}, {2}});
   // Four ranks: GPT-2 (4 heads) and a LLaMA with 8 heads over 4 KV heads.
   chosen.front().ranks = {2, 4};
   modelgen::ModelSpec gqa = preset("tiny-llama");
@@ -969,6 +979,97 @@ TEST(ModelE2ERopeScaling, EveryTypePastTheOriginalContext) {
       checkGeneration(*m, promptTokens(5, m->vocab), 20, dynamic);
       checkGeneration(*m, promptTokens(40, m->vocab), 30, dynamic);
     }
+  }
+}
+
+// Phi-3's longrope (tiny-phi3-longrope: trained for 16 positions, 6 rotary
+// pairs, sharp): a call whose last position is within 16 rotates with the
+// short table, past it with the long one, and a cached decode keeps the keys
+// it rotated before, as HF computes it with a cache. So a sequence that
+// crosses 16 in decode differs from its recomputation (checked), one that
+// starts past 16 does not.
+TEST(ModelE2ERopeScaling, LongRopeSwitchesTablesAtTheCallsLastPosition) {
+  using mlir::attn::ModelConfig;
+  modelgen::ModelSpec spec = preset("tiny-phi3-longrope");
+  spec.sharp = true;
+  ASSERT_EQ(spec.ropeScaling.originalMaxPositions, 16);
+  for (bool viaDescription : {false, true}) {
+    SCOPED_TRACE(viaDescription ? "via description" : "from config.json");
+    std::unique_ptr<CompiledModel> m = prepare(spec, 0, nullptr, viaDescription);
+    ASSERT_TRUE(m);
+    EXPECT_STREQ(attnrt_model_warnings(m->model.get()), "");
+    checkGeneration(*m, promptTokens(10, m->vocab), 12, /*cachedReference=*/true);
+    checkGeneration(*m, promptTokens(16, m->vocab), 4, /*cachedReference=*/true);
+    checkGeneration(*m, promptTokens(17, m->vocab), 4, /*cachedReference=*/true);
+    checkGeneration(*m, promptTokens(40, m->vocab), 8);
+  }
+
+  // Crossing in decode: the first 16 keys stay short-rotated in the cache.
+  std::unique_ptr<CompiledModel> m = prepare(spec);
+  ASSERT_TRUE(m);
+  std::vector<int32_t> tokens = promptTokens(24, m->vocab);
+  char error[512] = "";
+  SessionPtr session(attnrt_session_create(m->model.get(), error, sizeof error));
+  ASSERT_TRUE(session) << error;
+  std::vector<float> stepwise(tokens.size() * m->vocab), whole;
+  ASSERT_EQ(attnrt_prefill(session.get(), tokens.data(), 10, stepwise.data(), 1, error,
+                           sizeof error),
+            ATTNRT_OK)
+      << error;
+  for (size_t i = 10; i < tokens.size(); ++i)
+    ASSERT_EQ(attnrt_decode(session.get(), tokens[i], stepwise.data() + i * m->vocab, error,
+                            sizeof error),
+              ATTNRT_OK)
+        << error;
+  prefillRows(*m, tokens, whole);
+  EXPECT_GT(maxAbs(stepwise.data() + 20 * m->vocab, whole.data() + 20 * m->vocab, m->vocab),
+            100 * kLogitTolerance)
+      << "the cached keys were rotated again with the long table";
+
+  // Planted bugs, each against the reference's prefill of a prompt that
+  // shows it: the switch one position early (16 tokens) or late (17), the
+  // tables swapped, the attention factor dropped (40).
+  llvm::Expected<ModelConfig> config = mlir::attn::loadModelConfig(m->dir.path);
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  const double factor = mlir::attn::ropeAttentionFactor(config->positions.scaling);
+  ASSERT_NEAR(factor, std::sqrt(1.5), 1e-12); // sqrt(1 + ln 4 / ln 16)
+  struct Plant {
+    const char *bug;
+    int64_t promptLength;
+    ConfigEdit edit;
+  };
+  const Plant plants[] = {
+      {"switch at >= original", 16,
+       [factor](ModelConfig &c) {
+         c.positions.scaling.attentionFactor = factor;
+         c.positions.scaling.originalMaxPositions -= 1;
+       }},
+      {"switch one position late", 17,
+       [factor](ModelConfig &c) {
+         c.positions.scaling.attentionFactor = factor;
+         c.positions.scaling.originalMaxPositions += 1;
+       }},
+      {"short and long tables swapped", 40,
+       [](ModelConfig &c) {
+         std::swap(c.positions.scaling.shortFactor, c.positions.scaling.longFactor);
+       }},
+      {"attention factor dropped", 40,
+       [](ModelConfig &c) { c.positions.scaling.attentionFactor = 1.0; }},
+  };
+  for (const Plant &plant : plants) {
+    std::unique_ptr<CompiledModel> planted = prepare(spec, 0, plant.edit);
+    ASSERT_TRUE(planted) << plant.bug;
+    std::vector<int32_t> prompt = promptTokens(plant.promptLength, planted->vocab);
+    std::vector<float> logits, expected;
+    prefillRows(*planted, prompt, logits);
+    if (::testing::Test::HasFatalFailure())
+      return;
+    std::string message;
+    ASSERT_TRUE(planted->forward(std::vector<int64_t>(prompt.begin(), prompt.end()), expected,
+                                 message))
+        << message;
+    EXPECT_GT(maxAbs(logits.data(), expected.data(), logits.size()), 100 * kLogitTolerance)
+        << "longrope with " << plant.bug << " still matches the reference";
   }
 }
 
@@ -1126,7 +1227,6 @@ TEST(ModelE2EPlantedBugs, EachFamilysDistinctiveFeatureMatters) {
   for (const Plant &plant : plants) {
     modelgen::ModelSpec spec = preset(plant.preset);
     spec.sharp = true;
-    spec.wordEmbedProjDim = 0;
     std::unique_ptr<CompiledModel> m = prepare(spec, 0, plant.edit);
     ASSERT_TRUE(m) << plant.preset << ": " << plant.bug;
     std::vector<int32_t> prompt = promptTokens(40, m->vocab);
@@ -1324,7 +1424,7 @@ double relativeToMax(const std::vector<float> &a, const std::vector<float> &b) {
 TEST(ModelE2EWeightFormats, Bf16MatchesTheReferenceOnRoundedWeights) {
   for (const char *name : {"tiny-llama", "tiny-llama-tied", "tiny-gpt2", "tiny-phi3",
                            "tiny-gpt_neox", "tiny-bloom", "tiny-qwen3", "tiny-gemma2",
-                           "tiny-smollm3"}) {
+                           "tiny-smollm3", "tiny-phi3-longrope"}) {
     SCOPED_TRACE(name);
     modelgen::ModelSpec spec = preset(name);
     spec.sharp = true;
@@ -1531,7 +1631,7 @@ TEST(ModelE2EWeightFormats, QuantizedMatchTheReferenceComputedAlike) {
        {mlir::attn::WeightFormat::Q8_0, mlir::attn::WeightFormat::Q4_0}) {
     for (const char *name : {"tiny-llama", "tiny-llama-tied", "tiny-gpt2", "tiny-phi3",
                              "tiny-gpt_neox", "tiny-bloom", "tiny-qwen3", "tiny-gemma3",
-                             "tiny-smollm3"}) {
+                             "tiny-smollm3", "tiny-phi3-longrope"}) {
       std::string label = std::string(name) + " " + mlir::attn::weightFormatName(format);
       SCOPED_TRACE(label);
       modelgen::ModelSpec spec = preset(name);

@@ -712,6 +712,11 @@ mlir::attn::RopeScaling compilerScaling(const ref::RopeScaling &r) {
   case ref::RopeScaling::Type::Llama3:
     c.kind = RopeScalingKind::Llama3;
     break;
+  case ref::RopeScaling::Type::LongRope:
+    c.kind = RopeScalingKind::LongRope;
+    c.shortFactor = r.shortFactor;
+    c.longFactor = r.longFactor;
+    break;
   }
   if (!std::isnan(r.attentionFactor))
     c.attentionFactor = r.attentionFactor;
@@ -748,14 +753,20 @@ std::string ropeAttributes(const ScaledRopeCase &c) {
   default:
     break;
   }
-  llvm::SmallVector<double> table =
-      ropeInverseFrequencies(positions, c.rotaryDims);
-  std::string entries;
-  for (double f : table)
-    entries += (entries.empty() ? "" : ", ") + llvm::formatv("{0:e16}", f).str();
-  text += llvm::formatv(" frequencies(dense<[{0}]> : tensor<{1}xf64>)", entries,
-                        table.size())
-              .str();
+  auto tableText = [&](bool longTable) {
+    llvm::SmallVector<double> table =
+        ropeInverseFrequencies(positions, c.rotaryDims, longTable);
+    std::string entries;
+    for (double f : table)
+      entries += (entries.empty() ? "" : ", ") + llvm::formatv("{0:e16}", f).str();
+    return llvm::formatv("dense<[{0}]> : tensor<{1}xf64>", entries, table.size())
+        .str();
+  };
+  text += " frequencies(" + tableText(false) + ")";
+  if (positions.scaling.kind == RopeScalingKind::LongRope)
+    text += llvm::formatv(" long_frequencies({0}, after = {1})", tableText(true),
+                          positions.scaling.originalMaxPositions)
+                .str();
   if (double factor = ropeAttentionFactor(positions.scaling); factor != 1.0)
     text += llvm::formatv(" attention_factor({0:e16})", factor).str();
   return text;
@@ -789,6 +800,19 @@ TEST(Rope, PartialDimsAndScaledFrequenciesPastTheOriginalContext) {
   llama3.originalMaxPositions = 256;
   llama3.lowFreqFactor = 1.0;
   llama3.highFreqFactor = 4.0;
+  // Phi-4-mini's proportions: 3/4 of the head rotates. Calls of up to 17
+  // rows at offsets 0 and 7 end within 64 positions and take the short
+  // table; 129 rows, or offsets 1000 and 40000, the long one.
+  ref::RopeScaling longRope = scalingOf(Type::LongRope, 32.0);
+  longRope.originalMaxPositions = 64;
+  for (int i = 0; i < 12; ++i) {
+    longRope.shortFactor.push_back(1.0 + 0.05 * i);
+    longRope.longFactor.push_back(1.0 + 1.5 * i * i);
+  }
+  ref::RopeScaling longRopeFactor = longRope;
+  longRopeFactor.shortFactor.resize(8);
+  longRopeFactor.longFactor.resize(8);
+  longRopeFactor.attentionFactor = 1.5;
   const std::vector<ScaledRopeCase> cases = {
       {"neox_partial", 2, 64, 16, true, 1e4, {}},
       {"gptj_partial", 3, 64, 32, false, 1e4, {}},
@@ -801,6 +825,8 @@ TEST(Rope, PartialDimsAndScaledFrequenciesPastTheOriginalContext) {
       {"yarn_attention_factor", 1, 128, 96, true, 1e6, yarnFactor},
       {"llama3", 2, 128, 128, true, 5e5, llama3},
       {"llama3_partial", 1, 64, 48, false, 5e5, llama3},
+      {"longrope_partial", 2, 32, 24, true, 1e4, longRope},
+      {"longrope_attention_factor", 1, 16, 16, false, 1e4, longRopeFactor},
   };
   std::string source;
   for (auto [index, c] : llvm::enumerate(cases)) {
@@ -817,6 +843,7 @@ TEST(Rope, PartialDimsAndScaledFrequenciesPastTheOriginalContext) {
   for (auto [index, c] : llvm::enumerate(cases)) {
     bool dynamicCase = c.scaling.type == Type::Dynamic;
     if (!dynamicCase) {
+      // (Longrope's short table: a call within originalMaxPositions.)
       PositionSpec positions;
       positions.theta = c.theta;
       positions.scaling = compilerScaling(c.scaling);
@@ -840,7 +867,8 @@ TEST(Rope, PartialDimsAndScaledFrequenciesPastTheOriginalContext) {
         Buffer2D out(std::vector<float>(seq * features), {seq, features});
         ASSERT_TRUE(module->call("rope" + std::to_string(index), xBuf.memref(),
                                  offset, out.memref()));
-        // Dynamic NTK's base grows with the positions of this call.
+        // Dynamic NTK's base grows with the positions of this call, and
+        // longrope's table switches on its last one.
         double attentionFactor = 1.0;
         std::vector<double> frequencies = ref::ropeScaledFrequencies(
             c.theta, c.rotaryDims, c.scaling, offset + seq, attentionFactor);

@@ -849,13 +849,49 @@ TEST(WriterFamilies, PresetsExerciseEachFamilysFeatures) {
     EXPECT_EQ(sliding[i], (i + 1) % 6 != 0) << i;
   EXPECT_EQ(effectiveRotaryDims(preset("tiny-phi3")), 16);
   EXPECT_EQ(effectiveRotaryDims(preset("tiny-phi3-partial")), 12);
+  // tiny-phi3-longrope: tiny-phi3-partial plus longrope over 6 pairs.
+  ModelSpec lr = preset("tiny-phi3-longrope");
+  EXPECT_EQ(effectiveRotaryDims(lr), 12);
+  EXPECT_EQ(lr.maxPositions, 64);
+  EXPECT_EQ(lr.ropeScaling.type, RopeScaling::Type::LongRope);
+  EXPECT_EQ(lr.ropeScaling.originalMaxPositions, 16);
+  std::vector<double> shortF, longF;
+  effectiveLongRopeFactors(lr, shortF, longF);
+  ASSERT_EQ(shortF.size(), 6u);
+  ASSERT_EQ(longF.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_DOUBLE_EQ(shortF[i], 1.0 + 0.1 * i) << i;
+    EXPECT_DOUBLE_EQ(longF[i], std::pow(20.0, i / 5.0)) << i;
+  }
+  // microsoft/Phi-4-mini-instruct's config.json: 32 layers, 3072 wide, 24
+  // heads of 128 (8 kv), 8192, 200064, 131072 (original 4096), 96 of 128
+  // dims rotate, theta 1e4, eps 1e-5, tied; its 48 long factors, short 1.
+  ModelSpec p4 = preset("phi4-mini");
+  EXPECT_EQ(p4.family, Family::Phi3);
+  EXPECT_EQ(p4.layers, 32);
+  EXPECT_EQ(p4.hidden, 3072);
+  EXPECT_EQ(p4.heads, 24);
+  EXPECT_EQ(effectiveKvHeads(p4), 8);
+  EXPECT_EQ(effectiveHeadDim(p4), 128);
+  EXPECT_EQ(effectiveRotaryDims(p4), 96);
+  EXPECT_EQ(p4.ffn, 8192);
+  EXPECT_EQ(p4.vocab, 200064);
+  EXPECT_EQ(p4.maxPositions, 131072);
+  EXPECT_EQ(p4.ropeTheta, 1e4);
+  EXPECT_EQ(p4.normEps, 1e-5);
+  EXPECT_TRUE(p4.tieEmbeddings);
+  EXPECT_EQ(p4.ropeScaling.originalMaxPositions, 4096);
+  EXPECT_EQ(p4.ropeScaling.shortFactor, std::vector<double>(48, 1.0));
+  ASSERT_EQ(p4.ropeScaling.longFactor.size(), 48u);
+  EXPECT_EQ(p4.ropeScaling.longFactor[1], 1.118320672);
+  EXPECT_EQ(p4.ropeScaling.longFactor[30], 28.64115884);
+  EXPECT_EQ(p4.ropeScaling.longFactor[47], 47.77);
   EXPECT_EQ(effectiveRotaryDims(preset("tiny-gpt_neox")), 4);
   EXPECT_TRUE(preset("tiny-gpt_neox").parallelResidual);
   EXPECT_FALSE(preset("tiny-gpt_neox-sequential").parallelResidual);
   EXPECT_EQ(effectiveRotaryDims(preset("tiny-gptj")), 8);
   EXPECT_TRUE(preset("tiny-opt").layerNormBefore);
   EXPECT_FALSE(preset("tiny-opt-postln").layerNormBefore);
-  EXPECT_EQ(effectiveWordEmbedProjDim(preset("tiny-opt-postln")), 32);
   for (const std::string &name : presetNames())
     EXPECT_FALSE(preset(name).sharp) << name << ": --sharp is opt-in";
 }
@@ -924,7 +960,7 @@ TEST(WriterFamilies, ConfigValues) {
   EXPECT_EQ(sm.at("rope_theta").get<double>(), 2e6);
   EXPECT_EQ(sm.at("num_key_value_heads"), 2);
   EXPECT_FALSE(sm.contains("no_rope_layers"));
-  EXPECT_FALSE(sm.contains("no_rope_layer_interval"));
+  EXPECT_EQ(sm.at("no_rope_layer_interval"), 2);
   Json sml = config("tiny-smollm3-list");
   EXPECT_EQ(sml.at("no_rope_layers"), Json::array({1, 0, 1, 1}));
   EXPECT_FALSE(sml.contains("no_rope_layer_interval"));
@@ -997,6 +1033,41 @@ TEST(WriterFamilies, ConfigValues) {
   Json p = config("tiny-phi3-partial");
   EXPECT_EQ(p.at("partial_rotary_factor").get<double>(), 0.75);
   EXPECT_TRUE(p.at("rope_scaling").is_null());
+  EXPECT_EQ(p.at("original_max_position_embeddings"), 64);
+  // longrope as Phi-3.5-mini / Phi-4-mini write it: the legacy "type", no
+  // factor, the original length at the top level.
+  Json lr = config("tiny-phi3-longrope");
+  EXPECT_EQ(lr.at("partial_rotary_factor").get<double>(), 0.75);
+  EXPECT_EQ(lr.at("max_position_embeddings"), 64);
+  EXPECT_EQ(lr.at("original_max_position_embeddings"), 16);
+  const Json &rs = lr.at("rope_scaling");
+  ASSERT_TRUE(rs.is_object());
+  EXPECT_EQ(rs.size(), 3u) << rs.dump();
+  EXPECT_EQ(rs.at("type"), "longrope");
+  ASSERT_EQ(rs.at("short_factor").size(), 6u);
+  ASSERT_EQ(rs.at("long_factor").size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(rs.at("short_factor")[i].get<double>(), 1.0 + 0.5 * i / 5.0);
+    EXPECT_EQ(rs.at("long_factor")[i].get<double>(), std::pow(20.0, i / 5.0));
+  }
+  EXPECT_TRUE(rs.at("long_factor")[0].is_number_float());
+  {
+    // phi4-mini: the config only (the weights are 7.7 GB).
+    std::string error;
+    Json p4 = parseStrict(configJson(preset("phi4-mini")), error);
+    ASSERT_TRUE(p4.is_object()) << error;
+    EXPECT_EQ(p4.at("original_max_position_embeddings"), 4096);
+    EXPECT_EQ(p4.at("max_position_embeddings"), 131072);
+    EXPECT_EQ(p4.at("partial_rotary_factor").get<double>(), 0.75);
+    EXPECT_EQ(p4.at("tie_word_embeddings"), true); // as the real file
+    const Json &r4 = p4.at("rope_scaling");
+    EXPECT_EQ(r4.at("type"), "longrope");
+    EXPECT_EQ(r4.at("short_factor"), Json(std::vector<double>(48, 1.0)));
+    ASSERT_EQ(r4.at("long_factor").size(), 48u);
+    EXPECT_EQ(r4.at("long_factor")[2].get<double>(), 1.250641126);
+    EXPECT_EQ(r4.at("long_factor")[47].get<double>(), 47.77);
+    EXPECT_FALSE(r4.contains("factor"));
+  }
   EXPECT_FALSE(config("tiny-phi3").contains("partial_rotary_factor"));
 
   Json n = config("tiny-gpt_neox");
@@ -1013,8 +1084,7 @@ TEST(WriterFamilies, ConfigValues) {
 
   Json o = config("tiny-opt-postln");
   EXPECT_EQ(o.at("do_layer_norm_before"), false);
-  EXPECT_EQ(o.at("word_embed_proj_dim"), 32);
-  EXPECT_EQ(config("tiny-opt").at("word_embed_proj_dim"), 64);
+  EXPECT_EQ(o.at("word_embed_proj_dim"), 64) << "always written, as hidden_size";
 
   Json b = config("tiny-bloom");
   EXPECT_FALSE(b.contains("max_position_embeddings")) << "ALiBi";
@@ -1098,6 +1168,24 @@ TEST(WriterFamilies, RopeScalingParser) {
   EXPECT_TRUE(parseRopeScaling("yarn:4", r, error));
   EXPECT_EQ(r.originalMaxPositions, 0) << "omitted unless given";
   EXPECT_EQ(r.betaFast, 0.0);
+  EXPECT_TRUE(parseRopeScaling("longrope:4096", r, error)) << error;
+  EXPECT_EQ(r.type, RopeScaling::Type::LongRope);
+  EXPECT_EQ(r.originalMaxPositions, 4096);
+  EXPECT_EQ(r.factor, 1.0);
+  EXPECT_TRUE(r.shortFactor.empty() && r.longFactor.empty());
+  EXPECT_TRUE(parseRopeScaling("longrope:16,short=1/1.5,long=1/20", r, error))
+      << error;
+  EXPECT_EQ(r.shortFactor, (std::vector<double>{1.0, 1.5}));
+  EXPECT_EQ(r.longFactor, (std::vector<double>{1.0, 20.0}));
+  for (const char *bad :
+       {"longrope", "longrope:", "longrope:0", "longrope:16:2",
+        "longrope:16,short=1/2", "longrope:16,long=1/2",
+        "longrope:16,short=1/0,long=1/2", "longrope:16,short=1/x,long=1/2",
+        "longrope:16,short=1,short=2,long=1", "longrope:16,beta_fast=2",
+        "yarn:2,short=1/2"}) {
+    EXPECT_FALSE(parseRopeScaling(bad, r, error)) << bad;
+    EXPECT_EQ(error.find('\n'), std::string::npos);
+  }
   for (const char *bad :
        {"", "linear", "linear:", "linear:x", "linear:2:3", "dynamic:2:3",
         "yarn:2:0", "yarn:2:3:4", "yarn:2,beta=1", "yarn:2,beta_fast",
@@ -1267,7 +1355,7 @@ TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
        "qwen3 models use hidden_act silu"},
       {"tiny-qwen3", [](ModelSpec &s) { s.kvHeads = 3; },
        "kv heads (3) must divide heads (4)"},
-      {"tiny-phi3",
+      {"tiny-gpt_neox",
        [](ModelSpec &s) { s.ropeScaling.type = RopeScaling::Type::Linear; },
        "rope_scaling applies only to llama, mistral, qwen2, qwen3, smollm3, "
        "gemma, gemma2 and gemma3_text"},
@@ -1295,6 +1383,50 @@ TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
        "rotary dims (1 of head dim 16)"},
       {"tiny-phi3", [](ModelSpec &s) { s.rotaryFraction = 1.5; },
        "rotary fraction must be in (0, 1]"},
+      {"tiny-phi3",
+       [](ModelSpec &s) {
+         s.ropeScaling.type = RopeScaling::Type::Linear;
+         s.ropeScaling.factor = 2;
+       },
+       "phi3 rope_scaling must be longrope (Phi3Config allows no other), "
+       "got linear"},
+      {"tiny-llama",
+       [](ModelSpec &s) {
+         s.ropeScaling.type = RopeScaling::Type::LongRope;
+         s.ropeScaling.originalMaxPositions = 16;
+       },
+       "longrope rope_scaling applies only to phi3 models"},
+      {"tiny-phi3-longrope",
+       [](ModelSpec &s) { s.ropeScaling.originalMaxPositions = 0; },
+       "longrope rope_scaling needs original_max_position_embeddings"},
+      {"tiny-phi3-longrope", [](ModelSpec &s) { s.ropeScaling.factor = 4; },
+       "longrope rope_scaling takes no factor"},
+      {"tiny-phi3-longrope",
+       [](ModelSpec &s) { s.ropeScaling.attentionFactor = 1.2; },
+       "longrope rope_scaling takes only original_max_position_embeddings, "
+       "short_factor and long_factor"},
+      {"tiny-phi3-longrope",
+       [](ModelSpec &s) {
+         s.ropeScaling.shortFactor.assign(8, 1.0);
+         s.ropeScaling.longFactor.assign(8, 2.0);
+       },
+       "longrope short_factor has 8 numbers; the 12 rotary dims need 6"},
+      {"tiny-phi3-longrope",
+       [](ModelSpec &s) {
+         s.ropeScaling.shortFactor.assign(6, 1.0);
+         s.ropeScaling.longFactor = {1, 2, 3, 4, 5, -6};
+       },
+       "longrope long_factor values must be finite and positive, got -6.0"},
+      {"tiny-phi3-longrope",
+       [](ModelSpec &s) { s.ropeScaling.shortFactor.assign(6, 1.0); },
+       "needs both short_factor and long_factor, or neither"},
+      {"tiny-llama",
+       [](ModelSpec &s) {
+         s.ropeScaling.type = RopeScaling::Type::Linear;
+         s.ropeScaling.factor = 2;
+         s.ropeScaling.longFactor = {1.0};
+       },
+       "short_factor and long_factor apply only to longrope"},
       {"tiny-gemma", [](ModelSpec &s) { s.activation = "silu"; },
        "gemma models use hidden_act gelu_pytorch_tanh"},
       {"tiny-qwen2", [](ModelSpec &s) { s.activation = "gelu"; },
@@ -1311,8 +1443,6 @@ TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
        "use_parallel_residual applies only to gpt_neox"},
       {"tiny-gptj", [](ModelSpec &s) { s.layerNormBefore = false; },
        "do_layer_norm_before applies only to opt"},
-      {"tiny-bloom", [](ModelSpec &s) { s.wordEmbedProjDim = 32; },
-       "word_embed_proj_dim applies only to opt"},
       {"tiny-opt", [](ModelSpec &s) { s.scaleEmbedding = false; },
        "scale_embedding applies only to xglm"},
       {"tiny-gemma", [](ModelSpec &s) { s.heads = 3, s.headDim = 16; },
@@ -1342,6 +1472,10 @@ TEST(WriterFamilies, InvalidOptionsAreOneLineErrors) {
        "gemma3_text models use hidden_act gelu_pytorch_tanh"},
       {"tiny-gemma2", [](ModelSpec &s) { s.heads = 3, s.headDim = 16; },
        "gemma2: heads (3) must divide the hidden size (64)"},
+      // The tensor plan is the compiler's: what it rejects is not written.
+      {"tiny-llama", [](ModelSpec &s) { s.ropeTheta = 1e300; },
+       "the compiler does not read the config this model would have: "
+       "config.json: key 'rope_theta'"},
   };
   TempDir dir;
   for (const Case &c : cases) {
@@ -1738,9 +1872,13 @@ TEST(WriterFamiliesCli, FlagsAFamilyHasNoSettingForAreErrorsNamingThem) {
        "gemma2 and gemma3_text models"},
       {"--preset tiny-mistral --max-window-layers 1",
        "--max-window-layers applies only to qwen2 and qwen3 models"},
-      {"--preset tiny-phi3 --rope-scaling linear:2",
+      {"--preset tiny-gpt_neox --rope-scaling linear:2",
        "--rope-scaling applies only to llama, mistral, qwen2, qwen3, "
-       "smollm3, gemma, gemma2 and gemma3_text models"},
+       "smollm3, gemma, gemma2, gemma3_text and phi3 models"},
+      {"--preset tiny-phi3 --rope-scaling linear:2",
+       "phi3 rope_scaling must be longrope"},
+      {"--preset tiny-phi3 --rope-scaling longrope:16,short=1/2,long=1/3",
+       "longrope short_factor has 2 numbers; the 16 rotary dims need 8"},
       {"--preset tiny-qwen2 --attention-bias",
        "--attention-bias applies only to qwen3, smollm3, gemma2 and "
        "gemma3_text models"},
@@ -1754,8 +1892,8 @@ TEST(WriterFamiliesCli, FlagsAFamilyHasNoSettingForAreErrorsNamingThem) {
        "--no-rope-layers applies only to smollm3 models"},
       {"--preset tiny-llama --no-rope-layer-interval 2",
        "--no-rope-layer-interval applies only to smollm3 models"},
-      {"--preset tiny-smollm3 --no-rope-layers 1,0,1",
-       "no_rope_layers needs one entry per layer (4), got 3"},
+      {"--preset tiny-smollm3 --no-rope-layers 1,0",
+       "no_rope_layers needs one entry per layer (3), got 2"},
       {"--preset tiny-smollm3 --no-rope-layers 1,0,x,1",
        "--no-rope-layers expects an integer, got 'x'"},
       {"--preset tiny-qwen3 --layer-types full_attention,sliding_attention",
@@ -1797,8 +1935,6 @@ TEST(WriterFamiliesCli, FlagsAFamilyHasNoSettingForAreErrorsNamingThem) {
        "--no-parallel-residual applies only to gpt_neox models"},
       {"--preset tiny-xglm --no-layer-norm-before",
        "--no-layer-norm-before applies only to opt models"},
-      {"--preset tiny-bloom --word-embed-proj-dim 32",
-       "--word-embed-proj-dim applies only to opt models"},
       {"--preset tiny-opt --no-scale-embedding",
        "--no-scale-embedding applies only to xglm models"},
       {"--preset tiny-qwen2 --extra-buffers",
@@ -1863,13 +1999,24 @@ TEST(WriterFamiliesCli, FlagsAndTheApiWriteTheSameFiles) {
        }},
       {"--preset tiny-phi3 --partial-rotary-factor 0.5 --no-tie-embeddings",
        "tiny-phi3", [](ModelSpec &s) { s.rotaryFraction = 0.5; }},
+      {"--preset tiny-phi3-partial --rope-scaling longrope:16",
+       "tiny-phi3-longrope", [](ModelSpec &) {}},
+      {"--preset tiny-phi3-longrope --partial-rotary-factor 0.5 "
+       "--rope-scaling longrope:24,short=1/1/1/1,long=1/2/4/8 --sharp",
+       "tiny-phi3",
+       [](ModelSpec &s) {
+         s.rotaryFraction = 0.5, s.sharp = true;
+         s.ropeScaling.type = RopeScaling::Type::LongRope;
+         s.ropeScaling.originalMaxPositions = 24;
+         s.ropeScaling.shortFactor = {1, 1, 1, 1};
+         s.ropeScaling.longFactor = {1, 2, 4, 8};
+       }},
       {"--preset tiny-gptj --rotary-dim 4 --ffn 96", "tiny-gptj",
        [](ModelSpec &s) { s.rotaryDim = 4, s.ffn = 96; }},
-      {"--preset tiny-opt --no-layer-norm-before --word-embed-proj-dim 16 "
-       "--no-tie",
+      {"--preset tiny-opt --no-layer-norm-before --no-tie",
        "tiny-opt",
        [](ModelSpec &s) {
-         s.layerNormBefore = false, s.wordEmbedProjDim = 16;
+         s.layerNormBefore = false;
          s.tieEmbeddings = false;
        }},
       {"--preset tiny-xglm --no-scale-embedding --layers 1 --heads 2",

@@ -349,19 +349,38 @@ static LogicalResult verifyRopeFrequencies(RopeOp op, int64_t rotaryDims) {
     return op.emitOpError("requires theta or frequencies");
   if (theta && failed(verifyPositive(op, "theta", theta)))
     return failure();
-  if (table) {
-    if (table.getType().getRank() != 1 ||
-        table.getNumElements() != rotaryDims / 2)
+  // A table of rotary_dims / 2 finite, non-negative frequencies.
+  auto verifyTable = [&](llvm::StringRef name,
+                         DenseElementsAttr frequencies) -> LogicalResult {
+    if (frequencies.getType().getRank() != 1 ||
+        frequencies.getNumElements() != rotaryDims / 2)
       return op.emitOpError()
-             << "frequencies must be a tensor of rotary_dims / 2 = "
-             << rotaryDims / 2 << " elements, got " << table.getType();
-    for (auto [index, frequency] : llvm::enumerate(table.getValues<APFloat>()))
+             << name << " must be a tensor of rotary_dims / 2 = "
+             << rotaryDims / 2 << " elements, got " << frequencies.getType();
+    for (auto [index, frequency] :
+         llvm::enumerate(frequencies.getValues<APFloat>()))
       if ((frequency.isNegative() && !frequency.isZero()) ||
           !frequency.isFinite())
         return op.emitOpError()
-               << "frequencies[" << index
+               << name << "[" << index
                << "] must be finite and non-negative, got "
                << floatToString(frequency);
+    return success();
+  };
+  if (table && failed(verifyTable("frequencies", table)))
+    return failure();
+  if (DenseElementsAttr longTable = op.getLongFrequenciesAttr()) {
+    if (!table)
+      return op.emitOpError("long_frequencies switches from a frequencies "
+                            "table: it needs frequencies, not theta");
+    if (failed(verifyTable("long_frequencies", longTable)))
+      return failure();
+    if (op.getLongAfterAttr().getInt() <= 0)
+      return op.emitOpError() << "long_frequencies after must be positive, got "
+                              << op.getLongAfterAttr().getInt();
+  } else if (op.getLongAfterAttr()) {
+    return op.emitOpError("takes long_frequencies' after only with "
+                          "long_frequencies");
   }
 
   FloatAttr ntkFactor = op.getNtkFactorAttr();
