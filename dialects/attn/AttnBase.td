@@ -47,6 +47,8 @@ def Attn_Tensor2D : TensorRankOf<[F32], [2]>;
 def Attn_Tensor3D : TensorRankOf<[F32], [3]>;
 def Attn_WeightTensor : RankedTensorOf<[F32, BF16, I8]>;
 def Attn_TokenIds : TensorRankOf<[I32, I64], [1]>;
+// The experts a mixture-of-experts router chose: [tokens, top_k] indices.
+def Attn_ExpertIds : TensorRankOf<[I32], [2]>;
 // Cached keys and values: f32, or bf16 / f16 (half the bytes a decode step
 // reads from a long cache; widened to f32 where attention loads them).
 def Attn_CacheTensor2D : TensorRankOf<[F32, BF16, F16], [2]>;

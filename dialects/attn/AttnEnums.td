@@ -67,4 +67,26 @@ def Attn_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "fused epilogue of a gemm", 
   let cppNamespace = "::mlir::attn";
 }
 
+// How attn.moe_router turns a token's router logits into expert weights.
+def Attn_MoeScoring : I32EnumAttr<"MoeScoring", "scoring of a mixture-of-experts router", [
+  // softmax over every expert, then the top k probabilities (Mixtral,
+  // Qwen3-MoE; optionally renormalized to sum to 1).
+  I32EnumAttrCase<"SoftmaxTopK", 0, "softmax_top_k">,
+  // the top k logits, then a softmax over those k (gpt-oss).
+  I32EnumAttrCase<"TopKSoftmax", 1, "top_k_softmax">
+]> {
+  let cppNamespace = "::mlir::attn";
+}
+
+// The gated activation of each expert's MLP in attn.moe_experts.
+def Attn_MoeActivation : I32EnumAttr<"MoeActivation", "activation of a mixture-of-experts MLP", [
+  // silu(gate) * up (Mixtral, Qwen3-MoE).
+  I32EnumAttrCase<"Swiglu", 0, "swiglu">,
+  // gpt-oss: g = min(gate, limit), u = clamp(up, -limit, limit),
+  // g * sigmoid(alpha * g) * (u + 1).
+  I32EnumAttrCase<"ClampedSwiglu", 1, "clamped_swiglu">
+]> {
+  let cppNamespace = "::mlir::attn";
+}
+
 #endif // ATTN_ENUMS_TD

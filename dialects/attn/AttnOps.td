@@ -737,6 +737,110 @@ def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+def Attn_MoeRouterOp : Attn_Op<"moe_router", [Pure]> {
+  let summary = "chooses each token's top-k experts and their weights";
+  let description = [{
+    The router of a mixture-of-experts MLP. For `input` `[tokens, hidden]`,
+    `weight` `[experts, hidden]` (torch `nn.Linear`, `out_in`) and an
+    optional `bias` `[experts]`, each token's logits are
+    `l[e] = sum_k input[k] * weight[e, k] (+ bias[e])`, and then:
+
+    - `softmax_top_k` (Mixtral, Qwen3-MoE): `p = softmax(l)` over every
+      expert, the `top_k` largest `p` are chosen; with `normalize` they are
+      divided by their sum (Mixtral always, Qwen3-MoE when
+      `norm_topk_prob`), so the chosen weights sum to 1;
+    - `top_k_softmax` (gpt-oss): the `top_k` largest logits are chosen and
+      their weights are the softmax of those `top_k` logits alone.
+
+    Results: `weights` `[tokens, top_k]` and `experts` `[tokens, top_k]`
+    (i32), best first. Of equal scores the lower expert index ranks first,
+    so routing never depends on the order of evaluation.
+
+    Example (Mixtral: 8 experts, 2 per token):
+    ```mlir
+    %w, %e = attn.moe_router %x, %gate top_k(2) softmax_top_k normalize
+        : tensor<?x4096xf32>, tensor<8x4096xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$input, Attn_Tensor2D:$weight,
+                       Optional<Attn_Tensor1D>:$bias, I64Attr:$top_k,
+                       Attn_MoeScoring:$scoring, UnitAttr:$normalize);
+  let results = (outs Attn_Tensor2D:$weights, Attn_ExpertIds:$experts);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `top_k` `(` $top_k `)` $scoring
+    (`normalize` $normalize^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($weights) `,` type($experts)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getNumExperts() {
+      return cast<ShapedType>(getWeight().getType()).getDimSize(0);
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_MoeExpertsOp : Attn_Op<"moe_experts", [Pure, AttrSizedOperandSegments]> {
+  let summary = "each token's chosen experts' gated MLPs, weighted and summed";
+  let description = [{
+    For `input` `[tokens, hidden]` and a router's `weights` and `experts`
+    `[tokens, top_k]`, with `gate` and `up` `[num_experts, ffn, hidden]` and
+    `down` `[num_experts, hidden, ffn]` (each expert's `nn.Linear` weights,
+    stacked), for every token `t`:
+
+    ```
+    result[t] = sum_j weights[t, j] * (down[e] h_j + down_bias[e])
+    h_j       = act(gate[e] x + gate_bias[e], up[e] x + up_bias[e]),
+                e = experts[t, j], x = input[t]
+    ```
+
+    with `act` the `activation`: `swiglu`, `silu(g) * u`; or
+    `clamped_swiglu` (gpt-oss), with `g' = min(g, limit)` and
+    `u' = clamp(u, -limit, limit)`, `g' * sigmoid(alpha * g') * (u' + 1)`.
+    The biases are optional and come together (gpt-oss has them). An expert
+    index outside `[0, num_experts)` is clamped into it, as attn.embedding
+    clamps token ids. Only the chosen experts are evaluated: a token costs
+    `top_k` expert MLPs whatever `num_experts` is.
+
+    Example (Qwen3-MoE's layer shape: 128 experts of 768, 8 per token):
+    ```mlir
+    %y = attn.moe_experts %x, %w, %e, %gate, %up, %down swiglu
+        : tensor<?x2048xf32>, tensor<?x8xf32>, tensor<?x8xi32>,
+          tensor<128x768x2048xf32>, tensor<128x768x2048xf32>, tensor<128x2048x768xf32>
+        -> tensor<?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Tensor2D:$input, Attn_Tensor2D:$weights,
+                       Attn_ExpertIds:$experts, Attn_Tensor3D:$gate,
+                       Attn_Tensor3D:$up, Attn_Tensor3D:$down,
+                       Optional<Attn_Tensor2D>:$gate_bias,
+                       Optional<Attn_Tensor2D>:$up_bias,
+                       Optional<Attn_Tensor2D>:$down_bias,
+                       Attn_MoeActivation:$activation,
+                       OptionalAttr<F32Attr>:$alpha,
+                       OptionalAttr<F32Attr>:$limit);
+  let results = (outs Attn_Tensor2D:$result);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $experts `,` $gate `,` $up `,` $down
+    (`biases` `(` $gate_bias^ `,` $up_bias `,` $down_bias `:` type($gate_bias) `,` type($up_bias) `,` type($down_bias) `)`)?
+    $activation (`alpha` `(` $alpha^ `)`)? (`limit` `(` $limit^ `)`)? attr-dict
+    `:` type($input) `,` type($weights) `,` type($experts) `,` type($gate) `,`
+    type($up) `,` type($down) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getNumExperts() {
+      return cast<ShapedType>(getGate().getType()).getDimSize(0);
+    }
+    int64_t getFfnSize() {
+      return cast<ShapedType>(getGate().getType()).getDimSize(1);
+    }
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Tensor parallelism
 //===----------------------------------------------------------------------===//
 

@@ -656,6 +656,122 @@ std::vector<float> softmax(const std::vector<float> &x, int64_t rows,
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+MoeRouting moeRouter(const std::vector<float> &x, int64_t tokens,
+                     int64_t hidden, const std::vector<float> &weight,
+                     int64_t experts, const float *bias, int64_t topK,
+                     MoeScoring scoring, bool normalize) {
+  check(hasSize(x, tokens * hidden), "moeRouter: x size != tokens * hidden");
+  check(hasSize(weight, experts * hidden),
+        "moeRouter: weight size != experts * hidden");
+  check(topK >= 1 && topK <= experts, "moeRouter: top_k not in [1, experts]");
+  MoeRouting routing{std::vector<float>(tokens * topK),
+                     std::vector<int32_t>(tokens * topK)};
+  std::vector<double> score(experts);
+  std::vector<int64_t> order(experts);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t e = 0; e < experts; ++e) {
+      double acc = bias ? static_cast<double>(bias[e]) : 0.0;
+      for (int64_t k = 0; k < hidden; ++k)
+        acc += static_cast<double>(x[t * hidden + k]) * weight[e * hidden + k];
+      score[e] = acc;
+    }
+    if (scoring == MoeScoring::SoftmaxTopK) {
+      double maxVal = *std::max_element(score.begin(), score.end()), sum = 0.0;
+      for (double &v : score)
+        sum += (v = std::exp(v - maxVal));
+      for (double &v : score)
+        v /= sum;
+    }
+    for (int64_t e = 0; e < experts; ++e)
+      order[e] = e;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      bool aNan = std::isnan(score[a]), bNan = std::isnan(score[b]);
+      return (aNan && !bNan) || score[a] > score[b];
+    });
+    std::vector<double> chosen(topK);
+    for (int64_t j = 0; j < topK; ++j)
+      chosen[j] = score[order[j]];
+    if (scoring == MoeScoring::TopKSoftmax) {
+      double best = chosen[0], sum = 0.0;
+      for (double &v : chosen)
+        sum += (v = std::exp(v - best));
+      for (double &v : chosen)
+        v /= sum;
+    } else if (normalize) {
+      double sum = 0.0;
+      for (double v : chosen)
+        sum += v;
+      for (double &v : chosen)
+        v /= sum;
+    }
+    for (int64_t j = 0; j < topK; ++j) {
+      routing.weights[t * topK + j] = static_cast<float>(chosen[j]);
+      routing.experts[t * topK + j] = static_cast<int32_t>(order[j]);
+    }
+  }
+  return routing;
+}
+
+std::vector<float> moeExperts(const std::vector<float> &x, int64_t tokens,
+                              int64_t hidden, const MoeRouting &routing,
+                              int64_t topK, const std::vector<float> &gate,
+                              const std::vector<float> &up,
+                              const std::vector<float> &down,
+                              int64_t numExperts, int64_t ffn,
+                              MoeActivation activation, double alpha,
+                              double limit, MoeBiases biases) {
+  check(hasSize(x, tokens * hidden), "moeExperts: x size != tokens * hidden");
+  check(hasSize(routing.weights, tokens * topK) &&
+            routing.experts.size() == routing.weights.size(),
+        "moeExperts: routing size != tokens * top_k");
+  check(hasSize(gate, numExperts * ffn * hidden) &&
+            hasSize(up, numExperts * ffn * hidden) &&
+            hasSize(down, numExperts * hidden * ffn),
+        "moeExperts: expert weight sizes");
+  std::vector<float> out(tokens * hidden);
+  std::vector<double> h(ffn), sum(hidden);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::fill(sum.begin(), sum.end(), 0.0);
+    const float *row = x.data() + t * hidden;
+    for (int64_t j = 0; j < topK; ++j) {
+      int64_t e = std::clamp<int64_t>(routing.experts[t * topK + j], 0,
+                                      numExperts - 1);
+      for (int64_t f = 0; f < ffn; ++f) {
+        double g = biases.gate ? (*biases.gate)[e * ffn + f] : 0.0;
+        double u = biases.up ? (*biases.up)[e * ffn + f] : 0.0;
+        const float *gw = gate.data() + (e * ffn + f) * hidden;
+        const float *uw = up.data() + (e * ffn + f) * hidden;
+        for (int64_t k = 0; k < hidden; ++k) {
+          g += static_cast<double>(row[k]) * gw[k];
+          u += static_cast<double>(row[k]) * uw[k];
+        }
+        if (activation == MoeActivation::Swiglu) {
+          h[f] = g / (1.0 + std::exp(-g)) * u;
+        } else {
+          g = std::min(g, limit);
+          u = std::clamp(u, -limit, limit);
+          h[f] = g / (1.0 + std::exp(-alpha * g)) * (u + 1.0);
+        }
+      }
+      double w = routing.weights[t * topK + j];
+      for (int64_t d = 0; d < hidden; ++d) {
+        double acc = biases.down ? (*biases.down)[e * hidden + d] : 0.0;
+        const float *dw = down.data() + (e * hidden + d) * ffn;
+        for (int64_t f = 0; f < ffn; ++f)
+          acc += h[f] * dw[f];
+        sum[d] += w * acc;
+      }
+    }
+    for (int64_t d = 0; d < hidden; ++d)
+      out[t * hidden + d] = static_cast<float>(sum[d]);
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
 // Test helpers
 //===----------------------------------------------------------------------===//
 

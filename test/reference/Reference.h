@@ -296,6 +296,53 @@ std::vector<float> softmax(const std::vector<float> &x, int64_t rows,
                            int64_t d);
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+enum class MoeScoring {
+  SoftmaxTopK, ///< softmax over every expert, then the top k (Mixtral, Qwen3-MoE).
+  TopKSoftmax, ///< the top k logits, then a softmax over them (gpt-oss).
+};
+
+struct MoeRouting {
+  std::vector<float> weights;   ///< [tokens, topK], best first
+  std::vector<int32_t> experts; ///< [tokens, topK]
+};
+
+/// Each token's top-k experts: logits x W^T (+ bias) for W [experts,
+/// hidden], scored as `scoring` says (`normalize`: the chosen softmax
+/// probabilities divided by their sum). Equal scores rank the lower expert
+/// first; NaN ranks above every number (torch.topk).
+MoeRouting moeRouter(const std::vector<float> &x, int64_t tokens,
+                     int64_t hidden, const std::vector<float> &weight,
+                     int64_t experts, const float *bias, int64_t topK,
+                     MoeScoring scoring, bool normalize);
+
+enum class MoeActivation {
+  Swiglu,        ///< silu(g) * u.
+  ClampedSwiglu, ///< gpt-oss: g' sigmoid(alpha g') (u' + 1), g' = min(g, limit),
+                 ///< u' = clamp(u, -limit, limit).
+};
+
+/// The biases of gpt-oss's experts: [experts, ffn], [experts, ffn],
+/// [experts, hidden].
+struct MoeBiases {
+  const std::vector<float> *gate = nullptr, *up = nullptr, *down = nullptr;
+};
+
+/// result[t] = sum_j weights[t, j] (down[e] act(gate[e] x + gb, up[e] x + ub)
+/// + db), e = experts[t, j] clamped into [0, numExperts); gate and up are
+/// [numExperts, ffn, hidden], down [numExperts, hidden, ffn].
+std::vector<float> moeExperts(const std::vector<float> &x, int64_t tokens,
+                              int64_t hidden, const MoeRouting &routing,
+                              int64_t topK, const std::vector<float> &gate,
+                              const std::vector<float> &up,
+                              const std::vector<float> &down,
+                              int64_t numExperts, int64_t ffn,
+                              MoeActivation activation, double alpha = 0.0,
+                              double limit = 0.0, MoeBiases biases = {});
+
+//===----------------------------------------------------------------------===//
 // Test helpers
 //===----------------------------------------------------------------------===//
 

@@ -1,7 +1,8 @@
 //===- AttnToLinalg.cpp - lower attn ops to linalg on tensors -------------===//
 //
-// One pattern per op. Attention has its own file (AttentionToLinalg.cpp); the
-// rest are projections, row reductions and elementwise maps.
+// One pattern per op. Attention and the mixture-of-experts ops have their
+// own files (AttentionToLinalg.cpp, MoeToLinalg.cpp); the rest are
+// projections, row reductions and elementwise maps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 
 #include "AttentionToLinalg.h"
 #include "LinalgBuilders.h"
+#include "MoeToLinalg.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -539,15 +541,6 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
 //===----------------------------------------------------------------------===//
 // Elementwise ops
 //===----------------------------------------------------------------------===//
-
-/// x * sigmoid(x) written as x / (1 + exp(-x)): at large negative x exp
-/// overflows to inf and the quotient is -0, not NaN.
-static Value buildSilu(OpBuilder &b, Location loc, Value x) {
-  Value one = floatConstant(b, loc, 1.0);
-  Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-  Value denom = arith::AddFOp::create(b, loc, one, expNeg);
-  return arith::DivFOp::create(b, loc, x, denom);
-}
 
 /// Lowers a same-shape op with `N` operands to one elementwise generic whose
 /// body is `scalarFn`.
@@ -1345,4 +1338,5 @@ void mlir::attn::populateAttnToLinalgPatterns(
   patterns.add<ElementwiseLowering<ReluOp>>(ctx, reluScalar);
   patterns.add<ElementwiseLowering<SoftcapOp>>(ctx, softcapScalar);
   populateAttentionToLinalgPatterns(patterns, options);
+  populateMoeToLinalgPatterns(patterns);
 }

@@ -130,3 +130,10 @@ Value mlir::attn::buildSoftcap(OpBuilder &b, Location loc, Value x,
       math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, c));
   return arith::MulFOp::create(b, loc, squashed, c);
 }
+
+Value mlir::attn::buildSilu(OpBuilder &b, Location loc, Value x) {
+  Value one = floatConstant(b, loc, 1.0);
+  Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  Value denom = arith::AddFOp::create(b, loc, one, expNeg);
+  return arith::DivFOp::create(b, loc, x, denom);
+}

@@ -84,6 +84,10 @@ Value indexAsFloat(OpBuilder &b, Location loc, Value index, Type floatType);
 /// tanh, then * cap: torch's order).
 Value buildSoftcap(OpBuilder &b, Location loc, Value x, double cap);
 
+/// x * sigmoid(x) written as x / (1 + exp(-x)): at large negative x exp
+/// overflows to inf and the quotient is -0, not NaN.
+Value buildSilu(OpBuilder &b, Location loc, Value x);
+
 } // namespace attn
 } // namespace mlir
 

@@ -1420,4 +1420,174 @@ TEST(KvCache, AppendUpdatesTheCallersBufferInPlaceAndReadSlices) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+using ExpertIds = Buffer<int32_t, 2>;
+
+// The three scorings on random logits (experts exact, weights to 1e-5), then
+// the edge cases: every logit equal (the lower experts win, in order), one
+// expert every token chooses (a large bias) tied with another, and top_k
+// equal to the number of experts (every expert, best first).
+TEST(Moe, RouterScoringsTiesAndTopKOfAll) {
+  const int64_t hidden = 32, experts = 8;
+  auto module = compileOrDie(R"mlir(
+    func.func @normalized(%x: tensor<?x32xf32>, %w: tensor<8x32xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
+      %0, %1 = attn.moe_router %x, %w top_k(2) softmax_top_k normalize : tensor<?x32xf32>, tensor<8x32xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+      return %0, %1 : tensor<?x2xf32>, tensor<?x2xi32>
+    }
+    func.func @probabilities(%x: tensor<?x32xf32>, %w: tensor<8x32xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
+      %0, %1 = attn.moe_router %x, %w top_k(2) softmax_top_k : tensor<?x32xf32>, tensor<8x32xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+      return %0, %1 : tensor<?x2xf32>, tensor<?x2xi32>
+    }
+    func.func @top_k_first(%x: tensor<?x32xf32>, %w: tensor<8x32xf32>, %b: tensor<8xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
+      %0, %1 = attn.moe_router %x, %w, %b top_k(2) top_k_softmax : tensor<?x32xf32>, tensor<8x32xf32>, tensor<8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+      return %0, %1 : tensor<?x2xf32>, tensor<?x2xi32>
+    }
+    func.func @all(%x: tensor<?x32xf32>, %w: tensor<8x32xf32>) -> (tensor<?x8xf32>, tensor<?x8xi32>) {
+      %0, %1 = attn.moe_router %x, %w top_k(8) softmax_top_k normalize : tensor<?x32xf32>, tensor<8x32xf32> -> tensor<?x8xf32>, tensor<?x8xi32>
+      return %0, %1 : tensor<?x8xf32>, tensor<?x8xi32>
+    })mlir");
+  ASSERT_TRUE(module);
+  auto route = [&](const char *name, int64_t topK, std::vector<float> x,
+                   std::vector<float> w, const std::vector<float> *bias) {
+    int64_t tokens = static_cast<int64_t>(x.size()) / hidden;
+    Buffer2D xBuf(std::move(x), {tokens, hidden}), wBuf(std::move(w), {experts, hidden});
+    Buffer2D weights(std::vector<float>(tokens * topK), {tokens, topK});
+    ExpertIds ids(std::vector<int32_t>(tokens * topK, -1), {tokens, topK});
+    Buffer1D bBuf(bias ? *bias : std::vector<float>(experts), {experts});
+    bool called = bias ? module->call(name, xBuf.memref(), wBuf.memref(), bBuf.memref(),
+                                      weights.memref(), ids.memref())
+                       : module->call(name, xBuf.memref(), wBuf.memref(),
+                                      weights.memref(), ids.memref());
+    EXPECT_TRUE(called) << name;
+    return ref::MoeRouting{weights.values(), ids.values()};
+  };
+  // Logits of std ~3: routing far from uniform.
+  std::vector<float> w = weights(experts * hidden, hidden, 7);
+  for (float &v : w)
+    v *= 3.0f;
+  std::vector<float> bias = random(experts, 1.0f, 8);
+  for (int64_t tokens : kSeqLengths) {
+    std::vector<float> x = random(tokens * hidden, 1.0f, 100 + tokens);
+    struct Case {
+      const char *name;
+      int64_t topK;
+      ref::MoeScoring scoring;
+      bool normalize;
+      const std::vector<float> *bias;
+    };
+    for (const Case &c : {Case{"normalized", 2, ref::MoeScoring::SoftmaxTopK, true, nullptr},
+                          Case{"probabilities", 2, ref::MoeScoring::SoftmaxTopK, false, nullptr},
+                          Case{"top_k_first", 2, ref::MoeScoring::TopKSoftmax, false, &bias},
+                          Case{"all", experts, ref::MoeScoring::SoftmaxTopK, true, nullptr}}) {
+      ref::MoeRouting actual = route(c.name, c.topK, x, w, c.bias);
+      ref::MoeRouting expected = ref::moeRouter(x, tokens, hidden, w, experts,
+                                                c.bias ? c.bias->data() : nullptr,
+                                                c.topK, c.scoring, c.normalize);
+      EXPECT_EQ(actual.experts, expected.experts) << c.name << " " << tokens;
+      EXPECT_LE(ref::maxAbsError(actual.weights, expected.weights), kOpTolerance)
+          << c.name << " " << tokens;
+    }
+  }
+
+  // Every logit equal: experts 0 and 1, each 1/8 of the softmax (1/2 once
+  // renormalized); top_k of all lists every expert in index order.
+  const int64_t tokens = 3;
+  std::vector<float> x = random(tokens * hidden, 1.0f, 9), zero(experts * hidden, 0.0f);
+  ref::MoeRouting tie = route("probabilities", 2, x, zero, nullptr);
+  EXPECT_EQ(tie.experts, (std::vector<int32_t>{0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(tie.weights, std::vector<float>(6, 0.125f));
+  EXPECT_EQ(route("normalized", 2, x, zero, nullptr).weights, std::vector<float>(6, 0.5f));
+  ref::MoeRouting all = route("all", experts, x, zero, nullptr);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t e = 0; e < experts; ++e)
+      EXPECT_EQ(all.experts[t * experts + e], e);
+  // A bias every token follows, tied between experts 6 and 3: 3 first.
+  std::vector<float> leaning(experts, 0.0f);
+  leaning[6] = leaning[3] = 100.0f;
+  ref::MoeRouting one = route("top_k_first", 2, x, zero, &leaning);
+  EXPECT_EQ(one.experts, (std::vector<int32_t>{3, 6, 3, 6, 3, 6}));
+  EXPECT_EQ(one.weights, std::vector<float>(6, 0.5f));
+}
+
+// Both activations against the reference, with experts no token chose, every
+// token on one expert, and out-of-range ids (clamped). Pre-activations of std
+// ~4 push gpt-oss's clamp at 7 into play: without it the values differ.
+TEST(Moe, ExpertsSwigluAndClampedGlu) {
+  const int64_t hidden = 32, ffn = 40, experts = 6, topK = 2;
+  auto module = compileOrDie(R"mlir(
+    func.func @swiglu(%x: tensor<?x32xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<6x40x32xf32>, %u: tensor<6x40x32xf32>, %d: tensor<6x32x40xf32>) -> tensor<?x32xf32> {
+      %0 = attn.moe_experts %x, %w, %e, %g, %u, %d swiglu : tensor<?x32xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<6x40x32xf32>, tensor<6x40x32xf32>, tensor<6x32x40xf32> -> tensor<?x32xf32>
+      return %0 : tensor<?x32xf32>
+    }
+    func.func @clamped(%x: tensor<?x32xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<6x40x32xf32>, %u: tensor<6x40x32xf32>, %d: tensor<6x32x40xf32>, %gb: tensor<6x40xf32>, %ub: tensor<6x40xf32>, %db: tensor<6x32xf32>) -> tensor<?x32xf32> {
+      %0 = attn.moe_experts %x, %w, %e, %g, %u, %d biases(%gb, %ub, %db : tensor<6x40xf32>, tensor<6x40xf32>, tensor<6x32xf32>) clamped_swiglu alpha(1.702) limit(7.0) : tensor<?x32xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<6x40x32xf32>, tensor<6x40x32xf32>, tensor<6x32x40xf32> -> tensor<?x32xf32>
+      return %0 : tensor<?x32xf32>
+    })mlir");
+  ASSERT_TRUE(module);
+  std::vector<float> gate = weights(experts * ffn * hidden, hidden, 21),
+                     up = weights(experts * ffn * hidden, hidden, 22),
+                     down = weights(experts * hidden * ffn, ffn, 23),
+                     gateBias = random(experts * ffn, 1.0f, 24),
+                     upBias = random(experts * ffn, 1.0f, 25),
+                     downBias = random(experts * hidden, 1.0f, 26),
+                     routerWeight = weights(experts * hidden, hidden, 27);
+  auto run = [&](const char *name, const std::vector<float> &x,
+                 const ref::MoeRouting &routing) {
+    int64_t tokens = static_cast<int64_t>(x.size()) / hidden;
+    Buffer2D xBuf(x, {tokens, hidden}), wBuf(routing.weights, {tokens, topK});
+    ExpertIds eBuf(routing.experts, {tokens, topK});
+    Buffer3D gBuf(gate, {experts, ffn, hidden}), uBuf(up, {experts, ffn, hidden}),
+        dBuf(down, {experts, hidden, ffn});
+    Buffer2D gbBuf(gateBias, {experts, ffn}), ubBuf(upBias, {experts, ffn}),
+        dbBuf(downBias, {experts, hidden});
+    Buffer2D out(std::vector<float>(tokens * hidden), {tokens, hidden});
+    bool clamped = std::string(name) == "clamped";
+    bool called =
+        clamped ? module->call(name, xBuf.memref(), wBuf.memref(), eBuf.memref(),
+                               gBuf.memref(), uBuf.memref(), dBuf.memref(),
+                               gbBuf.memref(), ubBuf.memref(), dbBuf.memref(),
+                               out.memref())
+                : module->call(name, xBuf.memref(), wBuf.memref(), eBuf.memref(),
+                               gBuf.memref(), uBuf.memref(), dBuf.memref(),
+                               out.memref());
+    EXPECT_TRUE(called) << name;
+    return out.values();
+  };
+  auto check = [&](const std::vector<float> &x, const ref::MoeRouting &routing,
+                   const std::string &what) {
+    int64_t tokens = static_cast<int64_t>(x.size()) / hidden;
+    EXPECT_CLOSE(run("swiglu", x, routing),
+                 ref::moeExperts(x, tokens, hidden, routing, topK, gate, up, down,
+                                 experts, ffn, ref::MoeActivation::Swiglu),
+                 kOpTolerance)
+        << what;
+    EXPECT_CLOSE(run("clamped", x, routing),
+                 ref::moeExperts(x, tokens, hidden, routing, topK, gate, up, down,
+                                 experts, ffn, ref::MoeActivation::ClampedSwiglu,
+                                 static_cast<double>(1.702f), 7.0,
+                                 {&gateBias, &upBias, &downBias}),
+                 kOpTolerance)
+        << what;
+  };
+  for (int64_t tokens : kSeqLengths) {
+    std::vector<float> x = random(tokens * hidden, 4.0f, 200 + tokens);
+    check(x, ref::moeRouter(x, tokens, hidden, routerWeight, experts, nullptr,
+                            topK, ref::MoeScoring::SoftmaxTopK, true),
+          "routed " + std::to_string(tokens));
+    // Every token on expert 4 (twice, with weights that do not sum to 1).
+    ref::MoeRouting one{random(tokens * topK, 1.0f, 300 + tokens),
+                        std::vector<int32_t>(tokens * topK, 4)};
+    check(x, one, "one expert " + std::to_string(tokens));
+  }
+  // Out-of-range ids read the nearest expert.
+  std::vector<float> x = random(2 * hidden, 4.0f, 400);
+  ref::MoeRouting outside{{0.75f, 0.25f, 0.5f, 0.5f}, {-3, 99, 0, 5}};
+  ref::MoeRouting clamped{outside.weights, {0, 5, 0, 5}};
+  EXPECT_EQ(run("swiglu", x, outside), run("swiglu", x, clamped));
+  EXPECT_EQ(run("clamped", x, outside), run("clamped", x, clamped));
+}
+
 } // namespace

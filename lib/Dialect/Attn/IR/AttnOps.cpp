@@ -1012,5 +1012,110 @@ LogicalResult SoftcapOp::verify() {
   return verifyPositive(*this, "cap", getCapAttr());
 }
 
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+/// Checks that `type` has the static shape `expected`; the message names
+/// the operand and what each dimension is.
+static LogicalResult verifyExactShape(Operation *op, StringRef name,
+                                      ShapedType type,
+                                      ArrayRef<int64_t> expected,
+                                      StringRef meaning) {
+  if (type.hasStaticShape() && type.getShape() == expected)
+    return success();
+  InFlightDiagnostic diag = op->emitOpError() << "requires " << name << " of shape [";
+  llvm::interleave(expected, diag, [&](int64_t d) { diag << dimToString(d); }, ", ");
+  return diag << "] (" << meaning << "), got " << type;
+}
+
+LogicalResult MoeRouterOp::verify() {
+  RankedTensorType input = getInput().getType(), weight = getWeight().getType();
+  if (failed(verifyStaticDim(*this, "weight", weight, 0)) ||
+      failed(verifyStaticDim(*this, "input", input, 1)) ||
+      failed(verifyDimsMatch(*this, "weight", weight, 1, "input", input, 1)))
+    return failure();
+  int64_t experts = weight.getDimSize(0);
+  if (Value bias = getBias())
+    if (failed(verifyDimsMatch(*this, "bias", tensorType(bias), 0, "weight",
+                               weight, 0)))
+      return failure();
+  int64_t topK = static_cast<int64_t>(getTopK());
+  if (topK < 1 || topK > experts)
+    return emitOpError() << "top_k must be in [1, " << experts
+                         << "] (the number of experts), got " << topK;
+  if (getNormalize() && getScoring() == MoeScoring::TopKSoftmax)
+    return emitOpError("normalize applies to softmax_top_k: top_k_softmax's "
+                       "weights already sum to 1");
+  for (auto [name, result] :
+       {std::pair<StringRef, Value>{"weights", getWeights()},
+        {"experts", getExperts()}}) {
+    auto type = tensorType(result);
+    if (failed(verifyDimsMatch(*this, name, type, 0, "input", input, 0)))
+      return failure();
+    if (type.getDimSize(1) != topK)
+      return emitOpError() << "requires " << name << " with top_k (" << topK
+                           << ") columns, got " << type;
+  }
+  return success();
+}
+
+LogicalResult MoeExpertsOp::verify() {
+  RankedTensorType input = getInput().getType(), gate = getGate().getType();
+  if (failed(verifyStaticDim(*this, "input", input, 1)) ||
+      failed(verifyStaticDim(*this, "gate", gate, 0)) ||
+      failed(verifyStaticDim(*this, "gate", gate, 1)))
+    return failure();
+  int64_t experts = gate.getDimSize(0), ffn = gate.getDimSize(1),
+          hidden = input.getDimSize(1);
+  if (failed(verifyExactShape(*this, "gate", gate, {experts, ffn, hidden},
+                              "experts, ffn, hidden")) ||
+      failed(verifyExactShape(*this, "up", getUp().getType(),
+                              {experts, ffn, hidden}, "experts, ffn, hidden")) ||
+      failed(verifyExactShape(*this, "down", getDown().getType(),
+                              {experts, hidden, ffn}, "experts, hidden, ffn")))
+    return failure();
+
+  RankedTensorType weights = getWeights().getType(),
+                   chosen = getExperts().getType();
+  if (failed(verifyStaticDim(*this, "weights", weights, 1)) ||
+      failed(verifyDimsMatch(*this, "weights", weights, 0, "input", input, 0)) ||
+      failed(verifyDimsMatch(*this, "experts", chosen, 0, "input", input, 0)) ||
+      failed(verifyDimsMatch(*this, "experts", chosen, 1, "weights", weights, 1)) ||
+      failed(verifyDimsMatch(*this, "result", getResult().getType(), 0, "input",
+                             input, 0)) ||
+      failed(verifyDimsMatch(*this, "result", getResult().getType(), 1, "input",
+                             input, 1)))
+    return failure();
+  if (weights.getDimSize(1) < 1)
+    return emitOpError() << "requires at least one expert per token, got "
+                         << weights;
+
+  Value gateBias = getGateBias(), upBias = getUpBias(), downBias = getDownBias();
+  if (gateBias || upBias || downBias) {
+    if (!gateBias || !upBias || !downBias)
+      return emitOpError("requires the gate, up and down biases together");
+    if (failed(verifyExactShape(*this, "gate_bias", shapedType(gateBias),
+                                {experts, ffn}, "experts, ffn")) ||
+        failed(verifyExactShape(*this, "up_bias", shapedType(upBias),
+                                {experts, ffn}, "experts, ffn")) ||
+        failed(verifyExactShape(*this, "down_bias", shapedType(downBias),
+                                {experts, hidden}, "experts, hidden")))
+      return failure();
+  }
+
+  bool clamped = getActivation() == MoeActivation::ClampedSwiglu;
+  if (!clamped) {
+    if (getAlphaAttr() || getLimitAttr())
+      return emitOpError("alpha and limit belong to clamped_swiglu");
+    return success();
+  }
+  if (!getAlphaAttr() || !getLimitAttr())
+    return emitOpError("clamped_swiglu requires alpha and limit");
+  if (failed(verifyPositive(*this, "alpha", getAlphaAttr())))
+    return failure();
+  return verifyPositive(*this, "limit", getLimitAttr());
+}
+
 #define GET_OP_CLASSES
 #include "attn/Dialect/Attn/IR/AttnOps.cpp.inc"

@@ -1,0 +1,284 @@
+//===- MoeToLinalg.cpp - mixture-of-experts ops to linalg on tensors ------===//
+//
+// The reference lowering of attn.moe_router and attn.moe_experts: plain
+// generics whose bodies gather the chosen experts' weights with
+// tensor.extract, so only the top_k experts of a token are evaluated. The
+// CPU kernels that group tokens by expert are the fast path; this is the
+// semantics they are checked against.
+//
+//===----------------------------------------------------------------------===//
+
+#include "MoeToLinalg.h"
+
+#include "attn/Dialect/Attn/IR/AttnOps.h"
+
+#include "LinalgBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+using utils::IteratorType;
+constexpr IteratorType kParallel = IteratorType::parallel;
+constexpr IteratorType kReduction = IteratorType::reduction;
+
+Value zerosOf(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+              Type elementType) {
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, elementType);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
+  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+      .getResult(0);
+}
+
+/// A generic over `rank` loops (the last `reductions` of them reductions)
+/// whose maps are given as lists of loop dimensions.
+Value buildLoops(OpBuilder &b, Location loc, unsigned rank, unsigned reductions,
+                 ValueRange inputs, ArrayRef<SmallVector<unsigned>> inputDims,
+                 Value init, ArrayRef<unsigned> outputDims, GenericBodyFn body) {
+  MLIRContext *ctx = b.getContext();
+  auto map = [&](ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : dims)
+      exprs.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(rank, 0, exprs, ctx);
+  };
+  SmallVector<AffineMap> inputMaps;
+  for (ArrayRef<unsigned> dims : inputDims)
+    inputMaps.push_back(map(dims));
+  SmallVector<IteratorType> iterators(rank, kParallel);
+  for (unsigned i = rank - reductions; i < rank; ++i)
+    iterators[i] = kReduction;
+  return buildGeneric(b, loc, inputs, inputMaps, init, map(outputDims),
+                      iterators, body);
+}
+
+/// `a` ranks before `b`: larger, NaN above every number (torch.topk's
+/// order), and of equal values the lower index (`aIndex < bIndex`) first.
+Value ranksBefore(OpBuilder &b, Location loc, Value a, Value aIndex, Value bv,
+                  Value bIndex) {
+  using P = arith::CmpFPredicate;
+  Value aNan = arith::CmpFOp::create(b, loc, P::UNO, a, a);
+  Value bNan = arith::CmpFOp::create(b, loc, P::UNO, bv, bv);
+  Value bNumber = arith::XOrIOp::create(
+      b, loc, bNan, arith::ConstantIntOp::create(b, loc, 1, 1));
+  Value greater = arith::OrIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, aNan, bNumber),
+      arith::CmpFOp::create(b, loc, P::OGT, a, bv));
+  Value equal = arith::OrIOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::OEQ, a, bv),
+      arith::AndIOp::create(b, loc, aNan, bNan));
+  Value lowerIndex = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           aIndex, bIndex);
+  return arith::OrIOp::create(b, loc, greater,
+                              arith::AndIOp::create(b, loc, equal, lowerIndex));
+}
+
+/// Routing in three steps over [tokens, experts] scores: each expert's rank
+/// among its token's experts (how many rank before it), then for each slot
+/// j < top_k the expert of rank j and its score, then the weights.
+struct MoeRouterLowering : OpConversionPattern<MoeRouterOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MoeRouterOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    int64_t experts = op.getNumExperts(), topK = op.getTopK();
+    auto logitsType = RankedTensorType::get(
+        {op.getInput().getType().getDimSize(0), experts}, rewriter.getF32Type());
+    // The logits and the softmaxes are attn ops, lowered by their own
+    // patterns.
+    Value scores = LinearOp::create(rewriter, loc, logitsType, x,
+                                    adaptor.getWeight(), adaptor.getBias(),
+                                    WeightLayout::OutIn);
+    if (op.getScoring() == MoeScoring::SoftmaxTopK)
+      scores = SoftmaxOp::create(rewriter, loc, scores);
+
+    Value tokens = tensor::DimOp::create(rewriter, loc, x, 0);
+    Type i32 = rewriter.getI32Type();
+    SmallVector<OpFoldResult> perExpert = {tokens, rewriter.getIndexAttr(experts)};
+    SmallVector<OpFoldResult> perSlot = {tokens, rewriter.getIndexAttr(topK)};
+
+    // rank[t, e] = #{e2 : score[t, e2] ranks before score[t, e]}.
+    Value ranks = buildLoops(
+        rewriter, loc, 3, 1, {scores, scores}, {{0, 1}, {0, 2}},
+        zerosOf(rewriter, loc, perExpert, i32), {0, 1},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value e = linalg::IndexOp::create(b, l, 1);
+          Value e2 = linalg::IndexOp::create(b, l, 2);
+          Value before = ranksBefore(b, l, args[1], e2, args[0], e);
+          return arith::AddIOp::create(
+              b, l, args[2], arith::ExtUIOp::create(b, l, i32, before));
+        });
+
+    // The expert of rank j and its score: exactly one e matches each j.
+    auto pick = [&](Value init, bool wantScore) {
+      return buildLoops(
+          rewriter, loc, 3, 1, {ranks, scores}, {{0, 2}, {0, 2}}, init, {0, 1},
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            Value j = arith::IndexCastOp::create(
+                b, l, i32, linalg::IndexOp::create(b, l, 1));
+            Value match = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                args[0], j);
+            Value candidate =
+                wantScore ? args[1]
+                          : arith::IndexCastOp::create(
+                                b, l, i32, linalg::IndexOp::create(b, l, 2));
+            return arith::SelectOp::create(b, l, match, candidate, args[2]);
+          });
+    };
+    Value chosen = pick(zerosOf(rewriter, loc, perSlot, i32), false);
+    Value weights = pick(zerosOf(rewriter, loc, perSlot, rewriter.getF32Type()), true);
+
+    if (op.getScoring() == MoeScoring::TopKSoftmax) {
+      weights = SoftmaxOp::create(rewriter, loc, weights);
+    } else if (op.getNormalize()) {
+      Value sums = buildLoops(
+          rewriter, loc, 2, 1, weights, {{0, 1}},
+          zerosOf(rewriter, loc, {tokens}, rewriter.getF32Type()), {0},
+          [](OpBuilder &b, Location l, ValueRange args) -> Value {
+            return arith::AddFOp::create(b, l, args[1], args[0]);
+          });
+      weights = buildLoops(
+          rewriter, loc, 2, 0, {weights, sums}, {{0, 1}, {0}},
+          emptyTensor(rewriter, loc, perSlot), {0, 1},
+          [](OpBuilder &b, Location l, ValueRange args) -> Value {
+            return arith::DivFOp::create(b, l, args[0], args[1]);
+          });
+    }
+    rewriter.replaceOp(
+        op, {castIfNeeded(rewriter, loc, weights, op.getWeights().getType()),
+             castIfNeeded(rewriter, loc, chosen, op.getExperts().getType())});
+    return success();
+  }
+};
+
+/// The chosen experts' MLPs as four generics over [tokens, top_k, ...]:
+/// gate and up products, the activation (with the biases), the down
+/// product, and the weighted sum over the slots. Each body reads its
+/// expert's weights at experts[t, j] (clamped into range).
+struct MoeExpertsLowering : OpConversionPattern<MoeExpertsOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MoeExpertsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput(), chosen = adaptor.getExperts();
+    int64_t experts = op.getNumExperts(), ffn = op.getFfnSize();
+    int64_t hidden = op.getInput().getType().getDimSize(1);
+    int64_t topK = op.getWeights().getType().getDimSize(1);
+    Value tokens = tensor::DimOp::create(rewriter, loc, x, 0);
+    Type f32 = rewriter.getF32Type();
+
+    // experts[t, j] as an index in [0, experts).
+    auto expertIndex = [&](OpBuilder &b, Location l, Value id) -> Value {
+      Value clamped = arith::MaxSIOp::create(
+          b, l, arith::ConstantIntOp::create(b, l, 0, 32),
+          arith::MinSIOp::create(
+              b, l, id, arith::ConstantIntOp::create(b, l, experts - 1, 32)));
+      return arith::IndexCastOp::create(b, l, b.getIndexType(), clamped);
+    };
+    auto index = [](OpBuilder &b, Location l, unsigned dim) -> Value {
+      return linalg::IndexOp::create(b, l, dim);
+    };
+
+    // out[t, j, n] = sum_k in[t, (j,) k] * W[e, n, k] over loops (t, j, n, k),
+    // `in` indexed by `inDims`.
+    auto expertProduct = [&](Value in, SmallVector<unsigned> inDims,
+                             Value weight, int64_t outFeatures) {
+      SmallVector<OpFoldResult> sizes = {tokens, rewriter.getIndexAttr(topK),
+                                         rewriter.getIndexAttr(outFeatures)};
+      return buildLoops(
+          rewriter, loc, 4, 1, {in, chosen}, {inDims, {0, 1}},
+          zerosOf(rewriter, loc, sizes, f32), {0, 1, 2},
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            Value w = tensor::ExtractOp::create(
+                b, l, weight,
+                ValueRange{expertIndex(b, l, args[1]), index(b, l, 2),
+                           index(b, l, 3)});
+            return arith::AddFOp::create(
+                b, l, args[2], arith::MulFOp::create(b, l, args[0], w));
+          });
+    };
+    SmallVector<OpFoldResult> perFeature = {tokens, rewriter.getIndexAttr(topK),
+                                            rewriter.getIndexAttr(ffn)};
+    Value gate = expertProduct(x, {0, 3}, adaptor.getGate(), ffn);
+    Value up = expertProduct(x, {0, 3}, adaptor.getUp(), ffn);
+
+    // h[t, j, f] = act(gate + gate_bias[e, f], up + up_bias[e, f]).
+    Value gateBias = adaptor.getGateBias(), upBias = adaptor.getUpBias();
+    MoeActivation activation = op.getActivation();
+    double alpha = op.getAlpha() ? op.getAlpha()->convertToDouble() : 0.0;
+    double limit = op.getLimit() ? op.getLimit()->convertToDouble() : 0.0;
+    Value hiddenActs = buildLoops(
+        rewriter, loc, 3, 0, {gate, up, chosen}, {{0, 1, 2}, {0, 1, 2}, {0, 1}},
+        emptyTensor(rewriter, loc, perFeature), {0, 1, 2},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value g = args[0], u = args[1];
+          if (gateBias) {
+            ValueRange at = {expertIndex(b, l, args[2]), index(b, l, 2)};
+            g = arith::AddFOp::create(
+                b, l, g, tensor::ExtractOp::create(b, l, gateBias, at));
+            u = arith::AddFOp::create(
+                b, l, u, tensor::ExtractOp::create(b, l, upBias, at));
+          }
+          if (activation == MoeActivation::Swiglu)
+            return arith::MulFOp::create(b, l, buildSilu(b, l, g), u);
+          // gpt-oss: g * sigmoid(alpha g) * (u + 1), g and u clamped first.
+          Value lim = floatConstant(b, l, limit);
+          g = arith::MinimumFOp::create(b, l, g, lim);
+          u = arith::MaximumFOp::create(
+              b, l, arith::MinimumFOp::create(b, l, u, lim),
+              floatConstant(b, l, -limit));
+          Value scaled = arith::MulFOp::create(b, l, g, floatConstant(b, l, alpha));
+          Value sigmoid = arith::DivFOp::create(
+              b, l, floatConstant(b, l, 1.0),
+              arith::AddFOp::create(
+                  b, l, floatConstant(b, l, 1.0),
+                  math::ExpOp::create(b, l, arith::NegFOp::create(b, l, scaled))));
+          Value glu = arith::MulFOp::create(b, l, g, sigmoid);
+          return arith::MulFOp::create(
+              b, l, arith::AddFOp::create(b, l, u, floatConstant(b, l, 1.0)), glu);
+        });
+
+    // out[t, j, d] = sum_f h[t, j, f] * down[e, d, f].
+    Value outputs = expertProduct(hiddenActs, {0, 1, 3}, adaptor.getDown(), hidden);
+
+    // result[t, d] = sum_j weights[t, j] * (out[t, j, d] + down_bias[e, d]);
+    // loops (t, d, j).
+    Value downBias = adaptor.getDownBias();
+    Value result = buildLoops(
+        rewriter, loc, 3, 1, {adaptor.getWeights(), outputs, chosen},
+        {{0, 2}, {0, 2, 1}, {0, 2}},
+        zerosOf(rewriter, loc, {tokens, rewriter.getIndexAttr(hidden)}, f32),
+        {0, 1}, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value v = args[1];
+          if (downBias)
+            v = arith::AddFOp::create(
+                b, l, v,
+                tensor::ExtractOp::create(
+                    b, l, downBias,
+                    ValueRange{expertIndex(b, l, args[2]), index(b, l, 1)}));
+          return arith::AddFOp::create(b, l, args[3],
+                                       arith::MulFOp::create(b, l, args[0], v));
+        });
+    rewriter.replaceOp(op, castIfNeeded(rewriter, loc, result,
+                                        op.getResult().getType()));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::attn::populateMoeToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<MoeRouterLowering, MoeExpertsLowering>(patterns.getContext());
+}

@@ -1,0 +1,88 @@
+// The reference lowering of the mixture-of-experts ops: the router's logits
+// and softmax, each expert's rank, the expert of each rank below top_k;
+// the experts' products read only the chosen expert's weights (a clamped
+// tensor.extract at experts[t, j]). The numbers: OpsE2ETest.cpp's Moe tests.
+// RUN: attn-opt %s -split-input-file --convert-attn-to-linalg | FileCheck %s
+
+// CHECK-LABEL: func.func @router
+// CHECK-NOT: attn.
+// CHECK: %[[LOGITS:.*]] = linalg.matmul
+// CHECK: math.exp
+// CHECK: %[[PROBS:.*]] = linalg.generic {{.*}} ins({{.*}}) outs({{.*}} : tensor<?x8xf32>)
+// The rank of each expert: a reduction over the other experts, ties to the lower index.
+// CHECK: %[[RANKS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[PROBS]], %[[PROBS]] : tensor<?x8xf32>, tensor<?x8xf32>) outs({{.*}} : tensor<?x8xi32>)
+// CHECK:   arith.cmpf ogt
+// CHECK:   arith.cmpi ult
+// CHECK: %[[IDS:.*]] = linalg.generic {{.*}} ins(%[[RANKS]], %[[PROBS]] : tensor<?x8xi32>, tensor<?x8xf32>) outs({{.*}} : tensor<?x2xi32>)
+// CHECK: %[[CHOSEN:.*]] = linalg.generic {{.*}} ins(%[[RANKS]], %[[PROBS]] : tensor<?x8xi32>, tensor<?x8xf32>) outs({{.*}} : tensor<?x2xf32>)
+// normalize: the chosen weights over their sum.
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[CHOSEN]] : tensor<?x2xf32>)
+// CHECK: %[[W:.*]] = linalg.generic {{.*}} ins(%[[CHOSEN]], %[[SUM]] : tensor<?x2xf32>, tensor<?xf32>)
+// CHECK:   arith.divf
+// CHECK: return %[[W]], %[[IDS]]
+func.func @router(%x: tensor<?x64xf32>, %r: tensor<8x64xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
+  %w, %e = attn.moe_router %x, %r top_k(2) softmax_top_k normalize : tensor<?x64xf32>, tensor<8x64xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return %w, %e : tensor<?x2xf32>, tensor<?x2xi32>
+}
+
+// -----
+
+// top_k_softmax: the chosen logits go through a softmax, not a division by
+// their sum.
+// CHECK-LABEL: func.func @router_top_k_first
+// CHECK: linalg.matmul
+// CHECK-NOT: math.exp
+// CHECK: outs({{.*}} : tensor<?x4xf32>)
+// CHECK: math.exp
+// CHECK: return
+func.func @router_top_k_first(%x: tensor<?x64xf32>, %r: tensor<32x64xf32>, %b: tensor<32xf32>) -> (tensor<?x4xf32>, tensor<?x4xi32>) {
+  %w, %e = attn.moe_router %x, %r, %b top_k(4) top_k_softmax : tensor<?x64xf32>, tensor<32x64xf32>, tensor<32xf32> -> tensor<?x4xf32>, tensor<?x4xi32>
+  return %w, %e : tensor<?x4xf32>, tensor<?x4xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @experts
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[W:.*]]: tensor<?x2xf32>, %[[E:.*]]: tensor<?x2xi32>, %[[G:.*]]: tensor<8x96x64xf32>, %[[U:.*]]: tensor<8x96x64xf32>, %[[D:.*]]: tensor<8x64x96xf32>)
+// CHECK-NOT: attn.
+// The gate product over (t, j, f, k): the expert id clamped into [0, 7].
+// CHECK: %[[GATE:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}} ins(%[[X]], %[[E]] : tensor<?x64xf32>, tensor<?x2xi32>) outs({{.*}} : tensor<?x2x96xf32>)
+// CHECK:   arith.minsi
+// CHECK:   arith.maxsi
+// CHECK:   tensor.extract %[[G]]
+// CHECK: %[[UP:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[E]] : {{.*}}) outs({{.*}} : tensor<?x2x96xf32>)
+// CHECK:   tensor.extract %[[U]]
+// CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%[[GATE]], %[[UP]], %[[E]] : {{.*}}) outs({{.*}} : tensor<?x2x96xf32>)
+// CHECK:   math.exp
+// CHECK: %[[OUT:.*]] = linalg.generic {{.*}} ins(%[[H]], %[[E]] : {{.*}}) outs({{.*}} : tensor<?x2x64xf32>)
+// CHECK:   tensor.extract %[[D]]
+// The weighted sum over the slots (t, d, j).
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[W]], %[[OUT]], %[[E]] : {{.*}}) outs({{.*}} : tensor<?x64xf32>)
+// CHECK: return %[[Y]]
+func.func @experts(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<8x96x64xf32>, %u: tensor<8x96x64xf32>, %d: tensor<8x64x96xf32>) -> tensor<?x64xf32> {
+  %y = attn.moe_experts %x, %w, %e, %g, %u, %d swiglu : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x96x64xf32>, tensor<8x96x64xf32>, tensor<8x64x96xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// gpt-oss's activation: the biases gathered per expert, gate clamped above,
+// up on both sides, (up + 1) times the gated unit.
+// CHECK-LABEL: func.func @clamped
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK:   tensor.extract
+// CHECK:   arith.addf
+// CHECK:   tensor.extract
+// CHECK:   arith.addf
+// CHECK:   arith.minimumf
+// CHECK:   arith.minimumf
+// CHECK:   arith.maximumf
+// CHECK:   arith.mulf
+// CHECK:   math.exp
+// CHECK: return
+func.func @clamped(%x: tensor<?x64xf32>, %w: tensor<?x4xf32>, %e: tensor<?x4xi32>, %g: tensor<32x48x64xf32>, %u: tensor<32x48x64xf32>, %d: tensor<32x64x48xf32>, %gb: tensor<32x48xf32>, %ub: tensor<32x48xf32>, %db: tensor<32x64xf32>) -> tensor<?x64xf32> {
+  %y = attn.moe_experts %x, %w, %e, %g, %u, %d biases(%gb, %ub, %db : tensor<32x48xf32>, tensor<32x48xf32>, tensor<32x64xf32>) clamped_swiglu alpha(1.702) limit(7.0) : tensor<?x64xf32>, tensor<?x4xf32>, tensor<?x4xi32>, tensor<32x48x64xf32>, tensor<32x48x64xf32>, tensor<32x64x48xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
