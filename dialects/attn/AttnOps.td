@@ -804,6 +804,12 @@ def Attn_MoeExpertsOp : Attn_Op<"moe_experts", [Pure, AttrSizedOperandSegments]>
     clamps token ids. Only the chosen experts are evaluated: a token costs
     `top_k` expert MLPs whatever `num_experts` is.
 
+    The expert weights may instead be packed as `attn.linear`'s `packed`
+    layout, one slab per expert: `[num_experts, <packed shape>]`, i.e.
+    `[E, blocks, in, NR]` of f32 or bf16, or `[E, blocks, in / 32, NR, 34 |
+    18]` of i8 (q8_0 / q4_0), as `attn-compile` packs a model's experts;
+    `ffn` is then the down projection's input features.
+
     Example (Qwen3-MoE's layer shape: 128 experts of 768, 8 per token):
     ```mlir
     %y = attn.moe_experts %x, %w, %e, %gate, %up, %down swiglu
@@ -813,8 +819,8 @@ def Attn_MoeExpertsOp : Attn_Op<"moe_experts", [Pure, AttrSizedOperandSegments]>
     ```
   }];
   let arguments = (ins Attn_Tensor2D:$input, Attn_Tensor2D:$weights,
-                       Attn_ExpertIds:$experts, Attn_Tensor3D:$gate,
-                       Attn_Tensor3D:$up, Attn_Tensor3D:$down,
+                       Attn_ExpertIds:$experts, Attn_WeightTensor:$gate,
+                       Attn_WeightTensor:$up, Attn_WeightTensor:$down,
                        Optional<Attn_Tensor2D>:$gate_bias,
                        Optional<Attn_Tensor2D>:$up_bias,
                        Optional<Attn_Tensor2D>:$down_bias,
@@ -833,9 +839,10 @@ def Attn_MoeExpertsOp : Attn_Op<"moe_experts", [Pure, AttrSizedOperandSegments]>
     int64_t getNumExperts() {
       return cast<ShapedType>(getGate().getType()).getDimSize(0);
     }
-    int64_t getFfnSize() {
-      return cast<ShapedType>(getGate().getType()).getDimSize(1);
-    }
+    /// Whether the expert weights are packed slabs (else [E, out, in] f32).
+    bool hasPackedExperts();
+    /// Each expert's MLP width.
+    int64_t getFfnSize();
   }];
   let hasVerifier = 1;
 }

@@ -178,6 +178,33 @@ public:
     return strings;
   }
 
+  /// A list of distinct layer indices below `layers`; empty when absent or
+  /// null.
+  std::vector<int64_t> layerList(llvm::StringRef key, int64_t layers) {
+    const JsonValue *value = object.get(key);
+    std::vector<int64_t> list;
+    if (!value || value->getAsNull())
+      return list;
+    const llvm::json::Array *array = value->getAsArray();
+    if (!array) {
+      fail("key '" + name(key) + "' must be a list of layer indices, got " +
+           render(*value));
+      return list;
+    }
+    for (size_t i = 0; i < array->size(); ++i) {
+      std::optional<int64_t> layer = (*array)[i].getAsInteger();
+      if (!layer || (*array)[i].kind() == JsonValue::Boolean || *layer < 0 ||
+          *layer >= layers || llvm::is_contained(list, *layer)) {
+        fail("key '" + name(key) + "' entry " + std::to_string(i) +
+             " must be a distinct layer index below " + std::to_string(layers) +
+             ", got " + render((*array)[i]));
+        return {};
+      }
+      list.push_back(*layer);
+    }
+    return list;
+  }
+
   bool boolean(llvm::StringRef key, bool fallback) {
     const JsonValue *value = object.get(key);
     if (!value || value->getAsNull())
@@ -279,6 +306,7 @@ inline constexpr int64_t kMaxLayers = 1024;
 inline constexpr int64_t kMaxVocab = 1 << 24;
 inline constexpr int64_t kMaxPositions = 1 << 20;
 inline constexpr int64_t kMaxHeads = 4096;
+inline constexpr int64_t kMaxExperts = 4096;
 
 /// A family's config.json reader: fills a ModelConfig (description and
 /// weight names) from the keys, reporting through the reader.
@@ -395,9 +423,17 @@ void readRopeParameters(ConfigReader &reader, ModelConfig &config,
 /// rope_parameters, or on each layer type's entry of the latter.
 void readRopeDict(ConfigReader &reader, ConfigReader &params, ModelConfig &config);
 
-/// Fails on the keys of mixture-of-experts layers, which no description
-/// expresses (also inside a multimodal config's text_config).
+/// Fails on the keys of mixture-of-experts layers in a family without them
+/// (also inside a multimodal config's text_config).
 void rejectMixtureOfExperts(ConfigReader &reader);
+
+/// The experts of a Mixtral-style MoE (softmax over all, top-k, SwiGLU
+/// experts): `expertsKey` experts of `ffnKey` features, num_experts_per_tok
+/// of them per token (at most the experts: an error naming both keys).
+void readMixtureOfExperts(ConfigReader &reader, ModelConfig &config,
+                          llvm::StringRef expertsKey, llvm::StringRef ffnKey,
+                          int64_t defaultExperts, int64_t defaultTopK,
+                          int64_t defaultFfn);
 
 /// LongRoPE's factor table at `key`: a list of `count` positive numbers
 /// (one per rotary pair), or an error naming the key.
@@ -441,10 +477,15 @@ ModelConfig readGptNeox(ConfigReader &reader);
 ModelConfig readGptj(ConfigReader &reader);
 ModelConfig readLlama(ConfigReader &reader);
 ModelConfig readMistral(ConfigReader &reader);
+ModelConfig readMixtral(ConfigReader &reader);
 ModelConfig readOpt(ConfigReader &reader);
 ModelConfig readPhi3(ConfigReader &reader);
 ModelConfig readQwen2(ConfigReader &reader);
 ModelConfig readQwen3(ConfigReader &reader);
+/// Qwen3's attention on a LLaMA-style config (families/Qwen3.cpp): the
+/// qk-norm, attention_bias on q, k, v and o.
+void readQwen3Attention(ConfigReader &reader, ModelConfig &config);
+ModelConfig readQwen3Moe(ConfigReader &reader);
 ModelConfig readSmolLM3(ConfigReader &reader);
 ModelConfig readXglm(ConfigReader &reader);
 

@@ -29,7 +29,8 @@ struct LayerValues {
   Value attentionNorm, attentionNormBias, qkv, qkvBias, queryNorm, keyNorm,
       output, outputBias, mlpNorm, mlpNormBias, gate, gateBias, up, upBias,
       down, downBias, attentionOutputNorm, attentionOutputNormBias,
-      mlpOutputNorm, mlpOutputNormBias;
+      mlpOutputNorm, mlpOutputNormBias, router, expertGate, expertUp,
+      expertDown;
 
   /// Binds `values` (the present entries of `entries`, in order).
   static LayerValues bind(const LayerEntries &entries, ValueRange values) {
@@ -41,7 +42,8 @@ struct LayerValues {
                        &w.up,            &w.upBias,            &w.down,
                        &w.downBias,      &w.attentionOutputNorm,
                        &w.attentionOutputNormBias,             &w.mlpOutputNorm,
-                       &w.mlpOutputNormBias};
+                       &w.mlpOutputNormBias, &w.router,        &w.expertGate,
+                       &w.expertUp,      &w.expertDown};
     size_t field = 0, next = 0;
     const_cast<LayerEntries &>(entries).forEachField([&](int64_t &entry) {
       if (entry >= 0)
@@ -481,10 +483,28 @@ public:
     return {o, kc1, vc1};
   }
 
-  /// The MLP sublayer of `h`: its down projection.
+  /// The MLP sublayer of `h`: its down projection, or the weighted sum of
+  /// the experts the router chose for each row.
   Value mlpSublayer(Value h, const LayerValues &w) {
+    if (w.router)
+      return mixtureOfExperts(h, w);
     return allReduce(linear(mlp(h, w), w.down, w.downBias, WeightLayout::Packed,
                             config.hiddenSize));
+  }
+
+  Value mixtureOfExperts(Value h, const LayerValues &w) {
+    const MoeSpec &moe = config.moe;
+    int64_t rows = cast<RankedTensorType>(h.getType()).getDimSize(0);
+    auto routed = MoeRouterOp::create(
+        b, loc, activations(rows, moe.topK),
+        RankedTensorType::get({rows, moe.topK}, b.getI32Type()), h, w.router,
+        /*bias=*/Value(), static_cast<uint64_t>(moe.topK), moe.scoring,
+        moe.normalize);
+    return MoeExpertsOp::create(
+        b, loc, activations(rows, config.hiddenSize), h, routed.getWeights(),
+        routed.getExperts(), w.expertGate, w.expertUp, w.expertDown,
+        /*gate_bias=*/Value(), /*up_bias=*/Value(), /*down_bias=*/Value(),
+        MoeActivation::Swiglu, /*alpha=*/FloatAttr(), /*limit=*/FloatAttr());
   }
 
   /// One decoder layer as the description says. `w` holds the layer's
@@ -695,15 +715,18 @@ struct BlockVariant {
   bool localRope;
   /// A NoPE layer of a rotary model: q and k are not rotated.
   bool unrotated;
+  /// A mixture-of-experts layer (its MLP entries differ from a dense one's).
+  bool moe;
   bool operator==(const BlockVariant &other) const {
     return cacheRows == other.cacheRows && localRope == other.localRope &&
-           unrotated == other.unrotated;
+           unrotated == other.unrotated && moe == other.moe;
   }
 };
 
 BlockVariant blockVariant(const ModelConfig &config, int64_t layer, int64_t maxSeq) {
   return {kvCacheRows(config, layer, maxSeq), config.usesLocalRope(layer),
-          config.positions.kind == PositionKind::Rotary && !config.rotatesLayer(layer)};
+          config.positions.kind == PositionKind::Rotary && !config.rotatesLayer(layer),
+          config.isMoeLayer(layer)};
 }
 
 /// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
@@ -722,8 +745,13 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
   int64_t cacheRows = variant.cacheRows;
   ModelIRBuilder ir(b, loc, config, layout, maxSeq, cacheRows, cacheElement, inspect,
                     variant.localRope, !variant.unrotated);
-  // Every layer has the same entries (only their table indices differ).
-  SmallVector<int64_t, 16> entries = layout.layers.front().list();
+  // Every layer of a variant has the same entries (only their table
+  // indices differ).
+  int64_t example = 0;
+  while (!(blockVariant(config, example, maxSeq) == variant))
+    ++example;
+  const LayerEntries &exampleEntries = layout.layers[example];
+  SmallVector<int64_t, 16> entries = exampleEntries.list();
   SmallVector<Type> inputs = {ir.activations(seq, config.hiddenSize)};
   for (int64_t entry : entries)
     inputs.push_back(RankedTensorType::get(layout.shape(entry), entryElementType(b, layout, entry)));
@@ -760,8 +788,8 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
     vc = Value();
     pos = ir.index(0); // unused: each row has its own
   }
-  SmallVector<Value> out = ir.layer(
-      x, LayerValues::bind(layout.layers.front(), weights), kc, vc, pos);
+  SmallVector<Value> out =
+      ir.layer(x, LayerValues::bind(exampleEntries, weights), kc, vc, pos);
   if (batch)
     out.pop_back(); // (x, pool)
   if (inspect)
@@ -825,6 +853,8 @@ std::string blockFunctionName(Entry kind, BlockVariant variant, int64_t maxSeq) 
     name += "_local";
   if (variant.unrotated)
     name += "_nope";
+  if (variant.moe)
+    name += "_moe";
   return name;
 }
 
@@ -1252,7 +1282,45 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
     };
     Value zero = index(0), one = index(1);
     Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-    Value dst = entry->getArguments().back();
+    Value dstAll = entry->getArguments().back();
+    // Where source `s` goes: the whole buffer, or its expert's slab of a
+    // stacked one.
+    auto destination = [&](int64_t s) -> Value {
+      if (!packed.experts)
+        return dstAll;
+      auto type = cast<MemRefType>(dstAll.getType());
+      int64_t rank = type.getRank();
+      SmallVector<int64_t> offsets(rank, 0), sizes(type.getShape()),
+          strides(rank, 1);
+      offsets[0] = s;
+      sizes[0] = 1;
+      MemRefType slab = memref::SubViewOp::inferRankReducedResultType(
+          type.getShape().drop_front(), type, offsets, sizes, strides);
+      return memref::SubViewOp::create(b, loc, slab, dstAll, offsets, sizes,
+                                       strides);
+    };
+    // The last block's lanes past the output features are zero.
+    auto zeroPadding = [&](Value dst) {
+      int64_t padded = packed.blocks() * packed.blockSize;
+      int64_t kSteps = quantized ? packed.inFeatures / kQuantBlock : packed.inFeatures;
+      if (padded <= packed.outFeatures)
+        return;
+      scf::ForOp::create(
+          b, loc, index(packed.outFeatures), index(padded), one, ValueRange{},
+          [&](OpBuilder &nb, Location nl, Value n, ValueRange) {
+            scf::ForOp::create(
+                nb, nl, zero, index(kSteps), one, ValueRange{},
+                [&](OpBuilder &fb, Location fl, Value k, ValueRange) {
+                  if (quantized)
+                    quantizeBlock(fb, fl, packed, dst, n, k,
+                                  [&](OpBuilder &, Location, Value) { return zeroF; });
+                  else
+                    storePacked(fb, fl, zeroF, dst, n, k, packed.blockSize);
+                  scf::YieldOp::create(fb, fl);
+                });
+            scf::YieldOp::create(nb, nl);
+          });
+    };
     // The tensor-parallel rank, when a source is sliced by it.
     Value rank;
     if (llvm::any_of(packed.sources, [](const PackedWeight::Source &source) {
@@ -1263,6 +1331,9 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
     for (size_t s = 0; s < packed.sources.size(); ++s) {
       const PackedWeight::Source &source = packed.sources[s];
       Value src = entry->getArgument(s);
+      Value dst = destination(s);
+      if (packed.experts)
+        offset = 0;
       Value rowOffset = index(offset);
       // This rank's element [row, k] of the source (k for a matrix):
       // shifted to its slice, zero past the valid rows or off rank 0.
@@ -1343,30 +1414,11 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
                 });
           });
       offset += source.rows;
+      if (packed.experts)
+        zeroPadding(dst);
     }
-    if (packed.vector) {
-      func::ReturnOp::create(b, loc);
-      continue;
-    }
-    // The last block's lanes past the output features are zero.
-    int64_t padded = packed.blocks() * packed.blockSize;
-    int64_t kSteps = quantized ? packed.inFeatures / kQuantBlock : packed.inFeatures;
-    if (padded > packed.outFeatures)
-      scf::ForOp::create(
-          b, loc, index(packed.outFeatures), index(padded), one, ValueRange{},
-          [&](OpBuilder &nb, Location nl, Value n, ValueRange) {
-            scf::ForOp::create(
-                nb, nl, zero, index(kSteps), one, ValueRange{},
-                [&](OpBuilder &fb, Location fl, Value k, ValueRange) {
-                  if (quantized)
-                    quantizeBlock(fb, fl, packed, dst, n, k,
-                                  [&](OpBuilder &, Location, Value) { return zeroF; });
-                  else
-                    storePacked(fb, fl, zeroF, dst, n, k, packed.blockSize);
-                  scf::YieldOp::create(fb, fl);
-                });
-            scf::YieldOp::create(nb, nl);
-          });
+    if (!packed.vector && !packed.experts)
+      zeroPadding(dstAll);
     func::ReturnOp::create(b, loc);
   }
 }

@@ -294,9 +294,29 @@ void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
   os << llvm::format("  resident    %.1f MB of weights with %s projections\n",
                      resident / 1e6, weightFormatName(format));
 
+  // A token runs top_k of each MoE layer's experts: the others' parameters
+  // (and bytes) are neither multiplied nor read for it.
+  const MoeSpec &moe = config.moe;
+  int64_t moeLayers = 0, idleExpertBytes = 0;
+  for (int64_t layer = 0; layer < layers; ++layer)
+    moeLayers += config.isMoeLayer(layer);
+  int64_t idle = moeLayers * (moe.numExperts - moe.topK) * 3 * moe.expertFfn *
+                 config.hiddenSize;
+  for (const PackedWeight &packed : layout.packed)
+    if (packed.experts)
+      idleExpertBytes +=
+          packed.bytes() / packed.experts * (packed.experts - moe.topK);
+  if (moeLayers)
+    os << llvm::format("  active      %9.2fM  per token: %lld of %lld experts "
+                       "in %lld MoE layers; %.1f MB of weights read per "
+                       "decoded token\n",
+                       millions(total - idle), (long long)moe.topK,
+                       (long long)moe.numExperts, (long long)moeLayers,
+                       (resident - idleExpertBytes) / 1e6);
+
   // Every projection weight costs a multiply and an add per token; the
   // output projection reads the token embedding when tied.
-  int64_t matmulWeights = byRole[1] + byRole[2] +
+  int64_t matmulWeights = byRole[1] + byRole[2] - idle +
                           (config.tieEmbeddings ? tokenEmbedding : byRole[4]);
   int64_t attentionPerKey = 4 * layers * config.numHeads * config.headDim;
   os << llvm::format("FLOPs per token: %.1f MFLOP in projections (2 x %.2fM "

@@ -85,9 +85,10 @@ const FamilyEntry families[] = {
     {"gemma3_text", readGemma3Text},
     {"gpt2", readGpt2},            {"gpt_neox", readGptNeox},
     {"gptj", readGptj},            {"llama", readLlama},
-    {"mistral", readMistral},      {"opt", readOpt},
-    {"phi3", readPhi3},            {"qwen2", readQwen2},
-    {"qwen3", readQwen3},          {"smollm3", readSmolLM3},
+    {"mistral", readMistral},      {"mixtral", readMixtral},
+    {"opt", readOpt},              {"phi3", readPhi3},
+    {"qwen2", readQwen2},          {"qwen3", readQwen3},
+    {"qwen3_moe", readQwen3Moe},   {"smollm3", readSmolLM3},
     {"xglm", readXglm},
 };
 
@@ -227,8 +228,8 @@ mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
     return llvm::createStringError(
         fileName + ": model_type " + ConfigReader::quote(modelType) +
         " is not supported (supported: " + supported + ")");
-  // What no family's description expresses.
-  rejectMixtureOfExperts(reader);
+  if (modelType != "mixtral" && modelType != "qwen3_moe")
+    rejectMixtureOfExperts(reader);
   // gemma3's reader takes its text model and leaves the image part.
   for (const char *key : {"vision_config", "text_config", "audio_config"})
     if (modelType != "gemma3")
@@ -250,6 +251,25 @@ void mlir::attn::rejectMixtureOfExperts(ConfigReader &reader) {
         "mixture-of-experts layers");
 }
 
+void mlir::attn::readMixtureOfExperts(ConfigReader &reader, ModelConfig &config,
+                                      llvm::StringRef expertsKey,
+                                      llvm::StringRef ffnKey,
+                                      int64_t defaultExperts,
+                                      int64_t defaultTopK, int64_t defaultFfn) {
+  MoeSpec &moe = config.moe;
+  if (config.mlp.kind != MlpKind::SwiGlu)
+    reader.fail("key 'hidden_act' must be silu for " + config.architecture +
+                " (its experts compute silu(gate) * up)");
+  moe.numExperts = reader.positive(expertsKey, defaultExperts, kMaxExperts);
+  moe.topK = reader.positive("num_experts_per_tok", defaultTopK, kMaxExperts);
+  moe.expertFfn = reader.positive(ffnKey, defaultFfn, 4 * kMaxWidth);
+  if (moe.topK > moe.numExperts)
+    reader.fail("num_experts_per_tok (" + llvm::Twine(moe.topK) +
+                ") exceeds " + expertsKey + " (" + llvm::Twine(moe.numExperts) +
+                "): a token cannot choose more experts than there are");
+  moe.scoring = MoeScoring::SoftmaxTopK;
+}
+
 llvm::Expected<ModelConfig> mlir::attn::loadModelConfig(llvm::StringRef path) {
   llvm::SmallString<256> file(path);
   if (llvm::sys::fs::is_directory(file))
@@ -269,12 +289,20 @@ int64_t WeightSpec::numElements() const {
   return count;
 }
 
-std::string WeightNames::layerPrefix(int64_t index) const {
-  std::string prefix = layer;
-  size_t at = prefix.find("{}");
+/// `pattern` with its "{}" replaced by `index`.
+static std::string withIndex(std::string pattern, int64_t index) {
+  size_t at = pattern.find("{}");
   if (at != std::string::npos)
-    prefix.replace(at, 2, std::to_string(index));
-  return prefix;
+    pattern.replace(at, 2, std::to_string(index));
+  return pattern;
+}
+
+std::string mlir::attn::expertPrefix(const WeightNames &names, int64_t expert) {
+  return withIndex(names.expert, expert);
+}
+
+std::string WeightNames::layerPrefix(int64_t index) const {
+  return withIndex(layer, index);
 }
 
 std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
@@ -336,6 +364,17 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
     if (config.block.outputNorms) {
       norm(p + names.attentionOutputNorm, i);
       norm(p + names.mlpOutputNorm, i);
+    }
+    if (config.isMoeLayer(i)) {
+      const MoeSpec &moe = config.moe;
+      projection(p + names.router, moe.numExperts, d, false, WeightRole::Mlp, i);
+      for (int64_t e = 0; e < moe.numExperts; ++e) {
+        std::string expert = p + expertPrefix(names, e);
+        projection(expert + names.expertGate, moe.expertFfn, d, false, WeightRole::Mlp, i);
+        projection(expert + names.expertUp, moe.expertFfn, d, false, WeightRole::Mlp, i);
+        projection(expert + names.expertDown, d, moe.expertFfn, false, WeightRole::Mlp, i);
+      }
+      continue;
     }
     if (config.mlp.fusedGateUp) {
       projection(p + names.gateUp, 2 * f, d, config.mlp.bias, WeightRole::Mlp, i);

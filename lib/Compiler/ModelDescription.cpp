@@ -53,6 +53,9 @@ const Choices<MlpKind> mlpKinds = {{"gelu", MlpKind::Gelu},
                                    {"relu", MlpKind::Relu},
                                    {"swiglu", MlpKind::SwiGlu},
                                    {"geglu", MlpKind::GeGlu}};
+const Choices<MoeScoring> moeScorings = {
+    {"softmax_top_k", MoeScoring::SoftmaxTopK},
+    {"top_k_softmax", MoeScoring::TopKSoftmax}};
 const Choices<GeluApproximation> geluForms = {{"tanh", GeluApproximation::Tanh},
                                               {"erf", GeluApproximation::Erf}};
 const Choices<QkvStorage> qkvStorages = {
@@ -330,6 +333,34 @@ void readMlp(ConfigReader &reader, ModelConfig &config) {
            "' needs a gated kind ('swiglu' or 'geglu')");
 }
 
+/// The optional mixture of experts: its size and routing, the layers that
+/// keep the dense MLP.
+void readMoe(ConfigReader &reader, ModelConfig &config) {
+  std::optional<ConfigReader> section_ =
+      section(reader, "moe", {"experts", "top_k", "ffn", "scoring",
+                              "normalize", "dense_layers"});
+  if (!section_)
+    return;
+  ConfigReader &r = *section_;
+  MoeSpec &m = config.moe;
+  m.numExperts = r.positive("experts", std::nullopt, kMaxExperts);
+  m.topK = r.positive("top_k", std::nullopt, kMaxExperts);
+  m.expertFfn = r.positive("ffn", std::nullopt, 4 * kMaxWidth);
+  if (m.topK > m.numExperts)
+    r.fail("key '" + r.name("top_k") + "' (" + llvm::Twine(m.topK) +
+           ") exceeds '" + r.name("experts") + "' (" +
+           llvm::Twine(m.numExperts) + ")");
+  m.scoring = choose<MoeScoring>(r, "scoring", moeScorings,
+                                 MoeScoring::SoftmaxTopK);
+  m.normalize = r.boolean("normalize", false);
+  if (m.normalize && m.scoring == MoeScoring::TopKSoftmax)
+    r.fail("key '" + r.name("normalize") +
+           "' applies to scoring 'softmax_top_k' only");
+  if (config.mlp.kind != MlpKind::SwiGlu)
+    r.fail("experts are SwiGLU MLPs: key 'mlp.kind' must be 'swiglu'");
+  m.denseLayers = r.layerList("dense_layers", config.numLayers);
+}
+
 void readBlock(ConfigReader &reader, ModelConfig &config) {
   BlockSpec &b = config.block;
   std::optional<ConfigReader> section_ = section(
@@ -378,6 +409,11 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
       {"attention_output_norm", &WeightNames::attentionOutputNorm},
       {"mlp_output_norm", &WeightNames::mlpOutputNorm},
       {"head", &WeightNames::head},
+      {"router", &WeightNames::router},
+      {"expert", &WeightNames::expert},
+      {"expert_gate", &WeightNames::expertGate},
+      {"expert_up", &WeightNames::expertUp},
+      {"expert_down", &WeightNames::expertDown},
   };
   llvm::SmallVector<llvm::StringRef> known = {"layout", "weight_suffix",
                                               "bias_suffix", "prefixes",
@@ -422,12 +458,18 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
       return c.attention.qkNorm;
     if (key == "attention_output_norm" || key == "mlp_output_norm")
       return c.block.outputNorms;
+    bool dense = c.hasDenseMlp();
     if (key == "gate")
-      return c.mlp.gated() && !gateUp;
+      return dense && c.mlp.gated() && !gateUp;
     if (key == "up")
-      return !gateUp;
+      return dense && !gateUp;
     if (key == "gate_up")
-      return gateUp;
+      return dense && gateUp;
+    if (key == "down")
+      return dense;
+    if (key == "router" || key == "expert" || key == "expert_gate" ||
+        key == "expert_up" || key == "expert_down")
+      return c.moe.numExperts > 0;
     if (key == "final_norm")
       return c.block.finalNorm;
     if (key == "head")
@@ -447,6 +489,9 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
   if (c.numLayers > 1 && n.layer.find("{}") == std::string::npos)
     r.fail("key '" + r.name("layer") + "' (" + ConfigReader::quote(n.layer) +
            ") must hold '{}' for the layer index");
+  if (c.moe.numExperts > 1 && n.expert.find("{}") == std::string::npos)
+    r.fail("key '" + r.name("expert") + "' (" + ConfigReader::quote(n.expert) +
+           ") must hold '{}' for the expert index");
 }
 
 /// No two weights may share a name: the checkpoint could not tell them apart.
@@ -469,7 +514,8 @@ ModelConfig mlir::attn::readModelDescription(ConfigReader &reader) {
   reader.onlyKeys({"attn_model_description", "name", "vocab_size",
                    "hidden_size", "layers", "heads", "kv_heads", "head_dim",
                    "intermediate_size", "max_positions", "norm", "positions",
-                   "attention", "mlp", "block", "embedding", "head", "weights"});
+                   "attention", "mlp", "moe", "block", "embedding", "head",
+                   "weights"});
   const JsonValue *version = reader.entries().get("attn_model_description");
   if (!version || version->getAsInteger() != std::optional<int64_t>(1) ||
       version->kind() == JsonValue::Boolean) {
@@ -509,6 +555,7 @@ ModelConfig mlir::attn::readModelDescription(ConfigReader &reader) {
   readPositions(reader, config);
   readAttention(reader, config);
   readMlp(reader, config);
+  readMoe(reader, config);
   readBlock(reader, config);
   if (std::optional<ConfigReader> embedding =
           section(reader, "embedding", {"scale", "norm"})) {
@@ -639,6 +686,19 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       if (gateUp)
         j.attribute("fused_gate_up", true);
     });
+    if (c.moe.numExperts > 0)
+      j.attributeObject("moe", [&] {
+        j.attribute("experts", c.moe.numExperts);
+        j.attribute("top_k", c.moe.topK);
+        j.attribute("ffn", c.moe.expertFfn);
+        j.attribute("scoring", spell(moeScorings, c.moe.scoring));
+        j.attribute("normalize", c.moe.normalize);
+        if (!c.moe.denseLayers.empty())
+          j.attributeArray("dense_layers", [&] {
+            for (int64_t layer : c.moe.denseLayers)
+              j.value(layer);
+          });
+      });
     j.attributeObject("block", [&] {
       j.attribute("pre_norm", c.block.preNorm);
       j.attribute("parallel", c.block.parallel);
@@ -690,10 +750,16 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       name("key_norm", n.keyNorm, c.attention.qkNorm);
       name("output", n.output, true);
       name("mlp_norm", n.mlpNorm, !(c.block.parallel && c.block.sharedNorm));
-      name("gate", n.gate, c.mlp.gated() && !gateUp);
-      name("up", n.up, !gateUp);
-      name("gate_up", n.gateUp, gateUp);
-      name("down", n.down, true);
+      bool dense = c.hasDenseMlp(), moe = c.moe.numExperts > 0;
+      name("gate", n.gate, dense && c.mlp.gated() && !gateUp);
+      name("up", n.up, dense && !gateUp);
+      name("gate_up", n.gateUp, dense && gateUp);
+      name("down", n.down, dense);
+      name("router", n.router, moe);
+      name("expert", n.expert, moe);
+      name("expert_gate", n.expertGate, moe);
+      name("expert_up", n.expertUp, moe);
+      name("expert_down", n.expertDown, moe);
       name("final_norm", n.finalNorm, c.block.finalNorm);
       name("attention_output_norm", n.attentionOutputNorm, c.block.outputNorms);
       name("mlp_output_norm", n.mlpOutputNorm, c.block.outputNorms);

@@ -62,6 +62,9 @@ llvm::Error mlir::attn::checkTensorParallel(const ModelConfig &config,
   if (config.positions.kind == PositionKind::Alibi)
     return fail("ALiBi's per-head slopes (" + config.architecture +
                 ") are not split across ranks yet");
+  if (config.moe.numExperts > 0)
+    return fail("mixture-of-experts layers (" + config.architecture +
+                ") are not split across ranks yet");
   return llvm::Error::success();
 }
 
@@ -257,6 +260,32 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
       entries.mlpOutputNorm = weightOf(p + names.mlpOutputNorm);
       entries.mlpOutputNormBias = biasOf(p + names.mlpOutputNorm, normBias);
     }
+    if (config.isMoeLayer(i)) {
+      // The router stays the checkpoint's f32 [experts, hidden]; each
+      // expert projection is packed as a dense one, the experts stacked.
+      const MoeSpec &moe = config.moe;
+      entries.router = weightOf(p + names.router);
+      auto experts = [&](const std::string &module) {
+        llvm::SmallVector<PackedWeight::Source, 3> sources;
+        for (int64_t e = 0; e < moe.numExperts; ++e)
+          sources.push_back(whole(p + expertPrefix(names, e) + module, outIn));
+        // Named as transformers v5 names its stacked tensors:
+        // mlp.experts.gate_proj.
+        std::string stacked = names.expert;
+        if (size_t at = stacked.find("{}."); at != std::string::npos)
+          stacked.erase(at, 3);
+        int64_t entry = packSources(p + stacked + module, sources, false);
+        PackedWeight &packed = layout.packed.back();
+        packed.experts = moe.numExperts;
+        packed.outFeatures = sources.front().rows;
+        return entry;
+      };
+      entries.expertGate = experts(names.expertGate);
+      entries.expertUp = experts(names.expertUp);
+      entries.expertDown = experts(names.expertDown);
+      layout.layers.push_back(entries);
+      continue;
+    }
     bool mlpBias = config.mlp.bias;
     // A column-parallel MLP projection (rows [rowBegin, rowBegin + f) of
     // `module`) and its bias, whole without a split.
@@ -338,7 +367,8 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
 std::vector<int64_t> mlir::attn::packKinds(const ModelLayout &layout) {
   using Source = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t,
                             std::vector<int64_t>, std::vector<int64_t>>;
-  using Key = std::tuple<bool, int, int64_t, int64_t, int64_t, std::vector<Source>>;
+  using Key = std::tuple<bool, int, int64_t, int64_t, int64_t, int64_t,
+                         std::vector<Source>>;
   std::map<Key, int64_t> kindOf;
   std::vector<int64_t> kinds;
   for (const PackedWeight &packed : layout.packed) {
@@ -353,7 +383,7 @@ std::vector<int64_t> mlir::attn::packKinds(const ModelLayout &layout) {
                            std::vector<int64_t>(shape.begin(), shape.end()));
     }
     Key key{packed.vector, static_cast<int>(packed.format), packed.inFeatures,
-            packed.outFeatures, packed.blockSize, std::move(sources)};
+            packed.outFeatures, packed.blockSize, packed.experts, std::move(sources)};
     auto [it, inserted] =
         kindOf.try_emplace(std::move(key), static_cast<int64_t>(kindOf.size()));
     kinds.push_back(it->second);

@@ -3,7 +3,8 @@
 // Checks the whole-model reference on every family beyond GPT-2 and LLaMA
 // (mistral, qwen2, qwen3, smollm3, gemma, gemma2, gemma3_text and gemma3's
 // text model,
-// phi3, gpt_neox, gptj, opt, bloom, xglm) and on
+// phi3, gpt_neox, gptj, opt, bloom, xglm, and the mixture-of-experts
+// qwen3_moe and mixtral) and on
 // rope_scaling, without the model writer: configs are written here as JSON
 // text and parsed by the reader, weights are built in memory.
 //  - the reader: defaults of absent keys, errors naming the key, and the
@@ -22,7 +23,9 @@
 //    SmolLM3's NoPE layers rotated or a RoPE layer not, ...)
 //    moves the logits far more than the compiled-model tolerance (1e-5);
 //  - hand-computed small cases (OPT's offset, XGLM's table, Gemma's
-//    normalizer) and the --cached command line.
+//    normalizer, the MoE routing with a tie, norm_topk_prob on and off,
+//    dense layers by mlp_only_layers and decoder_sparse_step) and the
+//    --cached command line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,6 +121,15 @@ struct Spec {
   /// rope_theta inside, no top-level rope_theta.
   bool ropeParameters = false;
   std::string extraJson; ///< more keys, e.g. "\"layer_types\": [...]"
+  /// qwen3_moe and mixtral: num_experts (mixtral num_local_experts),
+  /// num_experts_per_tok, moe_intermediate_size (qwen3_moe; mixtral's
+  /// experts are `ffn` wide, qwen3_moe's dense layers), norm_topk_prob,
+  /// decoder_sparse_step (0: not written) and mlp_only_layers (empty: not
+  /// written): qwen3_moe only.
+  int64_t experts = 0, topK = 0, moeFfn = 0;
+  bool normTopK = false;
+  int64_t sparseStep = 0;
+  std::vector<int64_t> mlpOnly;
 };
 
 std::string jsonBool(bool b) { return b ? "true" : "false"; }
@@ -263,7 +275,8 @@ std::string configJson(const Spec &s) {
   j << "\"vocab_size\": " << s.vocab << ",\n";
   const std::string &t = s.type;
   if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
-      t == "smollm3" || t == "gemma" || t == "phi3") {
+      t == "smollm3" || t == "gemma" || t == "phi3" || t == "qwen3_moe" ||
+      t == "mixtral") {
     const bool qwen = t == "qwen2" || t == "qwen3";
     j << "\"hidden_size\": " << s.hidden
       << ", \"num_hidden_layers\": " << s.layers
@@ -278,9 +291,33 @@ std::string configJson(const Spec &s) {
       j << "\"rope_theta\": " << num(s.theta) << ",\n";
     if (t != "phi3" && t != "qwen2")
       j << "\"head_dim\": " << s.headDim << ",\n";
-    if (t == "mistral")
+    if (t == "mistral" || t == "mixtral")
       j << "\"sliding_window\": "
         << (s.window ? std::to_string(s.window) : "null") << ",\n";
+    if (t == "qwen3_moe") {
+      // Qwen3MoeConfig: the window on every layer when use_sliding_window.
+      j << "\"use_sliding_window\": " << jsonBool(s.window > 0)
+        << ", \"sliding_window\": " << (s.window ? s.window : 4096)
+        << ",\n\"num_experts\": " << s.experts
+        << ", \"num_experts_per_tok\": " << s.topK
+        << ", \"moe_intermediate_size\": " << s.moeFfn
+        << ", \"norm_topk_prob\": " << jsonBool(s.normTopK)
+        << ", \"router_aux_loss_coef\": 0.001"
+        << ", \"output_router_logits\": false,\n";
+      if (s.sparseStep)
+        j << "\"decoder_sparse_step\": " << s.sparseStep << ",\n";
+      if (!s.mlpOnly.empty()) {
+        j << "\"mlp_only_layers\": [";
+        for (size_t i = 0; i < s.mlpOnly.size(); ++i)
+          j << (i ? ", " : "") << s.mlpOnly[i];
+        j << "],\n";
+      }
+    }
+    if (t == "mixtral")
+      j << "\"num_local_experts\": " << s.experts
+        << ", \"num_experts_per_tok\": " << s.topK
+        << ", \"router_aux_loss_coef\": 0.02"
+        << ", \"router_jitter_noise\": 0.0,\n";
     if (qwen)
       j << "\"use_sliding_window\": " << jsonBool(s.window > 0)
         << ", \"sliding_window\": " << (s.window ? s.window : 4096)
@@ -306,7 +343,7 @@ std::string configJson(const Spec &s) {
         j << (i ? ", " : "") << "\"" << s.layerTypes[i] << "\"";
       j << "],\n";
     }
-    if (t == "gemma" || t == "qwen3" || t == "smollm3")
+    if (t == "gemma" || t == "qwen3" || t == "smollm3" || t == "qwen3_moe")
       j << "\"attention_bias\": " << jsonBool(s.bias) << ",\n";
     if (t == "phi3")
       j << "\"partial_rotary_factor\": " << num(s.partial)
@@ -403,6 +440,34 @@ Spec baseSpec(const std::string &type) {
     s.theta = 1000000.0;
     s.eps = 1e-6;
     s.bias = false;
+  } else if (type == "qwen3_moe") {
+    // Qwen3's attention (head_dim 12 with 4 heads of a 32 wide model, GQA
+    // 4/2, no biases), three layers: 0 and 2 sparse, 1 dense by
+    // mlp_only_layers; 6 experts of 16, top 2, norm_topk_prob false
+    // (Qwen3MoeConfig's default), dense layers 48 wide. No window.
+    s.layers = 3;
+    s.kvHeads = 2;
+    s.headDim = 12;
+    s.rotaryDim = 12;
+    s.act = "silu";
+    s.theta = 1000000.0;
+    s.eps = 1e-6;
+    s.bias = false;
+    s.experts = 6;
+    s.topK = 2;
+    s.moeFfn = 16;
+    s.mlpOnly = {1};
+  } else if (type == "mixtral") {
+    // Mistral's attention (GQA 4/2, head_dim 8, no window: MixtralConfig's
+    // null), MixtralConfig's theta 1e6 and eps 1e-5; two layers, each of 4
+    // experts 24 wide, top 2.
+    s.kvHeads = 2;
+    s.act = "silu";
+    s.theta = 1000000.0;
+    s.eps = 1e-5;
+    s.ffn = 24;
+    s.experts = 4;
+    s.topK = 2;
   } else if (type == "smollm3") {
     // Four layers, no no_rope_layer_interval key: its default 4 makes layer
     // 3 NoPE; GQA 4/2, head_dim 8, SmolLM3Config's theta 2e6; no window,
@@ -680,6 +745,13 @@ struct Bugs {
   bool longAtOriginal = false;    ///< longrope: long when L >= original, not >
   bool longShortSwapped = false;  ///< longrope: short and long exchanged
   bool noLongropeScale = false;   ///< longrope: attention factor left out
+  bool moeTieHigherFirst = false; ///< MoE: equal probabilities, higher expert
+  bool moeNormFlipped = false;    ///< qwen3_moe: norm_topk_prob read inverted
+  bool moeNoRenorm = false;       ///< mixtral: top-k weights not renormalized
+  bool moeSoftmaxOverTopK = false; ///< MoE: top-k logits, then their softmax
+  bool moeGateUpSwapped = false;  ///< MoE: silu(up) * gate (w3 for w1)
+  bool moeStepShifted = false;    ///< qwen3_moe: sparse when i % step == 0
+  bool moeMlpOnlyIgnored = false; ///< qwen3_moe: mlp_only_layers not read
 };
 
 /// SmolLM3Config.no_rope_layers: the list, else int((i + 1) % interval !=
@@ -1016,6 +1088,82 @@ void splitPerHead(const Mat &qkv, int64_t heads, int64_t hd, bool wrong, Mat &q,
       }
 }
 
+/// Qwen3MoeDecoderLayer: the sparse block iff layer_idx not in
+/// mlp_only_layers and num_experts > 0 and (layer_idx + 1) %
+/// decoder_sparse_step == 0; Mixtral: every layer.
+bool moeLayerHF(const Spec &s, int64_t l, const Bugs &bugs) {
+  if (s.type == "mixtral")
+    return true;
+  const int64_t step = s.sparseStep ? s.sparseStep : 1;
+  bool listed = std::find(s.mlpOnly.begin(), s.mlpOnly.end(), l) !=
+                s.mlpOnly.end();
+  if (bugs.moeMlpOnlyIgnored)
+    listed = false;
+  return !listed && s.experts > 0 &&
+         (bugs.moeStepShifted ? l : l + 1) % step == 0;
+}
+
+/// Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock (transformers 4.57) on
+/// h [n, hidden] of layer prefix `p`: router_logits = gate(h);
+/// softmax over every expert; topk (largest first; equal values: the lower
+/// expert, this project's rule); / sum when norm_topk_prob (mixtral:
+/// always); then sum_j w_j down_e(silu(gate_e h) * up_e h), expert by
+/// expert and token by token, in double.
+Mat moeHF(const Mat &h, const Weights &w, const std::string &p, const Spec &s,
+          const Bugs &bugs) {
+  const bool mixtral = s.type == "mixtral";
+  const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+  const int64_t E = s.experts, k = s.topK;
+  const Mat logits = linearHF(h, w, block + "gate", false);
+  auto softmaxInPlace = [](Vec &v) {
+    double mx = *std::max_element(v.begin(), v.end()), sum = 0;
+    for (double &e : v)
+      sum += (e = std::exp(e - mx));
+    for (double &e : v)
+      e /= sum;
+  };
+  Mat out(h.size(), Vec(h[0].size(), 0.0));
+  for (size_t r = 0; r < h.size(); ++r) {
+    Vec prob = logits[r];
+    if (!bugs.moeSoftmaxOverTopK)
+      softmaxInPlace(prob);
+    std::vector<int64_t> order(E);
+    for (int64_t e = 0; e < E; ++e)
+      order[e] = e;
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      if (prob[a] != prob[b])
+        return prob[a] > prob[b];
+      return bugs.moeTieHigherFirst ? a > b : a < b;
+    });
+    Vec weight(k);
+    for (int64_t j = 0; j < k; ++j)
+      weight[j] = prob[order[j]];
+    if (bugs.moeSoftmaxOverTopK)
+      softmaxInPlace(weight);
+    bool renorm = mixtral ? !bugs.moeNoRenorm : s.normTopK != bugs.moeNormFlipped;
+    if (renorm) {
+      double sum = 0;
+      for (double v : weight)
+        sum += v;
+      for (double &v : weight)
+        v /= sum;
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      const std::string e = block + "experts." + std::to_string(order[j]) + ".";
+      const Mat one = {h[r]};
+      Mat gate = linearHF(one, w, e + (mixtral ? "w1" : "gate_proj"), false);
+      Mat up = linearHF(one, w, e + (mixtral ? "w3" : "up_proj"), false);
+      if (bugs.moeGateUpSwapped)
+        std::swap(gate, up);
+      Mat y = linearHF(mul(activated(gate, "silu"), up), w,
+                       e + (mixtral ? "w2" : "down_proj"), false);
+      for (size_t i = 0; i < out[r].size(); ++i)
+        out[r][i] += weight[j] * y[0][i];
+    }
+  }
+  return out;
+}
+
 std::vector<float> flatten(const Mat &m) {
   std::vector<float> out;
   for (const Vec &row : m)
@@ -1046,8 +1194,12 @@ std::vector<float> independent(const Spec &s, const Weights &w,
   };
 
   if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
-      t == "smollm3" || t == "gemma" || t == "phi3") {
-    const bool gemma = t == "gemma", phi3 = t == "phi3", qwen3 = t == "qwen3";
+      t == "smollm3" || t == "gemma" || t == "phi3" || t == "qwen3_moe" ||
+      t == "mixtral") {
+    const bool gemma = t == "gemma", phi3 = t == "phi3";
+    // Qwen3MoeAttention is Qwen3Attention (q_norm / k_norm before RoPE).
+    const bool qwen3 = t == "qwen3" || t == "qwen3_moe";
+    const bool moe = t == "qwen3_moe" || t == "mixtral";
     const bool smol = t == "smollm3";
     const std::vector<bool> ropeLayers = smolRopeLayers(s, bugs);
     int64_t firstRope = -1;
@@ -1100,9 +1252,11 @@ std::vector<float> independent(const Spec &s, const Weights &w,
       if (qwen3 && bugs.qkNormAfterRope)
         qkNorm();
       int64_t window = 0;
-      if (t == "mistral" || t == "phi3")
+      // Mistral, Mixtral, Phi3, and Qwen3-MoE (use_sliding_window): one
+      // sliding mask for every layer.
+      if (t == "mistral" || t == "phi3" || t == "mixtral" || t == "qwen3_moe")
         window = s.window;
-      if (t == "qwen2" || qwen3) {
+      if (t == "qwen2" || t == "qwen3") {
         // Qwen2Config / Qwen3Config layer_types, or sliding for
         // i >= max_window_layers.
         bool below = l < s.maxWindowLayers;
@@ -1125,6 +1279,10 @@ std::vector<float> independent(const Spec &s, const Weights &w,
       x = add(x, linearHF(a, w, p + "self_attn.o_proj"));
       Mat h2 = rmsNormHF(x, w, p + "post_attention_layernorm", s.eps,
                          gemma && !bugs.noGemmaPlusOne);
+      if (moe && moeLayerHF(s, l, bugs)) {
+        x = add(x, moeHF(h2, w, p, s, bugs));
+        continue;
+      }
       Mat gate, up;
       if (phi3) {
         Mat gu = linearHF(h2, w, p + "mlp.gate_up_proj");
@@ -1446,11 +1604,13 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
   };
   auto ln = [&](const std::string &name) { linear(name, true); };
   if (type == "mistral" || type == "qwen2" || type == "qwen3" ||
-      type == "smollm3" || type == "gemma") {
-    // Qwen3, SmolLM3 and Gemma: attention_bias on q, k, v and o; Qwen2: q,
-    // k, v.
-    bool oBias =
-        (type == "qwen3" || type == "smollm3" || type == "gemma") && bias;
+      type == "smollm3" || type == "gemma" || type == "qwen3_moe" ||
+      type == "mixtral") {
+    // Qwen3, Qwen3-MoE, SmolLM3 and Gemma: attention_bias on q, k, v and o;
+    // Qwen2: q, k, v.
+    bool oBias = (type == "qwen3" || type == "smollm3" || type == "gemma" ||
+                  type == "qwen3_moe") &&
+                 bias;
     bool qkvBias = type == "qwen2" || oBias;
     n.insert("model.embed_tokens.weight");
     n.insert("model.layers.0.input_layernorm.weight");
@@ -1458,14 +1618,30 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
     linear("model.layers.0.self_attn.k_proj", qkvBias);
     linear("model.layers.0.self_attn.v_proj", qkvBias);
     linear("model.layers.0.self_attn.o_proj", oBias);
-    if (type == "qwen3") {
+    if (type == "qwen3" || type == "qwen3_moe") {
       n.insert("model.layers.0.self_attn.q_norm.weight");
       n.insert("model.layers.0.self_attn.k_norm.weight");
     }
     n.insert("model.layers.0.post_attention_layernorm.weight");
-    linear("model.layers.0.mlp.gate_proj", false);
-    linear("model.layers.0.mlp.up_proj", false);
-    linear("model.layers.0.mlp.down_proj", false);
+    if (type == "qwen3_moe") {
+      // Qwen3MoeSparseMoeBlock: gate (no bias), experts.E a Qwen3MoeMLP.
+      n.insert("model.layers.0.mlp.gate.weight");
+      for (int e = 0; e < 6; ++e)
+        for (const char *proj : {"gate_proj", "up_proj", "down_proj"})
+          n.insert("model.layers.0.mlp.experts." + std::to_string(e) + "." +
+                   proj + ".weight");
+    } else if (type == "mixtral") {
+      // MixtralSparseMoeBlock: gate, experts.E a MixtralBlockSparseTop2MLP.
+      n.insert("model.layers.0.block_sparse_moe.gate.weight");
+      for (int e = 0; e < 4; ++e)
+        for (const char *proj : {"w1", "w2", "w3"})
+          n.insert("model.layers.0.block_sparse_moe.experts." +
+                   std::to_string(e) + "." + proj + ".weight");
+    } else {
+      linear("model.layers.0.mlp.gate_proj", false);
+      linear("model.layers.0.mlp.up_proj", false);
+      linear("model.layers.0.mlp.down_proj", false);
+    }
     n.insert("model.norm.weight");
     if (!tie)
       n.insert("lm_head.weight");
@@ -1568,8 +1744,9 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
 }
 
 const char *kFamilies[] = {
-    "mistral", "qwen2",    "qwen3", "smollm3", "gemma", "gemma2", "gemma3_text",
-    "phi3",    "gpt_neox", "gptj",  "opt",     "bloom", "xglm"};
+    "mistral", "qwen2",    "qwen3", "smollm3", "gemma",     "gemma2",
+    "gemma3_text", "phi3", "gpt_neox", "gptj", "opt", "bloom", "xglm",
+    "qwen3_moe", "mixtral"};
 
 TEST(FamilyConfig, TensorNamesAreHFs) {
   for (const char *type : kFamilies)
@@ -1653,6 +1830,40 @@ TEST(FamilyConfig, TensorNamesAreHFs) {
   EXPECT_EQ(shapes["model.layers.5.pre_feedforward_layernorm.weight"],
             Shape{32});
   EXPECT_EQ(shapes["model.layers.0.self_attn.q_proj.weight"], (Shape{48, 32}));
+
+  // qwen3_moe: router [experts, hidden], experts' gate / up
+  // [moe_intermediate_size, hidden] and down its transpose; layer 1
+  // (mlp_only_layers) dense of intermediate_size, with no router.
+  shapes.clear();
+  for (const auto &[name, shape] : ModelReference::expectedWeights(
+           parseOrDie(configJson(baseSpec("qwen3_moe")))))
+    shapes[name] = shape;
+  EXPECT_EQ(shapes["model.layers.0.mlp.gate.weight"], (Shape{6, 32}));
+  EXPECT_EQ(shapes["model.layers.2.mlp.experts.5.gate_proj.weight"],
+            (Shape{16, 32}));
+  EXPECT_EQ(shapes["model.layers.2.mlp.experts.5.up_proj.weight"],
+            (Shape{16, 32}));
+  EXPECT_EQ(shapes["model.layers.2.mlp.experts.5.down_proj.weight"],
+            (Shape{32, 16}));
+  EXPECT_EQ(shapes["model.layers.1.mlp.gate_proj.weight"], (Shape{48, 32}));
+  EXPECT_EQ(shapes["model.layers.1.mlp.down_proj.weight"], (Shape{32, 48}));
+  EXPECT_EQ(shapes.count("model.layers.1.mlp.gate.weight"), 0u);
+  EXPECT_EQ(shapes.count("model.layers.0.mlp.gate_proj.weight"), 0u);
+  EXPECT_EQ(shapes.count("model.layers.0.mlp.experts.6.up_proj.weight"), 0u);
+  // mixtral: w1 / w3 [intermediate_size, hidden], w2 [hidden,
+  // intermediate_size] on every layer.
+  shapes.clear();
+  for (const auto &[name, shape] : ModelReference::expectedWeights(
+           parseOrDie(configJson(baseSpec("mixtral")))))
+    shapes[name] = shape;
+  EXPECT_EQ(shapes["model.layers.1.block_sparse_moe.gate.weight"],
+            (Shape{4, 32}));
+  EXPECT_EQ(shapes["model.layers.1.block_sparse_moe.experts.3.w1.weight"],
+            (Shape{24, 32}));
+  EXPECT_EQ(shapes["model.layers.1.block_sparse_moe.experts.3.w3.weight"],
+            (Shape{24, 32}));
+  EXPECT_EQ(shapes["model.layers.1.block_sparse_moe.experts.3.w2.weight"],
+            (Shape{32, 24}));
 }
 
 /// The dimensions a config class gives a model without those keys.
@@ -2065,6 +2276,190 @@ TEST(FamilyConfig, DefaultsOfAbsentKeys) {
   EXPECT_EQ(xg.maxPositions, 2048);
 }
 
+/// Qwen3MoeConfig and MixtralConfig (transformers 4.57): their defaults,
+/// which layers are sparse, and the keys either ignores.
+TEST(FamilyConfig, MoeKeysAndDefaults) {
+  auto parse = [](const std::string &body) {
+    return parseOrDie("{" + body + "}");
+  };
+  const std::string dims =
+      "\"hidden_size\": 64, \"num_hidden_layers\": 4, \"num_attention_heads\": "
+      "8, \"vocab_size\": 100, \"intermediate_size\": 96";
+  const std::string qwenMoe = "\"model_type\": \"qwen3_moe\", " + dims +
+                              ", \"num_experts\": 8, "
+                              "\"num_experts_per_tok\": 2, "
+                              "\"moe_intermediate_size\": 24";
+  // Qwen3MoeConfig: kv heads 4, head_dim hidden / heads (getattr's default;
+  // not qwen3's 128), theta 1e4, eps 1e-6, 32768 positions, untied, no
+  // biases, qk-norm, no window, norm_topk_prob false, decoder_sparse_step
+  // 1 and no mlp_only_layers: every layer sparse.
+  ModelConfig q = parse(qwenMoe);
+  EXPECT_EQ(q.architecture, Architecture::Qwen3Moe);
+  EXPECT_EQ(q.kvHeads, 4);
+  EXPECT_EQ(q.headDim, 8);
+  EXPECT_EQ(q.rotaryDim, 8);
+  EXPECT_EQ(q.ropeTheta, 10000.0);
+  EXPECT_EQ(q.normEps, 1e-6);
+  EXPECT_EQ(q.maxPositions, 32768);
+  EXPECT_FALSE(q.tieEmbeddings);
+  EXPECT_FALSE(q.attentionBias);
+  EXPECT_TRUE(q.qkNorm);
+  EXPECT_EQ(q.slidingWindow, 0);
+  EXPECT_EQ(q.slidingLayers, std::vector<bool>(4, false));
+  EXPECT_EQ(q.ffn, 96);
+  EXPECT_EQ(q.experts, 8);
+  EXPECT_EQ(q.expertsPerToken, 2);
+  EXPECT_EQ(q.expertFfn, 24);
+  EXPECT_FALSE(q.normalizeTopK);
+  EXPECT_EQ(q.moeLayers, std::vector<bool>(4, true));
+  EXPECT_TRUE(q.notes.empty());
+  // decoder_sparse_step 2: layers 1 and 3; mlp_only_layers takes 3 out;
+  // an index past the layers is ignored, with a note.
+  q = parse(qwenMoe + ", \"decoder_sparse_step\": 2, \"norm_topk_prob\": true, "
+                      "\"mlp_only_layers\": [3, 9]");
+  EXPECT_TRUE(q.normalizeTopK);
+  EXPECT_EQ(q.moeLayers, (std::vector<bool>{false, true, false, false}));
+  ASSERT_EQ(q.notes.size(), 1u);
+  EXPECT_TRUE(contains(q.notes[0], "mlp_only_layers entry 9")) << q.notes[0];
+  q = parse(qwenMoe + ", \"mlp_only_layers\": null, \"decoder_sparse_step\": 3");
+  EXPECT_EQ(q.moeLayers, (std::vector<bool>{false, false, true, false}));
+  // num_experts 0: every layer dense; the expert keys are not needed.
+  q = parse("\"model_type\": \"qwen3_moe\", " + dims + ", \"num_experts\": 0");
+  EXPECT_EQ(q.moeLayers, std::vector<bool>(4, false));
+  // use_sliding_window: the window on every layer (one sliding mask in
+  // Qwen3MoeModel); max_window_layers and layer_types are not read.
+  q = parse(qwenMoe + ", \"use_sliding_window\": true, \"sliding_window\": 16, "
+                      "\"max_window_layers\": 2, \"head_dim\": 16, "
+                      "\"num_key_value_heads\": 2, \"attention_bias\": true");
+  EXPECT_EQ(q.slidingWindow, 16);
+  EXPECT_EQ(q.slidingLayers, std::vector<bool>(4, true));
+  EXPECT_EQ(q.headDim, 16);
+  EXPECT_EQ(q.kvHeads, 2);
+  EXPECT_TRUE(q.attentionBias);
+  ASSERT_EQ(q.notes.size(), 1u);
+  EXPECT_TRUE(contains(q.notes[0], "ignores max_window_layers")) << q.notes[0];
+  q = parse(qwenMoe + ", \"use_sliding_window\": true, \"sliding_window\": null");
+  EXPECT_EQ(q.slidingWindow, 0);
+  EXPECT_EQ(q.slidingLayers, std::vector<bool>(4, false));
+  // Qwen3-30B-A3B's keys: window off.
+  q = parse(qwenMoe + ", \"use_sliding_window\": false, \"sliding_window\": "
+                      "null, \"max_window_layers\": 48");
+  EXPECT_EQ(q.slidingWindow, 0);
+  EXPECT_TRUE(q.notes.empty());
+
+  // MixtralConfig: kv heads 8 (null -> heads), head_dim hidden / heads
+  // (null too), theta 1e6, eps 1e-5, 131072 positions, no window (null),
+  // the experts intermediate_size wide, always renormalized, every layer
+  // sparse; num_experts is num_local_experts' alias (transformers 5).
+  const std::string mixtral = "\"model_type\": \"mixtral\", " + dims +
+                              ", \"num_local_experts\": 8, "
+                              "\"num_experts_per_tok\": 2";
+  ModelConfig m = parse(mixtral);
+  EXPECT_EQ(m.architecture, Architecture::Mixtral);
+  EXPECT_EQ(m.kvHeads, 8);
+  EXPECT_EQ(m.headDim, 8);
+  EXPECT_EQ(m.ropeTheta, 1000000.0);
+  EXPECT_EQ(m.normEps, 1e-5);
+  EXPECT_EQ(m.maxPositions, 4096 * 32);
+  EXPECT_FALSE(m.tieEmbeddings);
+  EXPECT_FALSE(m.attentionBias);
+  EXPECT_FALSE(m.qkNorm);
+  EXPECT_EQ(m.slidingWindow, 0);
+  EXPECT_EQ(m.slidingLayers, std::vector<bool>(4, false));
+  EXPECT_EQ(m.experts, 8);
+  EXPECT_EQ(m.expertsPerToken, 2);
+  EXPECT_EQ(m.expertFfn, 96);
+  EXPECT_TRUE(m.normalizeTopK);
+  EXPECT_EQ(m.moeLayers, std::vector<bool>(4, true));
+  EXPECT_TRUE(m.notes.empty());
+  m = parse("\"model_type\": \"mixtral\", " + dims +
+            ", \"num_experts\": 4, \"num_experts_per_tok\": 1, "
+            "\"num_key_value_heads\": null, \"head_dim\": null, "
+            "\"sliding_window\": 32, \"router_jitter_noise\": 0.1, "
+            "\"norm_topk_prob\": false");
+  EXPECT_EQ(m.experts, 4);
+  EXPECT_EQ(m.expertsPerToken, 1);
+  EXPECT_EQ(m.kvHeads, 8);
+  EXPECT_EQ(m.headDim, 8);
+  EXPECT_EQ(m.slidingWindow, 32);
+  EXPECT_EQ(m.slidingLayers, std::vector<bool>(4, true));
+  EXPECT_TRUE(m.normalizeTopK);
+  ASSERT_EQ(m.notes.size(), 2u);
+  EXPECT_TRUE(contains(m.notes[0], "norm_topk_prob is ignored")) << m.notes[0];
+  EXPECT_TRUE(contains(m.notes[1], "router_jitter_noise")) << m.notes[1];
+}
+
+/// The MoE keys' errors name them: a top k above the experts names both
+/// keys, a missing or malformed key names itself.
+TEST(FamilyConfig, MoeErrorsNameTheKeys) {
+  const std::string dims =
+      "\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": "
+      "8, \"vocab_size\": 100, \"intermediate_size\": 96";
+  const std::string q = "\"model_type\": \"qwen3_moe\", " + dims;
+  const std::string qk = q + ", \"num_experts\": 4, \"moe_intermediate_size\": 8";
+  const std::string m = "\"model_type\": \"mixtral\", " + dims;
+  struct Case {
+    std::string json, expected;
+  };
+  const Case cases[] = {
+      {qk + ", \"num_experts_per_tok\": 5",
+       "\"num_experts_per_tok\" (5) exceeds \"num_experts\" (4)"},
+      {m + ", \"num_local_experts\": 8, \"num_experts_per_tok\": 9",
+       "\"num_experts_per_tok\" (9) exceeds \"num_local_experts\" (8)"},
+      {m + ", \"num_experts\": 2, \"num_experts_per_tok\": 3",
+       "\"num_experts_per_tok\" (3) exceeds \"num_experts\" (2)"},
+      {qk + ", \"num_experts_per_tok\": 0",
+       "\"num_experts_per_tok\" must be an integer in [1,"},
+      {q + ", \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 8",
+       "missing key \"num_experts\""},
+      {q + ", \"num_experts\": 4, \"moe_intermediate_size\": 8",
+       "missing key \"num_experts_per_tok\""},
+      {q + ", \"num_experts\": 4, \"num_experts_per_tok\": 2",
+       "missing key \"moe_intermediate_size\""},
+      {m + ", \"num_experts_per_tok\": 2", "missing key \"num_local_experts\""},
+      {m + ", \"num_local_experts\": 8, \"num_experts\": 4, "
+           "\"num_experts_per_tok\": 2",
+       "\"num_local_experts\" (8) and \"num_experts\" (4) disagree"},
+      {m + ", \"num_local_experts\": 0, \"num_experts_per_tok\": 2",
+       "\"num_local_experts\" must be an integer in [1,"},
+      {qk + ", \"num_experts_per_tok\": 2, \"decoder_sparse_step\": 0",
+       "\"decoder_sparse_step\" must be an integer in [1,"},
+      {qk + ", \"num_experts_per_tok\": 2, \"mlp_only_layers\": 1",
+       "\"mlp_only_layers\" must be an array of layer indices"},
+      {qk + ", \"num_experts_per_tok\": 2, \"mlp_only_layers\": [0, 1.5]",
+       "\"mlp_only_layers\"[1] must be an integer"},
+      {qk + ", \"num_experts_per_tok\": 2, \"norm_topk_prob\": 1",
+       "\"norm_topk_prob\" must be true or false"},
+      {qk + ", \"num_experts_per_tok\": 2, \"hidden_act\": \"gelu\"",
+       "\"hidden_act\" must be silu for qwen3_moe"},
+      {m + ", \"num_local_experts\": 8, \"num_experts_per_tok\": 2, "
+           "\"hidden_act\": \"relu\"",
+       "\"hidden_act\" must be silu for mixtral"},
+      {qk + ", \"num_experts_per_tok\": 2, \"num_key_value_heads\": null",
+       "\"num_key_value_heads\" must not be null for qwen3_moe"},
+      {qk + ", \"num_experts_per_tok\": 2, \"head_dim\": null",
+       "\"head_dim\" must not be null for qwen3_moe"},
+      {qk + ", \"num_experts_per_tok\": 2, \"num_local_experts\": 4",
+       "\"num_local_experts\" is not a key of qwen3_moe's mixture of experts"},
+      {m + ", \"num_local_experts\": 8, \"num_experts_per_tok\": 2, "
+           "\"moe_intermediate_size\": 8",
+       "\"moe_intermediate_size\" is not a key of mixtral's mixture of "
+       "experts"},
+      {m + ", \"num_local_experts\": 8, \"num_experts_per_tok\": 2, "
+           "\"n_routed_experts\": 8",
+       "\"n_routed_experts\" is not a key of mixtral's"},
+      {qk + ", \"num_experts_per_tok\": 2, \"vision_config\": {}",
+       "\"vision_config\": vision and multimodal configs are not supported"},
+      {qk + ", \"num_experts_per_tok\": 2, \"partial_rotary_factor\": 0.5",
+       "partial_rotary_factor < 1 is not supported for qwen3_moe"},
+  };
+  for (const Case &c : cases) {
+    std::string error = parseError("{" + c.json + "}");
+    EXPECT_TRUE(contains(error, c.expected))
+        << "error:    " << error << "\nexpected: " << c.expected;
+  }
+}
+
 TEST(FamilyConfig, RopeScalingKeys) {
   const std::string dims =
       "\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": "
@@ -2426,7 +2821,10 @@ TEST(FamilyConfig, UnsupportedSettingsNameTheKey) {
        "is false"},
       {dims("qwen2"), "num_key_value_heads (32) does not divide "
                       "num_attention_heads (4)"},
-      {"\"model_type\": \"mixtral\"", "unsupported model_type \"mixtral\""},
+      {"\"model_type\": \"qwen2_moe\"", "unsupported model_type \"qwen2_moe\""},
+      {dims("qwen3") + ", \"num_key_value_heads\": 4, \"num_experts\": 4",
+       "\"num_experts\": mixture-of-experts configs are not supported (only "
+       "model_type qwen3_moe and mixtral)"},
       // gemma2, gemma3_text, gemma3.
       {"\"model_type\": \"gemma2\", \"attn_logit_softcapping\": 0",
        "\"attn_logit_softcapping\" must be positive (or null)"},
@@ -2609,6 +3007,41 @@ std::vector<Case> cases() {
   s.rotaryDim = 16;
   s.window = 6;
   add("phi3-full-rotary-window", s);
+  // qwen3_moe: norm_topk_prob (Qwen3-30B-A3B's true), decoder_sparse_step
+  // 2 (layer 1 sparse, 0 and 2 dense), a window on every layer, biases and a
+  // tied head; all experts dense (num_experts 0); top 1 of 8 with yarn.
+  s = baseSpec("qwen3_moe");
+  s.normTopK = true;
+  s.sparseStep = 2;
+  s.mlpOnly = {};
+  s.window = 5;
+  s.bias = true;
+  s.tie = true;
+  add("qwen3_moe-norm-step2-window-bias-tied", s);
+  s = baseSpec("qwen3_moe");
+  s.experts = 0;
+  add("qwen3_moe-no-experts", s);
+  s = baseSpec("qwen3_moe");
+  s.experts = 8;
+  s.topK = 1;
+  s.kvHeads = 4;
+  s.rope = "yarn";
+  s.factor = 4;
+  s.originalMax = 16;
+  add("qwen3_moe-top1-of-8-mha-yarn", s);
+  // mixtral: a window on every layer, top 1 (weight 1 after the
+  // renormalization), and top 4 of 4 (the whole softmax).
+  s = baseSpec("mixtral");
+  s.window = 5;
+  s.topK = 1;
+  s.kvHeads = 1;
+  add("mixtral-window-top1-mqa", s);
+  s = baseSpec("mixtral");
+  s.topK = 4;
+  s.headDim = 12;
+  s.rotaryDim = 12;
+  s.tie = true;
+  add("mixtral-top4-of-4-head-dim-12-tied", s);
   s = baseSpec("gpt_neox");
   s.parallelResidual = false;
   s.tie = true;
@@ -2907,13 +3340,44 @@ TEST(FamilyForward, PlantedBugsAreVisible) {
     std::string what;
     Spec spec;
     std::function<void(Bugs &)> plant;
+    /// A bug that makes a dense layer sparse, or a sparse one dense, reads
+    /// tensors the model does not have: random ones fill them in (those of
+    /// the same model all sparse and all dense), which the reference and the
+    /// correct composition never read.
+    bool moreWeights = false;
   };
   auto spec = [](const std::string &type) { return baseSpec(type); };
   Spec opt350 = baseSpec("opt");
   opt350.normBefore = false;
   Spec phi3Window = baseSpec("phi3");
   phi3Window.window = 6;
+  Spec moeStep2 = baseSpec("qwen3_moe");
+  moeStep2.sparseStep = 2;
+  moeStep2.mlpOnly = {};
+  Spec moeNorm = baseSpec("qwen3_moe");
+  moeNorm.normTopK = true;
   const std::vector<BugCase> bugs = {
+      // Mixture of experts. (A tie's order cannot show with random
+      // weights; FamilyMoe.LayersByHand plants one. Nor can softmax over
+      // the top k for mixtral: the renormalized top-k probabilities are
+      // exactly the softmax of the top-k logits, so for qwen3_moe that bug
+      // is norm_topk_prob read as true.)
+      {"qwen3_moe norm_topk_prob false read as true", spec("qwen3_moe"),
+       [](Bugs &b) { b.moeNormFlipped = true; }},
+      {"qwen3_moe norm_topk_prob true read as false", moeNorm,
+       [](Bugs &b) { b.moeNormFlipped = true; }},
+      {"qwen3_moe softmax over the top k only", spec("qwen3_moe"),
+       [](Bugs &b) { b.moeSoftmaxOverTopK = true; }},
+      {"qwen3_moe gate_proj and up_proj swapped", spec("qwen3_moe"),
+       [](Bugs &b) { b.moeGateUpSwapped = true; }},
+      {"qwen3_moe mlp_only_layers ignored", spec("qwen3_moe"),
+       [](Bugs &b) { b.moeMlpOnlyIgnored = true; }, true},
+      {"qwen3_moe sparse when i % step == 0", moeStep2,
+       [](Bugs &b) { b.moeStepShifted = true; }, true},
+      {"mixtral top-k weights not renormalized", spec("mixtral"),
+       [](Bugs &b) { b.moeNoRenorm = true; }},
+      {"mixtral w1 and w3 swapped", spec("mixtral"),
+       [](Bugs &b) { b.moeGateUpSwapped = true; }},
       {"bloom without ALiBi", spec("bloom"), [](Bugs &b) { b.noAlibi = true; }},
       {"bloom qkv split [q|k|v]", spec("bloom"),
        [](Bugs &b) { b.wrongQkvSplit = true; }},
@@ -3015,7 +3479,17 @@ TEST(FamilyForward, PlantedBugsAreVisible) {
     std::vector<float> good = independent(c.spec, b.weights, tokens);
     Bugs planted;
     c.plant(planted);
-    std::vector<float> bad = independent(c.spec, b.weights, tokens, planted);
+    Weights weights = b.weights;
+    if (c.moreWeights) {
+      Spec sparse = c.spec, dense = c.spec;
+      sparse.sparseStep = 0;
+      sparse.mlpOnly = {};
+      dense.experts = 0;
+      for (const Spec &other : {sparse, dense})
+        for (auto &[name, v] : makeWeights(parseOrDie(configJson(other)), 7))
+          weights.emplace(name, v); // keeps the model's own
+    }
+    std::vector<float> bad = independent(c.spec, weights, tokens, planted);
     double rel = ref::maxRelError(bad, good);
     EXPECT_GT(rel, kBugVisible) << c.what;
     RecordProperty(c.what, sci(rel));
@@ -3079,6 +3553,210 @@ TEST(FamilyForward, XglmTableAsGetEmbeddingBuildsIt) {
   std::vector<float> odd = ref::xglmSinusoidalPositions(3, 9, -1);
   EXPECT_EQ(odd[2 * 9 + 8], 0.0f);
   EXPECT_EQ(odd[2 * 9 + 0], static_cast<float>(std::sin(2.0)));
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts by hand
+//===----------------------------------------------------------------------===//
+//
+// Two tokens whose MoE input rows are x0 = [1, 0] and x1 = [0, 1]; four
+// experts, top 2; router rows [2, 0], [1, 1], [1, 1], [0, 3], so that the
+// logits are [2, 1, 1, 0] and [0, 1, 1, 3]: experts 1 and 2 tie for the
+// second place of both tokens, and the lower, 1, is taken. Expert e's gate
+// and down are the identity, its up (e + 1) I: on x = [1, 0] it gives
+// [silu(1) (e + 1), 0], on [0, 1] the mirror. With E = e^1 and
+// s = silu(1) = E / (E + 1), the nonzero output of each token is
+// s * sum_j w_j (e_j + 1):
+//   token 0: p = [E^2, E, E, 1] / (E + 1)^2, experts 0 and 1:
+//     renormalized  w = [E, 1] / (E + 1)   -> s (E + 2) / (E + 1)
+//     as is         w = [E^2, E] / (E+1)^2 -> s E (E + 2) / (E + 1)^2
+//   token 1: p = [1, E, E, E^3] / (1 + 2E + E^3), experts 3 and 1:
+//     renormalized  w = [E^2, 1] / (E^2 + 1) -> s (4 E^2 + 2) / (E^2 + 1)
+//     as is                               -> s (4 E^3 + 2 E) / (1 + 2E + E^3)
+// Taking expert 2 at the tie would give s (E + 3) / (E + 1) and
+// s (4 E^2 + 3) / (E^2 + 1) (renormalized) instead.
+
+namespace moehand {
+
+const double E = std::exp(1.0);
+const double S = E / (E + 1); // silu(1)
+
+/// The hand values above: the nonzero output of token 0 and token 1.
+double token0(bool normalized, bool tieHigher = false) {
+  double second = tieHigher ? 3 : 2;
+  return normalized ? S * (E + second) / (E + 1)
+                    : S * (E * E + second * E) / ((E + 1) * (E + 1));
+}
+double token1(bool normalized, bool tieHigher = false) {
+  double second = tieHigher ? 3 : 2;
+  return normalized ? S * (4 * E * E + second) / (E * E + 1)
+                    : S * (4 * E * E * E + second * E) / (1 + 2 * E + E * E * E);
+}
+
+const std::vector<float> kRouter = {2, 0, 1, 1, 1, 1, 0, 3};
+const std::vector<float> kIdentity = {1, 0, 0, 1};
+
+std::vector<float> scaledIdentity(float v) { return {v, 0, 0, v}; }
+
+} // namespace moehand
+
+/// ref::sparseMoeBlock on the hand case itself, norm_topk_prob on and off;
+/// its routing; NaN input never hidden.
+TEST(FamilyMoe, SparseBlockByHand) {
+  using namespace moehand;
+  std::vector<std::vector<float>> up;
+  for (int e = 0; e < 4; ++e)
+    up.push_back(scaledIdentity(static_cast<float>(e + 1)));
+  ref::ExpertWeights experts;
+  for (int e = 0; e < 4; ++e) {
+    experts.gate.push_back(&kIdentity);
+    experts.up.push_back(&up[e]);
+    experts.down.push_back(&kIdentity);
+  }
+  const std::vector<float> x = {1, 0, 0, 1};
+  for (bool normalize : {true, false}) {
+    ref::MoeRouting routing;
+    std::vector<float> y = ref::sparseMoeBlock(x, 2, 2, kRouter, experts, 2, 2,
+                                               normalize, &routing);
+    std::vector<float> expected = {static_cast<float>(token0(normalize)), 0,
+                                   0, static_cast<float>(token1(normalize))};
+    EXPECT_LE(ref::maxAbsError(y, expected), 1e-6) << normalize;
+    // The tie went to the lower expert, best first.
+    EXPECT_EQ(routing.experts, (std::vector<int32_t>{0, 1, 3, 1}));
+    const double z0 = (E + 1) * (E + 1), z1 = 1 + 2 * E + E * E * E;
+    std::vector<float> weights =
+        normalize ? std::vector<float>{float(E / (E + 1)), float(1 / (E + 1)),
+                                       float(E * E / (E * E + 1)),
+                                       float(1 / (E * E + 1))}
+                  : std::vector<float>{float(E * E / z0), float(E / z0),
+                                       float(E * E * E / z1), float(E / z1)};
+    EXPECT_LE(ref::maxAbsError(routing.weights, weights), 1e-7) << normalize;
+    // And it matters: expert 2 would give other values.
+    EXPECT_GT(std::fabs(token0(normalize, true) - token0(normalize)), 0.05);
+    EXPECT_GT(std::fabs(token1(normalize, true) - token1(normalize)), 0.05);
+  }
+  // Top 4 of 4, renormalized: the softmax itself.
+  std::vector<float> all =
+      ref::sparseMoeBlock(x, 2, 2, kRouter, experts, 2, 4, true);
+  const double z0 = (E + 1) * (E + 1);
+  EXPECT_NEAR(all[0], S * (E * E + 2 * E + 3 * E + 4) / z0, 1e-6);
+  // A NaN in a token's row makes its output NaN and leaves the other's.
+  std::vector<float> nanX = {std::nanf(""), 0, 0, 1};
+  std::vector<float> y = ref::sparseMoeBlock(nanX, 2, 2, kRouter, experts, 2,
+                                             2, true);
+  EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+  EXPECT_NEAR(y[3], token1(true), 1e-6);
+  // Bad sizes and a top k above the experts throw.
+  EXPECT_THROW(ref::sparseMoeBlock(x, 2, 2, kRouter, experts, 2, 5, true),
+               std::invalid_argument);
+  ref::ExpertWeights three = experts;
+  three.down.pop_back();
+  EXPECT_THROW(ref::sparseMoeBlock(x, 2, 2, kRouter, three, 2, 2, true),
+               std::invalid_argument);
+}
+
+/// Whole models whose MoE (and dense) MLPs see exactly x0 and x1: the
+/// embeddings are [3, 0] and [0, 5], attention adds nothing (o_proj is
+/// zero), rms_norm_eps is 0 and post_attention_layernorm's weight
+/// 1 / sqrt(2), so the normed rows are [1, 0] and [0, 1] (to a float
+/// rounding); every MLP maps a row along its own axis, so every layer's
+/// input norms to them again. A dense MLP (gate, up, down the identity)
+/// adds s. Each layer's MLP output is its residual difference (inspect).
+TEST(FamilyMoe, LayersByHand) {
+  using namespace moehand;
+  struct Model {
+    std::string what, json;
+    /// Per layer: "dense", "moe" (norm_topk_prob off) or "moe-norm".
+    std::vector<std::string> layers;
+  };
+  const std::string attn =
+      "\"vocab_size\": 2, \"hidden_size\": 2, \"num_attention_heads\": 1, "
+      "\"num_key_value_heads\": 1, \"head_dim\": 2, \"intermediate_size\": 2, "
+      "\"rms_norm_eps\": 0.0, \"tie_word_embeddings\": true, ";
+  const std::string qwen =
+      "\"model_type\": \"qwen3_moe\", " + attn +
+      "\"num_experts\": 4, \"num_experts_per_tok\": 2, "
+      "\"moe_intermediate_size\": 2, ";
+  const std::vector<Model> models = {
+      {"qwen3_moe decoder_sparse_step 2",
+       "{" + qwen + "\"num_hidden_layers\": 2, \"decoder_sparse_step\": 2}",
+       {"dense", "moe"}},
+      {"qwen3_moe decoder_sparse_step 2, norm_topk_prob",
+       "{" + qwen +
+           "\"num_hidden_layers\": 2, \"decoder_sparse_step\": 2, "
+           "\"norm_topk_prob\": true}",
+       {"dense", "moe-norm"}},
+      {"qwen3_moe mlp_only_layers [1]",
+       "{" + qwen + "\"num_hidden_layers\": 3, \"mlp_only_layers\": [1]}",
+       {"moe", "dense", "moe"}},
+      {"mixtral",
+       "{\"model_type\": \"mixtral\", " + attn +
+           "\"num_hidden_layers\": 2, \"num_local_experts\": 4, "
+           "\"num_experts_per_tok\": 2}",
+       {"moe-norm", "moe-norm"}},
+  };
+  const float halfRoot = static_cast<float>(1 / std::sqrt(2.0));
+  for (const Model &m : models) {
+    ModelConfig config = parseOrDie(m.json);
+    Weights w;
+    for (const auto &entry : ModelReference::expectedWeights(config)) {
+      const std::string &name = entry.first;
+      const std::vector<int64_t> &shape = entry.second;
+      auto has = [&](const char *part) { return contains(name, part); };
+      std::vector<float> v;
+      if (has("embed_tokens"))
+        v = {3, 0, 0, 5};
+      else if (has("post_attention_layernorm"))
+        v = {halfRoot, halfRoot};
+      else if (has("norm"))
+        v = {1, 1}; // input_layernorm, q_norm, k_norm, model.norm
+      else if (has("o_proj"))
+        v = {0, 0, 0, 0};
+      else if (has(".gate.weight"))
+        v = kRouter;
+      else if (has("experts.")) {
+        // experts.E.up_proj / w3: (E + 1) I; gate and down: I.
+        size_t at = name.find("experts.") + 8;
+        int e = std::stoi(name.substr(at));
+        bool isUp = has("up_proj") || has(".w3.");
+        v = isUp ? scaledIdentity(static_cast<float>(e + 1)) : kIdentity;
+      } else {
+        v = kIdentity; // q/k/v_proj, the dense gate/up/down_proj
+      }
+      ASSERT_EQ(v.size(), static_cast<size_t>(shape.size() == 1
+                                                  ? shape[0]
+                                                  : shape[0] * shape[1]))
+          << name;
+      w[name] = v;
+    }
+    std::string error;
+    auto model = ModelReference::create(config, toStored(config, w), error);
+    ASSERT_TRUE(model) << m.what << ": " << error;
+    ref::Inspection seen;
+    std::vector<float> logits;
+    ASSERT_TRUE(model->inspect({0, 1}, seen, logits, error)) << error;
+    ASSERT_EQ(seen.residual.size(), (m.layers.size() + 1) * 4) << m.what;
+    for (size_t l = 0; l < m.layers.size(); ++l) {
+      // The layer's MLP output: its residual difference.
+      std::vector<float> mlp(4);
+      for (int i = 0; i < 4; ++i)
+        mlp[i] = seen.residual[(l + 1) * 4 + i] - seen.residual[l * 4 + i];
+      const std::string &kind = m.layers[l];
+      double y0 = kind == "dense" ? S : token0(kind == "moe-norm");
+      double y1 = kind == "dense" ? S : token1(kind == "moe-norm");
+      std::vector<float> expected = {float(y0), 0, 0, float(y1)};
+      EXPECT_LE(ref::maxAbsError(mlp, expected), 2e-6)
+          << m.what << ", layer " << l << " (" << kind << "): " << mlp[0]
+          << " " << mlp[3] << " vs " << y0 << " " << y1;
+      if (kind != "dense") {
+        // The planted tie order is far from it.
+        std::vector<float> other = {
+            float(token0(kind == "moe-norm", true)), 0, 0,
+            float(token1(kind == "moe-norm", true))};
+        EXPECT_GT(ref::maxAbsError(mlp, other), 0.05) << m.what << " " << l;
+      }
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -3237,6 +3915,71 @@ TEST(FamilyFiles, Gemma3MultimodalCheckpointsInBothLayouts) {
         << warnings[0];
     EXPECT_TRUE(contains(warnings[1], "image part")) << warnings[1];
     EXPECT_EQ(forwardOrDie(*loaded, tokens), expected) << oldLayout;
+  }
+}
+
+/// Reading qwen3_moe and mixtral folders by HF names: a missing expert
+/// tensor is an error naming it, a misshapen one too; attn-ref-model runs
+/// them.
+TEST(FamilyFiles, MoeFoldersAndErrors) {
+  TempDir dir;
+  std::string tool = std::string(ATTN_TOOLS_DIR) + "/attn-ref-model";
+  for (const char *type : {"qwen3_moe", "mixtral"}) {
+    Spec s = baseSpec(type);
+    Built b = build(s);
+    ASSERT_TRUE(b.model) << type;
+    const bool mixtral = std::string(type) == "mixtral";
+    const std::string missing =
+        mixtral ? "model.layers.1.block_sparse_moe.experts.3.w2.weight"
+                : "model.layers.2.mlp.experts.5.down_proj.weight";
+    const std::string router = mixtral
+                                   ? "model.layers.0.block_sparse_moe.gate.weight"
+                                   : "model.layers.0.mlp.gate.weight";
+    // In memory.
+    std::map<std::string, StoredTensor> stored = toStored(b.config, b.weights);
+    ASSERT_TRUE(stored.count(missing)) << missing;
+    std::map<std::string, StoredTensor> without = stored;
+    without.erase(missing);
+    std::string error;
+    EXPECT_FALSE(ModelReference::create(b.config, without, error));
+    EXPECT_TRUE(contains(error, "missing tensor '" + missing + "'")) << error;
+    std::map<std::string, StoredTensor> misshapen = stored;
+    misshapen[router].shape = {s.hidden, s.experts};
+    EXPECT_FALSE(ModelReference::create(b.config, misshapen, error));
+    EXPECT_TRUE(contains(error, "tensor '" + router + "' has shape [32, " +
+                                    std::to_string(s.experts) + "], expected [" +
+                                    std::to_string(s.experts) + ", 32]"))
+        << error;
+
+    // On disk and on the command line.
+    const std::string model = dir.sub(type);
+    fs::create_directories(model);
+    std::ofstream(model + "/config.json") << configJson(s);
+    writeSafetensors(model + "/model.safetensors", stored);
+    std::vector<int64_t> tokens = someTokens(9, s.vocab);
+    std::string tokenText;
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokenText += (i ? "," : "") + std::to_string(tokens[i]);
+    const std::string npy = dir.sub(std::string(type) + ".npy");
+    CommandResult r = run(tool + " --model " + model + " --tokens " +
+                          tokenText + " --cached --prefill 4 --dump-logits " +
+                          npy);
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    std::vector<float> dumped;
+    std::vector<int64_t> shape;
+    ASSERT_TRUE(ref::readNpy(npy, dumped, shape, error)) << error;
+    EXPECT_EQ(shape, (std::vector<int64_t>{9, s.vocab}));
+    EXPECT_EQ(dumped, forwardOrDie(*b.model, tokens)) << type;
+
+    const std::string broken = dir.sub(std::string(type) + "-missing");
+    fs::create_directories(broken);
+    std::ofstream(broken + "/config.json") << configJson(s);
+    writeSafetensors(broken + "/model.safetensors", without);
+    r = run(tool + " --model " + broken + " --tokens 1,2");
+    EXPECT_EQ(r.exitCode, 1);
+    EXPECT_TRUE(contains(r.output, "attn-ref-model: error: ") &&
+                contains(r.output, "missing tensor '" + missing + "'"))
+        << r.output;
   }
 }
 

@@ -543,6 +543,35 @@ std::string headName(const ModelConfig &c) {
                                                  : "lm_head.weight";
 }
 
+/// The tensors of layer `layer`'s sparse MoE block, canonical names: the
+/// router and each expert's gate, up and down projections (qwen3_moe
+/// mlp.gate and mlp.experts.E.{gate,up,down}_proj; mixtral
+/// block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}).
+struct MoeNames {
+  std::string router;
+  std::vector<std::string> gate, up, down;
+};
+
+MoeNames moeNames(const ModelConfig &c, int64_t layer) {
+  const bool mixtral = c.architecture == Architecture::Mixtral;
+  const std::string block = basePrefix(c) + "layers." + std::to_string(layer) +
+                            (mixtral ? ".block_sparse_moe." : ".mlp.");
+  MoeNames names;
+  names.router = block + "gate.weight";
+  for (int64_t e = 0; e < c.experts; ++e) {
+    const std::string expert = block + "experts." + std::to_string(e) + ".";
+    names.gate.push_back(expert + (mixtral ? "w1" : "gate_proj") + ".weight");
+    names.up.push_back(expert + (mixtral ? "w3" : "up_proj") + ".weight");
+    names.down.push_back(expert + (mixtral ? "w2" : "down_proj") + ".weight");
+  }
+  return names;
+}
+
+bool isMoeLayer(const ModelConfig &c, int64_t layer) {
+  return layer < static_cast<int64_t>(c.moeLayers.size()) &&
+         c.moeLayers[layer];
+}
+
 /// The non-weight buffers real checkpoints carry, canonical names.
 std::set<std::string> bufferNames(const ModelConfig &c) {
   std::set<std::string> out;
@@ -573,6 +602,8 @@ std::set<std::string> bufferNames(const ModelConfig &c) {
     case Architecture::Gemma2:
     case Architecture::Gemma3:
     case Architecture::Phi3:
+    case Architecture::Qwen3Moe:
+    case Architecture::Mixtral:
       out.insert(basePrefix(c) + "layers." + l +
                  ".self_attn.rotary_emb.inv_freq");
       break;
@@ -698,6 +729,10 @@ const char *modelTypeName(Architecture architecture) {
     return "bloom";
   case Architecture::XGLM:
     return "xglm";
+  case Architecture::Qwen3Moe:
+    return "qwen3_moe";
+  case Architecture::Mixtral:
+    return "mixtral";
   }
   return "?";
 }
@@ -729,18 +764,42 @@ void readActivation(ConfigReader &r, const std::string &key,
                "gelu_fast, relu)");
 }
 
+/// The mixture-of-experts keys each MoE family reads.
+std::set<std::string> moeKeysOf(Architecture a) {
+  if (a == Architecture::Qwen3Moe)
+    return {"num_experts", "num_experts_per_tok", "moe_intermediate_size"};
+  if (a == Architecture::Mixtral) // num_experts: v5's attribute_map alias
+    return {"num_local_experts", "num_experts", "num_experts_per_tok"};
+  return {};
+}
+
 /// Mixture-of-experts and multimodal configs: errors naming the key, even
-/// where HF would silently ignore it for the model_type.
-void rejectUnsupportedKeys(ConfigReader &r) {
+/// where HF would silently ignore it for the model_type. The MoE families
+/// (`moeFamily`) take their own keys, and the others' are errors too.
+void rejectUnsupportedKeys(ConfigReader &r, const ModelConfig *moeFamily =
+                                                nullptr) {
+  const std::set<std::string> own =
+      moeFamily ? moeKeysOf(moeFamily->architecture) : std::set<std::string>();
   const char *moe[] = {"num_local_experts", "num_experts",
                        "num_experts_per_tok", "n_routed_experts",
                        "moe_intermediate_size"};
   for (const char *key : moe) {
     const JsonValue *v = r.value(key);
-    if (v && v->kind != JsonValue::Kind::Null &&
-        !(v->kind == JsonValue::Kind::Number && v->number == 0))
+    if (own.count(key) || !v || v->kind == JsonValue::Kind::Null ||
+        (v->kind == JsonValue::Kind::Number && v->number == 0))
+      continue;
+    if (moeFamily) {
+      std::string keys;
+      for (const std::string &k : own)
+        keys += (keys.empty() ? "" : ", ") + k;
+      r.setError("\"" + r.name(key) + "\" is not a key of " +
+                 modelTypeName(moeFamily->architecture) +
+                 "'s mixture of experts (it reads " + keys + ")");
+    } else {
       r.setError("\"" + r.name(key) +
-                 "\": mixture-of-experts configs are not supported");
+                 "\": mixture-of-experts configs are not supported (only "
+                 "model_type qwen3_moe and mixtral)");
+    }
   }
   const char *multimodal[] = {"vision_config", "text_config", "audio_config",
                               "vision_tower"};
@@ -1148,11 +1207,97 @@ void readNoRopeLayers(ConfigReader &r, ModelConfig &c) {
     c.ropeLayers[i] = (i + 1) % interval != 0;
 }
 
-/// llama, mistral, qwen2, qwen3, smollm3, gemma: the LlamaDecoderLayer
-/// shape.
+/// qwen3_moe's and mixtral's experts (Qwen3MoeConfig, MixtralConfig of
+/// transformers 4.57; mixtral's num_experts is v5's attribute_map alias of
+/// num_local_experts): their count, top k and width, the renormalization,
+/// and which layers are sparse.
+void readExperts(ConfigReader &r, ModelConfig &c) {
+  const bool mixtral = c.architecture == Architecture::Mixtral;
+  c.moeLayers.assign(c.layers > 0 ? c.layers : 0, false);
+  std::string expertsKey = "num_experts";
+  if (mixtral) {
+    expertsKey = !r.has("num_local_experts") && r.has("num_experts")
+                     ? "num_experts"
+                     : "num_local_experts";
+    c.experts = r.aliased("num_local_experts", "num_experts");
+  } else {
+    // Qwen3MoeDecoderLayer: num_experts 0 makes every layer dense.
+    c.experts = r.integer("num_experts", -1, 0);
+  }
+  const bool sparse = c.experts > 0;
+  // Required where some layer routes: dimension keys, as the others.
+  c.expertsPerToken = sparse ? r.integer("num_experts_per_tok")
+                             : r.integer("num_experts_per_tok", 8);
+  if (!r.failed() && sparse && c.expertsPerToken > c.experts)
+    r.setError("\"" + r.name("num_experts_per_tok") + "\" (" +
+               std::to_string(c.expertsPerToken) + ") exceeds \"" +
+               r.name(expertsKey) + "\" (" + std::to_string(c.experts) +
+               "): each token's top k must be among the experts");
+  if (mixtral) {
+    c.expertFfn = c.ffn; // MixtralBlockSparseTop2MLP: intermediate_size
+    c.normalizeTopK = true;
+    if (r.has("norm_topk_prob") && !r.boolean("norm_topk_prob", true))
+      c.notes.push_back("config.json: " + r.name("norm_topk_prob") +
+                        " is ignored: MixtralSparseMoeBlock always divides "
+                        "the top-k probabilities by their sum");
+    if (r.has("mlp_only_layers") || r.has("decoder_sparse_step"))
+      c.notes.push_back("config.json: mixtral ignores mlp_only_layers and "
+                        "decoder_sparse_step: every layer is sparse");
+    if (r.number("router_jitter_noise", 0.0) != 0)
+      c.notes.push_back("config.json: " + r.name("router_jitter_noise") +
+                        " is not applied: HF adds it in training only");
+    for (size_t i = 0; i < c.moeLayers.size(); ++i)
+      c.moeLayers[i] = true;
+    return;
+  }
+  c.expertFfn = sparse ? r.integer("moe_intermediate_size")
+                       : r.integer("moe_intermediate_size", 768);
+  c.normalizeTopK = r.boolean("norm_topk_prob", false);
+  // decoder_sparse_step 0 divides by zero in HF.
+  const int64_t step = r.integer("decoder_sparse_step", 1);
+  std::set<int64_t> mlpOnly;
+  const JsonValue *list = r.value("mlp_only_layers");
+  if (list && list->kind != JsonValue::Kind::Null) {
+    if (list->kind != JsonValue::Kind::Array) {
+      r.setError("\"" + r.name("mlp_only_layers") +
+                 "\" must be an array of layer indices");
+      return;
+    }
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      const JsonValue &item = list->items[i];
+      if (item.kind != JsonValue::Kind::Number ||
+          item.number != std::floor(item.number) ||
+          std::fabs(item.number) > static_cast<double>(kMaxDim)) {
+        r.setError("\"" + r.name("mlp_only_layers") + "\"[" +
+                   std::to_string(i) + "] must be an integer");
+        return;
+      }
+      const int64_t layer = static_cast<int64_t>(item.number);
+      if (layer < 0 || layer >= c.layers)
+        c.notes.push_back("config.json: " + r.name("mlp_only_layers") +
+                          " entry " + std::to_string(layer) +
+                          " is no layer (num_hidden_layers " +
+                          std::to_string(c.layers) + "); HF ignores it");
+      mlpOnly.insert(layer);
+    }
+  }
+  if (r.has("shared_expert_intermediate_size"))
+    c.notes.push_back("config.json: " +
+                      r.name("shared_expert_intermediate_size") +
+                      " is ignored: qwen3_moe has no shared expert "
+                      "(qwen2_moe's key)");
+  if (r.failed())
+    return;
+  for (int64_t i = 0; i < c.layers; ++i)
+    c.moeLayers[i] = !mlpOnly.count(i) && sparse && (i + 1) % step == 0;
+}
+
+/// llama, mistral, qwen2, qwen3, smollm3, gemma, and the mixture-of-experts
+/// qwen3_moe and mixtral: the LlamaDecoderLayer shape.
 void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   const Architecture a = c.architecture;
   const bool qwen = a == Architecture::Qwen2 || a == Architecture::Qwen3;
+  const bool moe = a == Architecture::Qwen3Moe || a == Architecture::Mixtral;
   c.hidden = r.integer("hidden_size");
   c.layers = r.integer("num_hidden_layers");
   c.heads = r.integer("num_attention_heads");
@@ -1163,9 +1308,17 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   // heads; SmolLM3Config default 4 and None -> heads; GemmaConfig default
   // 16 (None is not handled).
   const std::string kv = "num_key_value_heads";
+  // Qwen3MoeConfig default 4 (None is not handled); MixtralConfig default
+  // 8 and None -> heads.
   switch (a) {
   case Architecture::Mistral:
+  case Architecture::Mixtral:
     c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 8;
+    break;
+  case Architecture::Qwen3Moe:
+    if (r.present(kv) && !r.has(kv))
+      r.setError("\"num_key_value_heads\" must not be null for qwen3_moe");
+    c.kvHeads = r.integer(kv, 4);
     break;
   case Architecture::Qwen2:
   case Architecture::Qwen3:
@@ -1182,12 +1335,16 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   default:
     c.kvHeads = r.integer(kv, c.heads);
   }
-  c.maxPositions = r.integer("max_position_embeddings",
-                             a == Architecture::Mistral           ? 4096 * 32
-                             : qwen || a == Architecture::SmolLM3 ? 32768
-                             : a == Architecture::Gemma           ? 8192
-                                                                  : 2048);
-  c.normEps = r.number("rms_norm_eps", 1e-6);
+  c.maxPositions = r.integer(
+      "max_position_embeddings",
+      a == Architecture::Mistral || a == Architecture::Mixtral ? 4096 * 32
+      : qwen || a == Architecture::SmolLM3 || a == Architecture::Qwen3Moe
+          ? 32768
+      : a == Architecture::Gemma ? 8192
+                                 : 2048);
+  // MixtralConfig: 1e-5.
+  c.normEps =
+      r.number("rms_norm_eps", a == Architecture::Mixtral ? 1e-5 : 1e-6);
   c.tieEmbeddings =
       r.boolean("tie_word_embeddings",
                 a == Architecture::Gemma || a == Architecture::SmolLM3);
@@ -1200,6 +1357,12 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
                  modelTypeName(a));
     c.headDim = r.integer("head_dim", a == Architecture::Gemma ? 256 : 128);
   } else {
+    // Qwen3MoeAttention: getattr(config, "head_dim", hidden // heads), so
+    // null fails there (Qwen3MoeConfig has no head_dim default, unlike
+    // Qwen3Config); MixtralAttention: head_dim or hidden // heads.
+    if (a == Architecture::Qwen3Moe && r.present("head_dim") &&
+        !r.has("head_dim"))
+      r.setError("\"head_dim\" must not be null for qwen3_moe");
     if (!r.failed() && !r.has("head_dim"))
       requireDivides(r, c.heads, c.hidden, "num_attention_heads",
                      "hidden_size");
@@ -1207,6 +1370,10 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   }
   readActivation(r, "hidden_act",
                  a == Architecture::Gemma ? "gelu_pytorch_tanh" : "silu", c);
+  if (moe && !r.failed() && c.activation != Activation::Silu)
+    r.setError("\"" + r.name("hidden_act") + "\" must be silu for " +
+               modelTypeName(a) +
+               " (the experts are computed as silu(gate) * up)");
   if (a == Architecture::Gemma && r.has("hidden_activation") &&
       r.string("hidden_activation", "") != r.string("hidden_act", "")) {
     c.notes.push_back("config.json: gemma's hidden_activation \"" +
@@ -1229,7 +1396,7 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   }
   if (a == Architecture::Qwen2)
     c.attentionBias = true; // q/k/v always, o_proj never
-  if (a == Architecture::Qwen3) {
+  if (a == Architecture::Qwen3 || a == Architecture::Qwen3Moe) {
     c.attentionBias = r.boolean("attention_bias", false); // q/k/v and o
     c.qkNorm = true;
   }
@@ -1245,12 +1412,37 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
 
   // Sliding windows.
   c.slidingLayers.assign(c.layers > 0 ? c.layers : 0, false);
-  if (a == Architecture::Mistral) {
-    // MistralConfig default 4096; null = none. Every layer.
-    c.slidingWindow =
-        r.present("sliding_window") ? r.integer("sliding_window", 0) : 4096;
+  if (a == Architecture::Mistral || a == Architecture::Mixtral) {
+    // MistralConfig default 4096, MixtralConfig None; null = none. Every
+    // layer.
+    c.slidingWindow = r.present("sliding_window")
+                          ? r.integer("sliding_window", 0)
+                          : (a == Architecture::Mistral ? 4096 : 0);
     if (c.slidingWindow > 0)
       c.slidingLayers.assign(c.layers, true);
+  } else if (a == Architecture::Qwen3Moe) {
+    // Qwen3MoeConfig: sliding_window (default 4096; null = none) only with
+    // use_sliding_window, and then on every layer: Qwen3MoeModel builds one
+    // sliding mask for all (no max_window_layers, no layer_types).
+    bool use = r.boolean("use_sliding_window", false);
+    int64_t window = r.integer("sliding_window", 4096);
+    c.slidingWindow =
+        use && !(r.present("sliding_window") && !r.has("sliding_window"))
+            ? window
+            : 0;
+    if (c.slidingWindow > 0)
+      c.slidingLayers.assign(c.layers, true);
+    if (c.slidingWindow > 0 && r.has("max_window_layers") &&
+        r.integer("max_window_layers", 0, 0) > 0)
+      c.notes.push_back("config.json: qwen3_moe ignores " +
+                        r.name("max_window_layers") +
+                        ": every layer slides when use_sliding_window "
+                        "(qwen3 would keep the layers below it full)");
+    if (r.has("layer_types"))
+      c.notes.push_back("config.json: qwen3_moe ignores " +
+                        r.name("layer_types") +
+                        ": every layer slides when use_sliding_window, "
+                        "none otherwise");
   } else if (qwen) {
     // Qwen2Config and Qwen3Config: sliding_window is None unless
     // use_sliding_window.
@@ -1287,14 +1479,18 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
     }
   }
 
-  // SmolLM3Config.default_theta: 2e6.
+  // SmolLM3Config.default_theta: 2e6; MixtralConfig rope_theta 1e6.
   readRope(r, c, "rope_theta", "partial_rotary_factor", 1.0,
            /*allowScaling=*/true,
-           a == Architecture::SmolLM3 ? 2000000.0 : 10000.0);
+           a == Architecture::SmolLM3   ? 2000000.0
+           : a == Architecture::Mixtral ? 1000000.0
+                                        : 10000.0);
   if (!r.failed() && c.rotaryDim != c.headDim)
     r.setError(std::string("partial_rotary_factor < 1 is not supported for ") +
                modelTypeName(a) +
                " (its apply_rotary_pos_emb rotates the whole head)");
+  if (moe && !r.failed())
+    readExperts(r, c);
 }
 
 /// Gemma 3's two RoPE tables: global layers rope_theta (default 1e6) with
@@ -1683,6 +1879,8 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
       {"opt", Architecture::OPT},
       {"bloom", Architecture::Bloom},
       {"xglm", Architecture::XGLM},
+      {"qwen3_moe", Architecture::Qwen3Moe},
+      {"mixtral", Architecture::Mixtral},
   };
   bool known = false;
   for (const auto &[name, arch] : kTypes)
@@ -1696,11 +1894,13 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     r.setError("unsupported model_type \"" + type +
                "\" (expected gpt2, llama, mistral, qwen2, qwen3, smollm3, "
                "gemma, gemma2, gemma3_text, gemma3, phi3, gpt_neox, gptj, opt, "
-               "bloom or xglm)");
+               "bloom, xglm, qwen3_moe or mixtral)");
   } else if (type == "gemma3") {
     parseGemma3Multimodal(r, c);
   } else {
-    rejectUnsupportedKeys(r);
+    const bool moe = c.architecture == Architecture::Qwen3Moe ||
+                     c.architecture == Architecture::Mixtral;
+    rejectUnsupportedKeys(r, moe ? &c : nullptr);
     switch (c.architecture) {
     case Architecture::GPT2:
       parseGpt2(r, c);
@@ -1711,6 +1911,8 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     case Architecture::Qwen3:
     case Architecture::SmolLM3:
     case Architecture::Gemma:
+    case Architecture::Qwen3Moe:
+    case Architecture::Mixtral:
       parseLlamaFamily(r, c);
       break;
     case Architecture::Gemma2:
@@ -2021,11 +2223,14 @@ ModelReference::expectedWeights(const ModelConfig &c) {
   case Architecture::Qwen3:
   case Architecture::SmolLM3:
   case Architecture::Gemma:
-  case Architecture::Phi3: {
+  case Architecture::Phi3:
+  case Architecture::Qwen3Moe:
+  case Architecture::Mixtral: {
     bool phi3 = c.architecture == Architecture::Phi3;
     bool qkvBias = c.attentionBias;
     bool oBias = c.attentionBias && (c.architecture == Architecture::Gemma ||
                                      c.architecture == Architecture::Qwen3 ||
+                                     c.architecture == Architecture::Qwen3Moe ||
                                      c.architecture == Architecture::SmolLM3);
     add("model.embed_tokens.weight", {V, d});
     for (int64_t i = 0; i < c.layers; ++i) {
@@ -2044,6 +2249,17 @@ ModelReference::expectedWeights(const ModelConfig &c) {
       }
       linear(l + "self_attn.o_proj", d, q, oBias);
       add(l + "post_attention_layernorm.weight", {d});
+      if (isMoeLayer(c, i)) {
+        // The router, then each expert's gate, up and down (forward order).
+        const MoeNames names = moeNames(c, i);
+        add(names.router, {c.experts, d});
+        for (int64_t e = 0; e < c.experts; ++e) {
+          add(names.gate[e], {c.expertFfn, d});
+          add(names.up[e], {c.expertFfn, d});
+          add(names.down[e], {d, c.expertFfn});
+        }
+        continue;
+      }
       if (phi3) {
         linear(l + "mlp.gate_up_proj", 2 * f, d, false);
       } else {
@@ -2322,12 +2538,13 @@ bool ModelReference::roundWeightToBf16(const std::string &name) {
 }
 
 bool ModelReference::quantizeWeight(const std::string &name, int64_t in, bool outIn,
-                                    QuantFormat format) {
+                                    QuantFormat format, bool quantizeInputs) {
   auto it = weights.find(name);
   if (it == weights.end())
     return false;
   roundThroughFormat(it->second, in, outIn, format);
-  quantizedInputs.insert(&it->second);
+  if (quantizeInputs)
+    quantizedInputs.insert(&it->second);
   return true;
 }
 
@@ -2688,8 +2905,30 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   case Architecture::Qwen3:
   case Architecture::SmolLM3:
   case Architecture::Gemma:
-  case Architecture::Phi3: {
+  case Architecture::Phi3:
+  case Architecture::Qwen3Moe:
+  case Architecture::Mixtral: {
     const bool phi3 = arch == Architecture::Phi3;
+    // Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock on the normed rows.
+    auto sparseMoe = [&](const std::vector<float> &h, int64_t layer) {
+      const MoeNames names = moeNames(c, layer);
+      std::vector<const std::string *> read = {&names.router};
+      ExpertWeights experts;
+      for (int64_t e = 0; e < c.experts; ++e) {
+        experts.gate.push_back(&w(names.gate[e]));
+        experts.up.push_back(&w(names.up[e]));
+        experts.down.push_back(&w(names.down[e]));
+        read.insert(read.end(), {&names.gate[e], &names.up[e], &names.down[e]});
+      }
+      for (const std::string *name : read)
+        if (quantizedInputs.count(&w(*name)))
+          throw std::invalid_argument(
+              "'" + *name +
+              "': the int8 input quantization of quantizeWeight is not "
+              "modelled for the mixture-of-experts weights");
+      return sparseMoeBlock(h, n, d, w(names.router), experts, c.expertFfn,
+                            c.expertsPerToken, c.normalizeTopK);
+    };
     x = embedding(w("model.embed_tokens.weight"), c.vocab, d, ids);
     if (arch == Architecture::Gemma)
       x = scaled(x, c.embeddingScale); // hidden_states * normalizer
@@ -2727,6 +2966,10 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
       std::vector<float> a = attend(i, q, k, v);
       x = residualAdd(x, dense(a, qWidth, l + "self_attn.o_proj", d));
       std::vector<float> h2 = rmsNormOf(x, l + "post_attention_layernorm");
+      if (isMoeLayer(c, i)) {
+        x = residualAdd(x, sparseMoe(h2, i));
+        continue;
+      }
       std::vector<float> gate, up;
       if (phi3) {
         // gate, up_states = gate_up_proj(x).chunk(2): gate first.
@@ -2956,6 +3199,63 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   }
   }
   throw std::invalid_argument("unknown architecture");
+}
+
+std::vector<float> sparseMoeBlock(const std::vector<float> &x, int64_t tokens,
+                                  int64_t hidden,
+                                  const std::vector<float> &router,
+                                  const ExpertWeights &experts, int64_t ffn,
+                                  int64_t topK, bool normalize,
+                                  MoeRouting *routing) {
+  const size_t count = experts.gate.size();
+  const int64_t numExperts = static_cast<int64_t>(count);
+  auto fail = [](const std::string &what) {
+    throw std::invalid_argument("sparseMoeBlock: " + what);
+  };
+  if (count == 0 || experts.up.size() != count || experts.down.size() != count)
+    fail("gate, up and down need one weight per expert");
+  if (tokens < 1 || hidden < 1 || ffn < 1 ||
+      x.size() != static_cast<size_t>(tokens * hidden))
+    fail("x size != tokens * hidden");
+  if (router.size() != static_cast<size_t>(numExperts * hidden))
+    fail("router size != experts * hidden");
+  if (topK < 1 || topK > numExperts)
+    fail("top k " + std::to_string(topK) + " not in [1, " +
+         std::to_string(numExperts) + "]");
+  const size_t block = static_cast<size_t>(ffn * hidden);
+  for (size_t e = 0; e < count; ++e)
+    if (!experts.gate[e] || !experts.up[e] || !experts.down[e] ||
+        experts.gate[e]->size() != block || experts.up[e]->size() != block ||
+        experts.down[e]->size() != block)
+      fail("expert " + std::to_string(e) +
+           ": gate and up must be [ffn, hidden], down [hidden, ffn]");
+  MoeRouting chosen =
+      moeRouter(x, tokens, hidden, router, numExperts, /*bias=*/nullptr, topK,
+                MoeScoring::SoftmaxTopK, normalize);
+  // moeExperts reads stacked [experts, ...] weights: stack only the experts
+  // some token chose (ascending), renumbered, rather than all of them.
+  std::vector<int32_t> slot(count, -1);
+  for (int32_t e : chosen.experts)
+    slot[e] = 0;
+  std::vector<float> gate, up, down;
+  int32_t used = 0;
+  for (size_t e = 0; e < count; ++e) {
+    if (slot[e] < 0)
+      continue;
+    slot[e] = used++;
+    gate.insert(gate.end(), experts.gate[e]->begin(), experts.gate[e]->end());
+    up.insert(up.end(), experts.up[e]->begin(), experts.up[e]->end());
+    down.insert(down.end(), experts.down[e]->begin(), experts.down[e]->end());
+  }
+  MoeRouting compact = chosen;
+  for (int32_t &e : compact.experts)
+    e = slot[e];
+  std::vector<float> y =
+      moeExperts(x, tokens, hidden, compact, topK, gate, up, down, used, ffn,
+                 MoeActivation::Swiglu);
+  if (routing)
+    *routing = std::move(chosen);
+  return y;
 }
 
 int64_t argmax(const float *values, int64_t n) {

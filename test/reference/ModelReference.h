@@ -8,8 +8,9 @@
 // call from position 0 without a cache, or HF's cached generation, one
 // call per step with a KV cache. Families: gpt2, llama, mistral, qwen2,
 // qwen3, smollm3, gemma, gemma2, gemma3_text (and gemma3's text_config),
-// phi3, gpt_neox, gptj, opt, bloom, xglm (docs/reference.md has the keys each
-// reads and the HF subtleties it follows).
+// phi3, gpt_neox, gptj, opt, bloom, xglm, and the mixture-of-experts
+// qwen3_moe and mixtral (docs/reference.md has the keys each reads and the
+// HF subtleties it follows; README.md those of the two MoE families).
 //
 // Independent of the compiler and the runtime on purpose: it shares no code
 // with them, so that a misreading of a checkpoint in one cannot be hidden by
@@ -64,6 +65,11 @@ enum class Architecture {
   OPT,     ///< opt: learned positions (offset 2), ReLU, pre- or post-norm
   Bloom,   ///< bloom: ALiBi, embedding LayerNorm, per-head fused qkv
   XGLM,    ///< xglm: sinusoidal positions (offset 2), scaled embeddings
+  Qwen3Moe, ///< qwen3_moe: qwen3's attention, a sparse MoE MLP (mlp.gate,
+            ///< mlp.experts.E.*) on the layers decoder_sparse_step and
+            ///< mlp_only_layers pick, a dense one on the others
+  Mixtral,  ///< mixtral: mistral's attention, a sparse MoE MLP
+            ///< (block_sparse_moe.gate, experts.E.w1/w2/w3) on every layer
 };
 
 /// The MLP activation, by HF ACT2FN name.
@@ -180,6 +186,23 @@ struct ModelConfig {
   /// XGLM: the sinusoidal table row that is zeroed (pad_token_id); -1 = none.
   int64_t positionPaddingIndex = -1;
 
+  /// Mixture of experts (qwen3_moe, mixtral). moeLayers[i]: layer i's MLP
+  /// is the sparse block (qwen3_moe: i not in mlp_only_layers,
+  /// num_experts > 0 and (i + 1) % decoder_sparse_step == 0; mixtral: every
+  /// layer); the other layers have the dense MLP of `ffn` (qwen3_moe's
+  /// intermediate_size). Empty for the dense families.
+  std::vector<bool> moeLayers;
+  /// The routed experts of a sparse layer (num_experts; mixtral
+  /// num_local_experts), the experts each token uses (num_experts_per_tok,
+  /// at most `experts`) and their MLP width (moe_intermediate_size; mixtral
+  /// intermediate_size).
+  int64_t experts = 0;
+  int64_t expertsPerToken = 0;
+  int64_t expertFfn = 0;
+  /// The chosen probabilities are divided by their sum: qwen3_moe
+  /// norm_topk_prob (default false), mixtral always.
+  bool normalizeTopK = false;
+
   /// Keys that transformers versions read differently, and keys HF ignores
   /// that look meaningful: one line each, for the caller to show.
   std::vector<std::string> notes;
@@ -192,9 +215,10 @@ constexpr int64_t kNoPositionLimit = int64_t(1) << 24;
 const char *modelTypeName(Architecture architecture);
 
 /// Parses the text of a config.json. Unsupported settings (another
-/// model_type, unsupported rope types (any but longrope for phi3), MoE and
-/// vision keys, OPT's word_embed_proj_dim != hidden_size, ...) are errors that
-/// name the key.
+/// model_type, unsupported rope types (any but longrope for phi3),
+/// mixture-of-experts keys outside qwen3_moe and mixtral, vision keys, OPT's
+/// word_embed_proj_dim != hidden_size, num_experts_per_tok above the
+/// experts, ...) are errors that name the key.
 bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
                       std::string &error);
 
@@ -323,9 +347,13 @@ public:
   /// projection with that weight reads to int8 per block of 32, as the
   /// kernels quantize their input (quantizeActivationRows). An embedding
   /// table read as the output projection (tied) is gathered as rounded. False
-  /// when there is no such weight.
+  /// when there is no such weight. With `quantizeInputs` false only the
+  /// weight is rounded and its rows are read in f32 (what the experts'
+  /// reference lowering computes). The input quantization is not modelled
+  /// for the sparse MoE blocks' router and experts: a forward pass over one
+  /// of those with quantized inputs fails with an error naming it.
   bool quantizeWeight(const std::string &name, int64_t in, bool outIn,
-                      QuantFormat format);
+                      QuantFormat format, bool quantizeInputs = true);
 
   /// How the cache holds keys and values: as computed (f32), or rounded to
   /// the nearest bf16 / f16 (ties to even) as they are appended, which every
@@ -387,6 +415,31 @@ private:
 /// (pad_token_id; -1 = none) is all zero. Double inside, rounded once.
 std::vector<float> xglmSinusoidalPositions(int64_t positions, int64_t dim,
                                            int64_t paddingIndex);
+
+/// The experts of one sparse MoE layer as the checkpoint stores them, one
+/// entry per expert: gate and up [ffn, hidden] (qwen3_moe gate_proj /
+/// up_proj, mixtral w1 / w3), down [hidden, ffn] (down_proj, w2).
+struct ExpertWeights {
+  std::vector<const std::vector<float> *> gate, up, down;
+};
+
+/// The sparse MoE block of qwen3_moe and mixtral (HF's
+/// Qwen3MoeSparseMoeBlock, MixtralSparseMoeBlock) on x [tokens, hidden]:
+/// p = softmax(x router^T) over every expert (router [experts, hidden], no
+/// bias), the `topK` largest p best first (equal p: the lower expert first,
+/// this project's choice; NaN above every number), divided by their sum
+/// when `normalize`, and y = sum_j w_j down_e(silu(gate_e x) * up_e x) over
+/// the chosen experts e. Composed of moeRouter and moeExperts (Reference.h):
+/// double inside, the router's softmax included (HF: float32); the weights
+/// and y rounded to float once. `routing`, when given, receives the choice
+/// (expert ids into `experts`). Throws std::invalid_argument on sizes that
+/// do not fit or topK outside [1, experts].
+std::vector<float> sparseMoeBlock(const std::vector<float> &x, int64_t tokens,
+                                  int64_t hidden,
+                                  const std::vector<float> &router,
+                                  const ExpertWeights &experts, int64_t ffn,
+                                  int64_t topK, bool normalize,
+                                  MoeRouting *routing = nullptr);
 
 /// The index of the largest of `n` values: the first on ties and the first
 /// NaN if any, as torch.argmax.

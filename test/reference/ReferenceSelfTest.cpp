@@ -653,6 +653,69 @@ void testSoftcap() {
              attention(q, seq, k, v, seq, plain), 1e-6);
 }
 
+// The routing and experts of qwen3_moe and mixtral (moeRouter with
+// SoftmaxTopK, moeExperts with Swiglu) on a case worked by hand: two tokens
+// x0 = [1, 0], x1 = [0, 1], four experts, top 2, router rows [2, 0],
+// [1, 1], [1, 1], [0, 3] (logits [2, 1, 1, 0] and [0, 1, 1, 3]: experts 1
+// and 2 tie for second place, and 1, the lower, is taken). With E = e^1:
+// token 0 takes experts 0 and 1 with p = [E^2, E] / (E + 1)^2, or [E, 1] /
+// (E + 1) renormalized; token 1 experts 3 and 1 with p = [E^3, E] / (1 + 2E
+// + E^3), or [E^2, 1] / (E^2 + 1). Expert e has gate = down = I and up =
+// (e + 1) I (ffn 2), so it maps [1, 0] to [silu(1) (e + 1), 0]; and the
+// results, sum_j w_j silu(1) (e_j + 1), by explicit arithmetic.
+void testMoeSoftmaxTopK() {
+  const double E = std::exp(1.0), silu1 = E / (E + 1);
+  Tensor x = {1, 0, 0, 1};
+  Tensor router = {2, 0, 1, 1, 1, 1, 0, 3};
+  Tensor gate, up, down;
+  for (int e = 0; e < 4; ++e) {
+    float u = static_cast<float>(e + 1);
+    Tensor id = {1, 0, 0, 1}, scaled = {u, 0, 0, u};
+    gate.insert(gate.end(), id.begin(), id.end());
+    up.insert(up.end(), scaled.begin(), scaled.end());
+    down.insert(down.end(), id.begin(), id.end());
+  }
+  for (bool normalize : {false, true}) {
+    MoeRouting r = moeRouter(x, 2, 2, router, 4, nullptr, 2,
+                             MoeScoring::SoftmaxTopK, normalize);
+    CHECK(r.experts == (std::vector<int32_t>{0, 1, 3, 1}));
+    double z0 = (E + 1) * (E + 1), z1 = 1 + 2 * E + E * E * E;
+    double w[4] = {E * E / z0, E / z0, E * E * E / z1, E / z1};
+    if (normalize) {
+      double s0 = w[0] + w[1], s1 = w[2] + w[3];
+      w[0] /= s0, w[1] /= s0, w[2] /= s1, w[3] /= s1;
+      // The closed forms.
+      CHECK(std::fabs(w[0] - E / (E + 1)) < 1e-15);
+      CHECK(std::fabs(w[2] - E * E / (E * E + 1)) < 1e-15);
+    }
+    CHECK_NEAR(r.weights, (Tensor{float(w[0]), float(w[1]), float(w[2]),
+                                  float(w[3])}),
+               1e-7);
+    Tensor y = moeExperts(x, 2, 2, r, 2, gate, up, down, 4, 2,
+                          MoeActivation::Swiglu);
+    double y0 = silu1 * (w[0] * 1 + w[1] * 2), y1 = silu1 * (w[2] * 4 + w[3] * 2);
+    CHECK_NEAR(y, (Tensor{float(y0), 0, 0, float(y1)}), 1e-6);
+    // Taking expert 2 at the tie (the higher index) is far from it.
+    double other0 = silu1 * (w[0] * 1 + w[1] * 3);
+    CHECK(std::fabs(other0 - y[0]) > 0.05);
+  }
+  // The renormalized weights sum to 1; top 1 is weight 1, exactly.
+  MoeRouting top1 = moeRouter(x, 2, 2, router, 4, nullptr, 1,
+                              MoeScoring::SoftmaxTopK, true);
+  CHECK(top1.experts == (std::vector<int32_t>{0, 3}));
+  CHECK(top1.weights == (Tensor{1.0f, 1.0f}));
+  // NaN ranks above every number: a NaN logit (through the bias) is chosen
+  // first when the top k is taken of the logits; after a softmax it makes
+  // the whole row NaN, never hidden.
+  const float bias[4] = {0, 0, std::nanf(""), 0};
+  MoeRouting nan = moeRouter(x, 2, 2, router, 4, bias, 2,
+                             MoeScoring::TopKSoftmax, false);
+  CHECK(nan.experts[0] == 2 && nan.experts[2] == 2);
+  MoeRouting nanSoftmax = moeRouter(x, 2, 2, router, 4, bias, 2,
+                                    MoeScoring::SoftmaxTopK, true);
+  CHECK(std::isnan(nanSoftmax.weights[0]) && std::isnan(nanSoftmax.weights[3]));
+}
+
 } // namespace
 
 int main() {
@@ -669,6 +732,7 @@ int main() {
   testRopeFrequencies();
   testRopeScaling();
   testNewActivations();
+  testMoeSoftmaxTopK();
   if (failures) {
     std::cerr << failures << " check(s) failed\n";
     return 1;

@@ -49,9 +49,11 @@ const char *kUsage =
     "                          max_position_embeddings)\n"
     "  --prefill N             tokens of the first cached call (default 1)\n"
     "\n"
-    "model_type: gpt2, llama, mistral, qwen2, gemma, phi3, gpt_neox, gptj,\n"
-    "opt, bloom, xglm; rope_scaling linear, dynamic, yarn, llama3 (llama,\n"
-    "mistral, qwen2, gemma). See docs/reference.md.\n";
+    "model_type: gpt2, llama, mistral, qwen2, qwen3, smollm3, gemma, gemma2,\n"
+    "gemma3_text, gemma3, phi3, gpt_neox, gptj, opt, bloom, xglm, and the\n"
+    "mixture-of-experts qwen3_moe and mixtral; rope_scaling linear, dynamic,\n"
+    "yarn, llama3 (the llama-shaped families), longrope (phi3). See\n"
+    "docs/reference.md and test/reference/README.md.\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::cerr << "attn-ref-model: error: " << message << "\n";

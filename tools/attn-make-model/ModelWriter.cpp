@@ -507,6 +507,10 @@ const char *familyName(Family family) {
     return "qwen2";
   case Family::Qwen3:
     return "qwen3";
+  case Family::Qwen3Moe:
+    return "qwen3_moe";
+  case Family::Mixtral:
+    return "mixtral";
   case Family::SmolLM3:
     return "smollm3";
   case Family::Gemma:
@@ -554,10 +558,15 @@ namespace {
 /// model.layers.* with separate q/k/v projections, a gated MLP and RMSNorm.
 bool isLlamaLike(Family f) {
   return f == Family::Llama || f == Family::Mistral || f == Family::Qwen2 ||
-         f == Family::Qwen3 || f == Family::SmolLM3 || f == Family::Gemma;
+         f == Family::Qwen3 || f == Family::SmolLM3 || f == Family::Gemma ||
+         f == Family::Qwen3Moe || f == Family::Mixtral;
 }
 /// use_sliding_window, max_window_layers (and qwen3's layer_types).
-bool isQwen(Family f) { return f == Family::Qwen2 || f == Family::Qwen3; }
+bool isQwen(Family f) {
+  return f == Family::Qwen2 || f == Family::Qwen3 || f == Family::Qwen3Moe;
+}
+/// A mixture of experts in (some of) the layers.
+bool isMoe(Family f) { return f == Family::Qwen3Moe || f == Family::Mixtral; }
 /// Gemma's block with four norms, query_pre_attn_scalar, softcaps and
 /// windows by pattern or layer_types.
 bool isGemma2Like(Family f) {
@@ -749,6 +758,9 @@ std::vector<std::string> presetNames() {
           "tiny-qwen3",
           "tiny-qwen3-swa",
           "tiny-qwen3-bias",
+          "tiny-qwen3-moe",
+          "tiny-qwen3-moe-sparse",
+          "tiny-mixtral",
           "qwen3-0.6b",
           "tiny-smollm3",
           "tiny-smollm3-list",
@@ -846,6 +858,29 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
       s.layerTypes = {"sliding_attention", "full_attention",
                       "sliding_attention"};
     }
+  } else if (name == "tiny-qwen3-moe" || name == "tiny-qwen3-moe-sparse") {
+    // tiny-qwen3's attention; 8 experts of 48, 3 per token, renormalized,
+    // layer 1 dense (mlp_only_layers). The sparse variant: 4 layers, MoE
+    // on every second (decoder_sparse_step 2), the probabilities as they
+    // are (norm_topk_prob false), a window of 8 (on every layer: Qwen3-MoE
+    // has no max_window_layers or layer_types).
+    s.family = Family::Qwen3Moe;
+    s.layers = 3, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 172;
+    s.vocab = 101, s.maxPositions = 64, s.headDim = 32;
+    s.ropeTheta = 1000000.0, s.normEps = 1e-6;
+    s.experts = 8, s.expertsPerToken = 3, s.moeFfn = 48;
+    s.normTopkProb = true, s.mlpOnlyLayers = {1};
+    if (name == "tiny-qwen3-moe-sparse") {
+      s.layers = 4, s.normTopkProb = false, s.mlpOnlyLayers = {};
+      s.decoderSparseStep = 2, s.slidingWindow = 8;
+    }
+  } else if (name == "tiny-mixtral") {
+    // Mixtral's layer with 4 experts of 96, 2 per token, and a window of 8.
+    s.family = Family::Mixtral;
+    s.layers = 3, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 96;
+    s.vocab = 101, s.maxPositions = 64, s.slidingWindow = 8;
+    s.ropeTheta = 1000000.0;
+    s.experts = 4, s.expertsPerToken = 2;
   } else if (name == "qwen3-0.6b") {
     // The shape of Qwen/Qwen3-0.6B, for benchmarks.
     s.family = Family::Qwen3;
@@ -1101,7 +1136,7 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
   if (std::string e = validateRopeScaling(spec); !e.empty())
     return e;
   if (spec.slidingWindow != 0 && f != Family::Mistral && !isQwen(f) &&
-      f != Family::SmolLM3 && !isGemma2Like(f))
+      f != Family::SmolLM3 && !isGemma2Like(f) && f != Family::Mixtral)
     return "a sliding window applies only to " +
            familyList({Family::Mistral, Family::Qwen2, Family::Qwen3,
                        Family::SmolLM3, Family::Gemma2, Family::Gemma3}) +
@@ -1135,8 +1170,30 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
                "window";
     }
   }
+  if (!isMoe(f) && (spec.experts || spec.expertsPerToken || spec.moeFfn ||
+                    spec.normTopkProb || spec.decoderSparseStep ||
+                    !spec.mlpOnlyLayers.empty()))
+    return "experts apply only to qwen3_moe and mixtral models";
+  if (isMoe(f)) {
+    if (spec.experts < 1 || spec.experts > 4096 || spec.expertsPerToken < 1 ||
+        spec.expertsPerToken > spec.experts)
+      return "a mixture of experts needs 1 <= experts per token <= experts "
+             "<= 4096";
+    if (f == Family::Mixtral && (spec.moeFfn || spec.normTopkProb ||
+                                 spec.decoderSparseStep ||
+                                 !spec.mlpOnlyLayers.empty()))
+      return "mixtral's experts are ffn wide, always renormalized, in every "
+             "layer";
+    if (f == Family::Qwen3Moe && (spec.moeFfn < 1 || spec.moeFfn > kMaxDim))
+      return "qwen3_moe needs a moe_intermediate_size";
+    if (spec.decoderSparseStep < 0 || spec.decoderSparseStep > spec.layers)
+      return "decoder_sparse_step out of range";
+    for (int64_t layer : spec.mlpOnlyLayers)
+      if (layer < 0 || layer >= spec.layers)
+        return "mlp_only_layers entries must be layer indices";
+  }
   if (spec.attentionBias && f != Family::Qwen3 && f != Family::SmolLM3 &&
-      !isGemma2Like(f))
+      f != Family::Qwen3Moe && !isGemma2Like(f))
     return "attention_bias applies only to " + withLayerTypes + " models";
   if (f != Family::SmolLM3 &&
       (!spec.noRopeLayers.empty() || spec.noRopeLayerInterval != 0))
@@ -1767,6 +1824,18 @@ std::string familyConfigJson(const ModelSpec &spec,
       c["rope_scaling"] = ropeScalingJson(spec);
   }
   switch (family) {
+  case Family::Mixtral:
+    // As mistralai/Mixtral-8x7B-v0.1's: no head_dim key unless given.
+    c["architectures"] = "[\"MixtralForCausalLM\"]";
+    if (spec.headDim > 0)
+      c["head_dim"] = jsonInt(spec.headDim);
+    c["sliding_window"] =
+        spec.slidingWindow > 0 ? jsonInt(spec.slidingWindow) : "null";
+    c["num_local_experts"] = jsonInt(spec.experts);
+    c["num_experts_per_tok"] = jsonInt(spec.expertsPerToken);
+    c["router_aux_loss_coef"] = "0.02";
+    c["output_router_logits"] = "false";
+    break;
   case Family::Mistral:
     c["architectures"] = "[\"MistralForCausalLM\"]";
     c["head_dim"] = jsonInt(effectiveHeadDim(spec));
@@ -1783,11 +1852,30 @@ std::string familyConfigJson(const ModelSpec &spec,
                                                          : spec.maxPositions);
     c["max_window_layers"] = jsonInt(effectiveMaxWindowLayers(spec));
     break;
+  case Family::Qwen3Moe:
+    // As Qwen/Qwen3-30B-A3B's, with the qwen3 keys below.
+    c["num_experts"] = jsonInt(spec.experts);
+    c["num_experts_per_tok"] = jsonInt(spec.expertsPerToken);
+    c["moe_intermediate_size"] = jsonInt(spec.moeFfn);
+    c["norm_topk_prob"] = jsonBool(spec.normTopkProb);
+    c["decoder_sparse_step"] =
+        jsonInt(spec.decoderSparseStep > 0 ? spec.decoderSparseStep : 1);
+    {
+      std::string list;
+      for (int64_t layer : spec.mlpOnlyLayers)
+        list += (list.empty() ? "" : ", ") + std::to_string(layer);
+      c["mlp_only_layers"] = "[" + list + "]";
+    }
+    c["router_aux_loss_coef"] = "0.001";
+    c["output_router_logits"] = "false";
+    [[fallthrough]];
   case Family::Qwen3:
     // As Qwen3's checkpoints (transformers 4.51): head_dim always (absent
     // means 128), a null window when it is off, rope_scaling null and an
     // integral rope_theta written as an int.
-    c["architectures"] = "[\"Qwen3ForCausalLM\"]";
+    c["architectures"] = family == Family::Qwen3Moe
+                             ? "[\"Qwen3MoeForCausalLM\"]"
+                             : "[\"Qwen3ForCausalLM\"]";
     c["transformers_version"] = "\"4.51.0\"";
     c["head_dim"] = jsonInt(effectiveHeadDim(spec));
     c["attention_bias"] = jsonBool(spec.attentionBias);

@@ -48,6 +48,11 @@ enum class Family {
   Qwen2,   ///< "qwen2": LLaMA + q/k/v biases, use_sliding_window.
   Qwen3,   ///< "qwen3": LLaMA + per-head q_norm / k_norm, head_dim written,
            ///< attention_bias (q/k/v/o), use_sliding_window, layer_types.
+  Qwen3Moe, ///< "qwen3_moe": qwen3 with a mixture of experts (mlp.gate,
+            ///< mlp.experts.{e}.{gate,up,down}_proj), dense layers by
+            ///< mlp_only_layers and decoder_sparse_step.
+  Mixtral, ///< "mixtral": mistral with a mixture of experts in every layer
+           ///< (block_sparse_moe.gate, block_sparse_moe.experts.{e}.w1/w2/w3).
   SmolLM3, ///< "smollm3": LLaMA whose NoPE layers (no_rope_layers, else
            ///< every no_rope_layer_interval-th) skip RoPE; tied by
            ///< default, attention_bias (q/k/v/o), windows on NoPE layers.
@@ -228,6 +233,14 @@ struct ModelSpec {
   double rotaryFraction = 0.0;
   /// gptj rotary_dim, always written. 0 = the head dim.
   int64_t rotaryDim = 0;
+  /// qwen3_moe and mixtral: num_experts (num_local_experts),
+  /// num_experts_per_tok, and qwen3_moe's moe_intermediate_size (mixtral's
+  /// experts are `ffn` wide), norm_topk_prob, decoder_sparse_step (0 = not
+  /// written: 1) and mlp_only_layers (dense layers of `ffn`).
+  int64_t experts = 0, expertsPerToken = 0, moeFfn = 0;
+  bool normTopkProb = false;
+  int64_t decoderSparseStep = 0;
+  std::vector<int64_t> mlpOnlyLayers;
   /// gpt_neox use_parallel_residual.
   bool parallelResidual = true;
   /// opt do_layer_norm_before (false: OPT-350m's post-LN blocks, and no

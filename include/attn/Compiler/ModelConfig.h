@@ -150,6 +150,22 @@ struct MlpSpec {
   bool gated() const { return kind == MlpKind::SwiGlu || kind == MlpKind::GeGlu; }
 };
 
+/// A mixture-of-experts MLP (Mixtral, Qwen3-MoE): a router sends each token
+/// to `topK` of `numExperts` SwiGLU MLPs of `expertFfn` features
+/// (attn.moe_router, attn.moe_experts). The layers in `denseLayers` keep a
+/// dense MlpSpec MLP of intermediateSize (Qwen3-MoE's mlp_only_layers and
+/// decoder_sparse_step).
+struct MoeSpec {
+  int64_t numExperts = 0; ///< 0: no mixture of experts
+  int64_t topK = 0;
+  int64_t expertFfn = 0;
+  MoeScoring scoring = MoeScoring::SoftmaxTopK;
+  /// The chosen softmax weights divided by their sum (Mixtral always,
+  /// Qwen3-MoE's norm_topk_prob).
+  bool normalize = false;
+  std::vector<int64_t> denseLayers;
+};
+
 /// Where q, k and v come from in the checkpoint.
 enum class QkvStorage {
   Separate,     ///< three weights (LLaMA's q_proj, k_proj, v_proj)
@@ -213,6 +229,10 @@ struct WeightNames {
   std::string queryNorm, keyNorm; ///< prefixes, as the norms (qkNorm)
   std::string gate, up, down;
   std::string gateUp; ///< the fused gate | up module (MlpSpec::fusedGateUp)
+  /// Mixture of experts (within a layer): the router module, the expert
+  /// modules' prefix with "{}" for the expert index, and within an expert
+  /// its gate, up and down modules.
+  std::string router, expert, expertGate, expertUp, expertDown;
   std::string finalNorm; ///< a prefix, as the layer norms
   std::string head;      ///< the output projection when not tied
   /// Weights that are "weight" and "bias" of one module: appended suffixes.
@@ -255,6 +275,7 @@ struct ModelConfig {
   PositionSpec positions;
   AttentionSpec attention;
   MlpSpec mlp;
+  MoeSpec moe;
   BlockSpec block;
   /// A norm (the model's kind) right after the token embedding.
   bool embeddingNorm = false;
@@ -279,6 +300,14 @@ struct ModelConfig {
   bool rotatesLayer(int64_t layer) const {
     return positions.kind == PositionKind::Rotary &&
            !llvm::is_contained(positions.unrotatedLayers, layer);
+  }
+  /// Whether `layer`'s MLP is a mixture of experts.
+  bool isMoeLayer(int64_t layer) const {
+    return moe.numExperts > 0 && !llvm::is_contained(moe.denseLayers, layer);
+  }
+  /// Whether some layer has a dense MLP (MlpSpec, intermediateSize).
+  bool hasDenseMlp() const {
+    return moe.numExperts == 0 || !moe.denseLayers.empty();
   }
   /// Whether `layer` rotates with positions.local() (a sliding-window layer
   /// of a model with a local RoPE base).
@@ -317,6 +346,10 @@ struct WeightSpec {
 /// them: embeddings, then each layer's, then the final norm and the output
 /// projection (when not tied).
 std::vector<WeightSpec> modelWeights(const ModelConfig &config);
+
+/// The modules of expert `expert` within a layer: `names.expert` with the
+/// index filled in.
+std::string expertPrefix(const WeightNames &names, int64_t expert);
 
 /// Prefixes a checkpoint may put before the names above.
 std::vector<std::string> weightNamePrefixes(const ModelConfig &config);

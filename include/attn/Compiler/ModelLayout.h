@@ -75,6 +75,10 @@ struct PackedWeight {
   /// A vector (a bias assembled from several, or reordered): [outFeatures],
   /// not blocks.
   bool vector = false;
+  /// With experts > 0, the stacked projections of a mixture of experts:
+  /// [experts, <packed shape>], source e filling expert e (each source
+  /// holds all outFeatures of its expert).
+  int64_t experts = 0;
   /// How a matrix is stored: f32, bf16 (rounded to nearest even when
   /// packed), or llama.cpp's q8_0 / q4_0 blocks (PackedWeight.h).
   WeightFormat format = WeightFormat::F32;
@@ -84,7 +88,11 @@ struct PackedWeight {
   llvm::SmallVector<int64_t, 4> shape() const {
     if (vector)
       return {outFeatures};
-    return packedWeightShape(format, blocks(), inFeatures, blockSize);
+    llvm::SmallVector<int64_t, 4> shape =
+        packedWeightShape(format, blocks(), inFeatures, blockSize);
+    if (experts > 0)
+      shape.insert(shape.begin(), experts);
+    return shape;
   }
   int64_t bytes() const {
     if (vector)
@@ -110,6 +118,9 @@ struct LayerEntries {
           downBias = -1;
   int64_t attentionOutputNorm = -1, attentionOutputNormBias = -1,
           mlpOutputNorm = -1, mlpOutputNormBias = -1;
+  /// A mixture-of-experts layer's router (the checkpoint's [experts, hidden])
+  /// and its experts' stacked packed projections.
+  int64_t router = -1, expertGate = -1, expertUp = -1, expertDown = -1;
 
   /// The fields in their fixed order, present or not.
   template <typename F> void forEachField(F &&f) {
@@ -117,7 +128,8 @@ struct LayerEntries {
          {&attentionNorm, &attentionNormBias, &qkv, &qkvBias, &queryNorm,
           &keyNorm, &output, &outputBias, &mlpNorm, &mlpNormBias, &gate,
           &gateBias, &up, &upBias, &down, &downBias, &attentionOutputNorm,
-          &attentionOutputNormBias, &mlpOutputNorm, &mlpOutputNormBias})
+          &attentionOutputNormBias, &mlpOutputNorm, &mlpOutputNormBias,
+          &router, &expertGate, &expertUp, &expertDown})
       f(*field);
   }
   /// The present entries in that order: what a block function takes.

@@ -20,12 +20,16 @@ ModelConfig mlir::attn::readQwen3(ConfigReader &reader) {
   defaults.headDim = 128;
   defaults.maxPositions = 32768;
   ModelConfig config = readLlamaStyle(reader, defaults);
+  readQwen3Attention(reader, config);
+  readQwenSlidingWindows(reader, config);
+  return config;
+}
+
+void mlir::attn::readQwen3Attention(ConfigReader &reader, ModelConfig &config) {
   bool bias = reader.boolean("attention_bias", false);
   config.attention.qkvBias = bias;
   config.attention.outputBias = bias;
   config.attention.qkNorm = true;
   config.names.queryNorm = "self_attn.q_norm.";
   config.names.keyNorm = "self_attn.k_norm.";
-  readQwenSlidingWindows(reader, config);
-  return config;
 }

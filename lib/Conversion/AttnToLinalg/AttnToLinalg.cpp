@@ -45,57 +45,6 @@ namespace {
 // Embeddings and projections
 //===----------------------------------------------------------------------===//
 
-/// Weight (lane of `block`, input `k`) of a q8_0 / q4_0 packed table, in
-/// f32: (byte - 128) * d or (nibble - 8) * d, as PackedWeight.h lays out.
-Value dequantizeElement(OpBuilder &b, Location l, Value table,
-                        const PackedWeightInfo &packed, Value block, Value lane,
-                        Value k) {
-  auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, l, v); };
-  const bool q8 = packed.format == PackedFormat::Q8_0;
-  const int64_t nr = packed.blockSize, bytes = quantBlockBytes(packed.format);
-  Value group = arith::DivUIOp::create(b, l, k, c(kQuantBlock));
-  Value t = arith::RemUIOp::create(b, l, k, c(kQuantBlock));
-  Value quad = arith::DivUIOp::create(b, l, t, c(4));
-  Value storedQuad = q8 ? quad : arith::RemUIOp::create(b, l, quad, c(4));
-  Value offset = arith::AddIOp::create(
-      b, l,
-      arith::MulIOp::create(
-          b, l, arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, storedQuad, c(nr)), lane),
-          c(4)),
-      arith::RemUIOp::create(b, l, t, c(4)));
-  auto byteAt = [&](Value at) -> Value {
-    Value byte = tensor::ExtractOp::create(
-        b, l, table,
-        ValueRange{block, group, arith::DivUIOp::create(b, l, at, c(bytes)),
-                   arith::RemUIOp::create(b, l, at, c(bytes))});
-    return arith::ExtUIOp::create(b, l, b.getI32Type(), byte);
-  };
-  Value stored = byteAt(offset);
-  if (!q8) {
-    // Quads 4..7 are the high nibbles.
-    Value high = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, quad, c(4));
-    Value shift = arith::SelectOp::create(
-        b, l, high, arith::ConstantIntOp::create(b, l, 4, 32),
-        arith::ConstantIntOp::create(b, l, 0, 32));
-    stored = arith::AndIOp::create(b, l, arith::ShRUIOp::create(b, l, stored, shift),
-                                   arith::ConstantIntOp::create(b, l, 15, 32));
-  }
-  Value q = arith::SubIOp::create(
-      b, l, stored, arith::ConstantIntOp::create(b, l, quantOffset(packed.format), 32));
-  Value scaleAt = arith::AddIOp::create(
-      b, l, c(quantWeightBytes(packed.format) * nr),
-      arith::MulIOp::create(b, l, lane, c(2)));
-  Value bits = arith::OrIOp::create(
-      b, l, byteAt(scaleAt),
-      arith::ShLIOp::create(b, l, byteAt(arith::AddIOp::create(b, l, scaleAt, c(1))),
-                            arith::ConstantIntOp::create(b, l, 8, 32)));
-  Value half = arith::BitcastOp::create(
-      b, l, b.getF16Type(), arith::TruncIOp::create(b, l, b.getI16Type(), bits));
-  Value d = arith::ExtFOp::create(b, l, b.getF32Type(), half);
-  return arith::MulFOp::create(
-      b, l, arith::SIToFPOp::create(b, l, b.getF32Type(), q), d);
-}
-
 /// result[s, d] = table[clamp(ids[s]), d], a gather inside a generic.
 struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -129,26 +78,10 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
     FloatAttr scale = op.getScaleAttr();
     // Row `row`, column `col` of the table, times the scale.
     auto element = [&](OpBuilder &b, Location l, Value row, Value col) -> Value {
-      auto c = [&](int64_t v) -> Value {
-        return arith::ConstantIndexOp::create(b, l, v);
-      };
-      Value value;
-      if (!packed) {
-        value = tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
-      } else {
-        // Row v of a packed table is feature v of the weight: lane v % NR
-        // of block v / NR.
-        Value block = c(packedBlock);
-        Value blockIndex = arith::DivUIOp::create(b, l, row, block);
-        Value lane = arith::RemUIOp::create(b, l, row, block);
-        if (!isQuantized(packed->format))
-          value = tensor::ExtractOp::create(b, l, table,
-                                            ValueRange{blockIndex, col, lane});
-        else
-          value = dequantizeElement(b, l, table, *packed, blockIndex, lane, col);
-      }
-      if (!value.getType().isF32())
-        value = arith::ExtFOp::create(b, l, b.getF32Type(), value);
+      Value value =
+          packed ? packedElement(b, l, table, *packed, {}, row, col)
+                 : tensor::ExtractOp::create(b, l, table, ValueRange{row, col})
+                       .getResult();
       if (scale)
         value = arith::MulFOp::create(
             b, l, value, floatConstant(b, l, scale.getValueAsDouble()));

@@ -2,6 +2,8 @@
 
 #include "LinalgBuilders.h"
 
+#include "attn/Dialect/Attn/IR/PackedWeight.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -136,4 +138,72 @@ Value mlir::attn::buildSilu(OpBuilder &b, Location loc, Value x) {
   Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
   Value denom = arith::AddFOp::create(b, loc, one, expNeg);
   return arith::DivFOp::create(b, loc, x, denom);
+}
+
+/// Weight (lane of `block`, input `k`) of a q8_0 / q4_0 packed table, in
+/// f32: (byte - 128) * d or (nibble - 8) * d, as PackedWeight.h lays out.
+static Value dequantizeElement(OpBuilder &b, Location l, Value table,
+                               const PackedWeightInfo &packed, ValueRange prefix,
+                               Value block, Value lane, Value k) {
+  auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, l, v); };
+  const bool q8 = packed.format == PackedFormat::Q8_0;
+  const int64_t nr = packed.blockSize, bytes = quantBlockBytes(packed.format);
+  Value group = arith::DivUIOp::create(b, l, k, c(kQuantBlock));
+  Value t = arith::RemUIOp::create(b, l, k, c(kQuantBlock));
+  Value quad = arith::DivUIOp::create(b, l, t, c(4));
+  Value storedQuad = q8 ? quad : arith::RemUIOp::create(b, l, quad, c(4));
+  Value offset = arith::AddIOp::create(
+      b, l,
+      arith::MulIOp::create(
+          b, l, arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, storedQuad, c(nr)), lane),
+          c(4)),
+      arith::RemUIOp::create(b, l, t, c(4)));
+  auto byteAt = [&](Value at) -> Value {
+    SmallVector<Value, 5> indices(prefix);
+    indices.append({block, group, arith::DivUIOp::create(b, l, at, c(bytes)),
+                    arith::RemUIOp::create(b, l, at, c(bytes))});
+    Value byte = tensor::ExtractOp::create(b, l, table, indices);
+    return arith::ExtUIOp::create(b, l, b.getI32Type(), byte);
+  };
+  Value stored = byteAt(offset);
+  if (!q8) {
+    // Quads 4..7 are the high nibbles.
+    Value high = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, quad, c(4));
+    Value shift = arith::SelectOp::create(
+        b, l, high, arith::ConstantIntOp::create(b, l, 4, 32),
+        arith::ConstantIntOp::create(b, l, 0, 32));
+    stored = arith::AndIOp::create(b, l, arith::ShRUIOp::create(b, l, stored, shift),
+                                   arith::ConstantIntOp::create(b, l, 15, 32));
+  }
+  Value q = arith::SubIOp::create(
+      b, l, stored, arith::ConstantIntOp::create(b, l, quantOffset(packed.format), 32));
+  Value scaleAt = arith::AddIOp::create(
+      b, l, c(quantWeightBytes(packed.format) * nr),
+      arith::MulIOp::create(b, l, lane, c(2)));
+  Value bits = arith::OrIOp::create(
+      b, l, byteAt(scaleAt),
+      arith::ShLIOp::create(b, l, byteAt(arith::AddIOp::create(b, l, scaleAt, c(1))),
+                            arith::ConstantIntOp::create(b, l, 8, 32)));
+  Value half = arith::BitcastOp::create(
+      b, l, b.getF16Type(), arith::TruncIOp::create(b, l, b.getI16Type(), bits));
+  Value d = arith::ExtFOp::create(b, l, b.getF32Type(), half);
+  return arith::MulFOp::create(
+      b, l, arith::SIToFPOp::create(b, l, b.getF32Type(), q), d);
+}
+
+Value mlir::attn::packedElement(OpBuilder &b, Location l, Value table,
+                                const PackedWeightInfo &packed,
+                                ValueRange prefix, Value n, Value k) {
+  // Feature n is lane n % NR of block n / NR.
+  Value size = arith::ConstantIndexOp::create(b, l, packed.blockSize);
+  Value block = arith::DivUIOp::create(b, l, n, size);
+  Value lane = arith::RemUIOp::create(b, l, n, size);
+  if (isQuantized(packed.format))
+    return dequantizeElement(b, l, table, packed, prefix, block, lane, k);
+  SmallVector<Value, 4> indices(prefix);
+  indices.append({block, k, lane});
+  Value value = tensor::ExtractOp::create(b, l, table, indices);
+  if (!value.getType().isF32())
+    value = arith::ExtFOp::create(b, l, b.getF32Type(), value);
+  return value;
 }

@@ -84,6 +84,15 @@ Value indexAsFloat(OpBuilder &b, Location loc, Value index, Type floatType);
 /// tanh, then * cap: torch's order).
 Value buildSoftcap(OpBuilder &b, Location loc, Value x, double cap);
 
+struct PackedWeightInfo;
+
+/// W[n, k] in f32 of a packed weight (attn.linear's `packed` layout: f32,
+/// bf16, q8_0 or q4_0 blocks, PackedWeight.h), read inside a generic's body;
+/// `prefix` indexes the dimensions before the packed ones (an expert).
+Value packedElement(OpBuilder &b, Location loc, Value table,
+                    const PackedWeightInfo &packed, ValueRange prefix, Value n,
+                    Value k);
+
 /// x * sigmoid(x) written as x / (1 + exp(-x)): at large negative x exp
 /// overflows to inf and the quotient is -0, not NaN.
 Value buildSilu(OpBuilder &b, Location loc, Value x);

@@ -11,6 +11,7 @@
 #include "MoeToLinalg.h"
 
 #include "attn/Dialect/Attn/IR/AttnOps.h"
+#include "attn/Dialect/Attn/IR/PackedWeight.h"
 
 #include "LinalgBuilders.h"
 
@@ -191,6 +192,13 @@ struct MoeExpertsLowering : OpConversionPattern<MoeExpertsOp> {
       return linalg::IndexOp::create(b, l, dim);
     };
 
+    // Packed experts: one slab of attn.linear's packed layout per expert.
+    const bool packed = op.hasPackedExperts();
+    auto slab = [](Value stacked) {
+      auto type = cast<RankedTensorType>(stacked.getType());
+      return getPackedWeightInfo(RankedTensorType::get(
+          type.getShape().drop_front(), type.getElementType()));
+    };
     // out[t, j, n] = sum_k in[t, (j,) k] * W[e, n, k] over loops (t, j, n, k),
     // `in` indexed by `inDims`.
     auto expertProduct = [&](Value in, SmallVector<unsigned> inDims,
@@ -201,10 +209,12 @@ struct MoeExpertsLowering : OpConversionPattern<MoeExpertsOp> {
           rewriter, loc, 4, 1, {in, chosen}, {inDims, {0, 1}},
           zerosOf(rewriter, loc, sizes, f32), {0, 1, 2},
           [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-            Value w = tensor::ExtractOp::create(
-                b, l, weight,
-                ValueRange{expertIndex(b, l, args[1]), index(b, l, 2),
-                           index(b, l, 3)});
+            Value e = expertIndex(b, l, args[1]);
+            Value n = index(b, l, 2), k = index(b, l, 3);
+            Value w = packed ? packedElement(b, l, weight, *slab(weight), e, n, k)
+                             : tensor::ExtractOp::create(
+                                   b, l, weight, ValueRange{e, n, k})
+                                   .getResult();
             return arith::AddFOp::create(
                 b, l, args[2], arith::MulFOp::create(b, l, args[0], w));
           });

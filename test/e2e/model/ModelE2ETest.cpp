@@ -351,7 +351,8 @@ std::vector<Case> cases() {
                            "tiny-opt-postln", "tiny-bloom", "tiny-xglm", "tiny-qwen3",
                            "tiny-qwen3-swa", "tiny-qwen3-bias", "tiny-gemma2",
                            "tiny-gemma3", "tiny-gemma3-mm", "tiny-smollm3",
-                           "tiny-smollm3-list"}) {
+                           "tiny-smollm3-list", "tiny-qwen3-moe",
+                           "tiny-qwen3-moe-sparse", "tiny-mixtral"}) {
     modelgen::ModelSpec spec = preset(name);
     spec.sharp = true;
     std::string id = std::string(name + 5) + "_sharp";
@@ -600,7 +601,7 @@ std::vector<Case> batchCases() {
   for (const Case &c : cases())
     for (const char *name : {"tiny_gpt2", "tiny_llama_gqa2", "mistral_sharp", "qwen2_swa_sharp",
                              "bloom_sharp", "xglm_sharp", "opt_postln_sharp", "qwen3_swa_sharp",
-                             "gemma3_sharp"})
+                             "gemma3_sharp", "qwen3_moe_sharp", "mixtral_sharp"})
       if (c.name == name)
         chosen.push_back(c);
   return chosen;
@@ -1223,6 +1224,17 @@ TEST(ModelE2EPlantedBugs, EachFamilysDistinctiveFeatureMatters) {
          for (int64_t &window : c.attention.windows)
            window = 8;
        }},
+      // Mixtures of experts: the routing's choices and weights, and which
+      // layers are sparse.
+      {"tiny-mixtral", "renormalization off", [](ModelConfig &c) { c.moe.normalize = false; }},
+      {"tiny-qwen3-moe-sparse", "renormalization on",
+       [](ModelConfig &c) { c.moe.normalize = true; }},
+      // (With renormalization, as Mixtral's, the two orders are equal.)
+      {"tiny-qwen3-moe-sparse", "top-k then softmax",
+       [](ModelConfig &c) { c.moe.scoring = mlir::attn::MoeScoring::TopKSoftmax; }},
+      {"tiny-mixtral", "one expert fewer per token", [](ModelConfig &c) { c.moe.topK -= 1; }},
+      {"tiny-qwen3-moe", "gate and up swapped",
+       [](ModelConfig &c) { std::swap(c.names.expertGate, c.names.expertUp); }},
   };
   for (const Plant &plant : plants) {
     modelgen::ModelSpec spec = preset(plant.preset);
@@ -1373,7 +1385,9 @@ TEST(ModelE2EDescription, TheTutorialDecodersFeaturesEachMatter) {
 
 /// Rounds the reference's copies of the weights the packed buffers hold as
 /// `format` stores them (a quantized format's fallback buffers as bf16);
-/// returns how many were rounded.
+/// returns how many were rounded. Quantized experts are read by
+/// attn.moe_experts' reference lowering, which multiplies f32 rows by the
+/// dequantized weights: their inputs are not quantized.
 int roundPackedSources(CompiledModel &m, mlir::attn::WeightFormat format) {
   llvm::Expected<mlir::attn::ModelConfig> config = mlir::attn::loadModelConfig(m.dir.path);
   if (!config) {
@@ -1399,7 +1413,8 @@ int roundPackedSources(CompiledModel &m, mlir::attn::WeightFormat format) {
           found = m.reference->quantizeWeight(
               prefix + weight, packed.inFeatures, source.outIn,
               packed.format == mlir::attn::WeightFormat::Q8_0 ? ref::QuantFormat::Q8_0
-                                                              : ref::QuantFormat::Q4_0);
+                                                              : ref::QuantFormat::Q4_0,
+              /*quantizeInputs=*/packed.experts == 0);
       }
       EXPECT_TRUE(found) << weight;
       rounded += found;
@@ -1424,7 +1439,7 @@ double relativeToMax(const std::vector<float> &a, const std::vector<float> &b) {
 TEST(ModelE2EWeightFormats, Bf16MatchesTheReferenceOnRoundedWeights) {
   for (const char *name : {"tiny-llama", "tiny-llama-tied", "tiny-gpt2", "tiny-phi3",
                            "tiny-gpt_neox", "tiny-bloom", "tiny-qwen3", "tiny-gemma2",
-                           "tiny-smollm3", "tiny-phi3-longrope"}) {
+                           "tiny-smollm3", "tiny-phi3-longrope", "tiny-qwen3-moe"}) {
     SCOPED_TRACE(name);
     modelgen::ModelSpec spec = preset(name);
     spec.sharp = true;
@@ -1446,7 +1461,9 @@ TEST(ModelE2EWeightFormats, Bf16MatchesTheReferenceOnRoundedWeights) {
       return;
     double relative = relativeToMax(logits, exact);
     printf("%s: bf16 vs f32, max |error| / max |logit| = %.3g\n", name, relative);
-    EXPECT_LT(relative, 5e-2);
+    // A mixture of experts moves further (5.2% on tiny-qwen3-moe): a row
+    // whose router is near a tie may pick another expert once rounded.
+    EXPECT_LT(relative, std::string(name).find("moe") != std::string::npos ? 0.1 : 5e-2);
     EXPECT_GT(relative, 1e-5) << "the weights were not rounded";
   }
 }
@@ -1631,7 +1648,8 @@ TEST(ModelE2EWeightFormats, QuantizedMatchTheReferenceComputedAlike) {
        {mlir::attn::WeightFormat::Q8_0, mlir::attn::WeightFormat::Q4_0}) {
     for (const char *name : {"tiny-llama", "tiny-llama-tied", "tiny-gpt2", "tiny-phi3",
                              "tiny-gpt_neox", "tiny-bloom", "tiny-qwen3", "tiny-gemma3",
-                             "tiny-smollm3", "tiny-phi3-longrope"}) {
+                             "tiny-smollm3", "tiny-phi3-longrope", "tiny-qwen3-moe",
+                             "tiny-mixtral"}) {
       std::string label = std::string(name) + " " + mlir::attn::weightFormatName(format);
       SCOPED_TRACE(label);
       modelgen::ModelSpec spec = preset(name);

@@ -272,7 +272,8 @@ Shapes expectedTensors(const Json &c) {
   }
   if (type == "llama" || type == "mistral" || type == "qwen2" ||
       type == "qwen3" || type == "smollm3" || type == "gemma" ||
-      type == "phi3") {
+      type == "phi3" || type == "qwen3_moe" || type == "mixtral") {
+    const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
     int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
     int64_t heads = num(c, "num_attention_heads");
     int64_t kv = numOr(c, "num_key_value_heads", heads);
@@ -284,8 +285,20 @@ Shapes expectedTensors(const Json &c) {
     // Qwen3Attention: attention_bias covers o_proj too; q_norm, k_norm are
     // RMSNorm(head_dim).
     // SmolLM3Attention likewise (without the norms).
-    bool oBias = (type == "qwen3" || type == "smollm3") &&
+    bool oBias = (qwen3 || type == "smollm3") &&
                  flagOr(c, "attention_bias", false);
+    // Qwen3MoeSparseMoeBlock on layer i unless i is in mlp_only_layers or
+    // (i + 1) % decoder_sparse_step != 0; MixtralSparseMoeBlock on all.
+    auto sparse = [&](int64_t i) {
+      if (type == "mixtral")
+        return true;
+      if (type != "qwen3_moe")
+        return false;
+      for (const Json &layer : c.at("mlp_only_layers"))
+        if (layer.get<int64_t>() == i)
+          return false;
+      return (i + 1) % numOr(c, "decoder_sparse_step", 1) == 0;
+    };
     s["model.embed_tokens.weight"] = {v, d};
     for (int64_t i = 0; i < num(c, "num_hidden_layers"); ++i) {
       std::string l = "model.layers." + std::to_string(i) + ".";
@@ -298,13 +311,29 @@ Shapes expectedTensors(const Json &c) {
         linear(l + "self_attn.q_proj", heads * hd, d, qkvBias);
         linear(l + "self_attn.k_proj", kv * hd, d, qkvBias);
         linear(l + "self_attn.v_proj", kv * hd, d, qkvBias);
-        s[l + "mlp.gate_proj.weight"] = {f, d};
-        s[l + "mlp.up_proj.weight"] = {f, d};
       }
       linear(l + "self_attn.o_proj", d, heads * hd, oBias);
-      if (type == "qwen3") {
+      if (qwen3) {
         s[l + "self_attn.q_norm.weight"] = {hd};
         s[l + "self_attn.k_norm.weight"] = {hd};
+      }
+      if (sparse(i)) {
+        bool mixtral = type == "mixtral";
+        int64_t e = num(c, mixtral ? "num_local_experts" : "num_experts");
+        int64_t ef = mixtral ? f : num(c, "moe_intermediate_size");
+        std::string moe = l + (mixtral ? "block_sparse_moe." : "mlp.");
+        s[moe + "gate.weight"] = {e, d};
+        for (int64_t x = 0; x < e; ++x) {
+          std::string ex = moe + "experts." + std::to_string(x) + ".";
+          s[ex + (mixtral ? "w1" : "gate_proj") + ".weight"] = {ef, d};
+          s[ex + (mixtral ? "w3" : "up_proj") + ".weight"] = {ef, d};
+          s[ex + (mixtral ? "w2" : "down_proj") + ".weight"] = {d, ef};
+        }
+        continue;
+      }
+      if (type != "phi3") {
+        s[l + "mlp.gate_proj.weight"] = {f, d};
+        s[l + "mlp.up_proj.weight"] = {f, d};
       }
       s[l + "mlp.down_proj.weight"] = {d, f};
     }
@@ -523,6 +552,21 @@ ConfigKeys configKeys(Family family) {
              {"attention_bias", "head_dim", "max_window_layers", "rope_scaling",
               "sliding_window", "tie_word_embeddings", "use_sliding_window"}),
         {"layer_types"}};
+  case Family::Qwen3Moe:
+    return {
+        join(join(common, llamaLike),
+             {"attention_bias", "decoder_sparse_step", "head_dim",
+              "max_window_layers", "mlp_only_layers", "moe_intermediate_size",
+              "norm_topk_prob", "num_experts", "num_experts_per_tok",
+              "output_router_logits", "rope_scaling", "router_aux_loss_coef",
+              "sliding_window", "tie_word_embeddings", "use_sliding_window"}),
+        {}};
+  case Family::Mixtral:
+    return {join(join(common, llamaLike),
+                 {"num_experts_per_tok", "num_local_experts",
+                  "output_router_logits", "router_aux_loss_coef",
+                  "sliding_window", "tie_word_embeddings"}),
+            {"head_dim", "rope_scaling"}};
   case Family::SmolLM3:
     return {join(join(common, llamaLike),
                  {"attention_bias", "mlp_bias", "rope_scaling",
@@ -709,17 +753,20 @@ TEST(WriterFamilies, EveryPresetWritesItsFamilysLayout) {
       continue;
     }
     // tiny-gemma3: six layers, for one global layer after two local ones,
-    // twice; tiny-smollm3-list: four, for the list's pattern.
-    EXPECT_LE(spec.layers, spec.family == Family::Gemma3    ? 6
-                           : spec.family == Family::SmolLM3 ? 4
-                                                            : 3)
+    // twice; tiny-smollm3-list: four, for the list's pattern;
+    // tiny-qwen3-moe-sparse: four, for two sparse layers at step 2.
+    EXPECT_LE(spec.layers, spec.family == Family::Gemma3 ? 6
+                           : spec.family == Family::SmolLM3 ||
+                                   spec.family == Family::Qwen3Moe
+                               ? 4
+                               : 3)
         << name;
     EXPECT_EQ(spec.hidden, 64) << name;
     EXPECT_LE(spec.heads, 4) << name;
     EXPECT_LE(std::abs(spec.vocab - 100), 5) << name;
     checkFolder(spec, writeOrDie(spec, dir.sub(name)), name);
   }
-  EXPECT_EQ(families.size(), 15u) << "a tiny preset of every family";
+  EXPECT_EQ(families.size(), 17u) << "a tiny preset of every family";
 }
 
 /// A benchmark preset's shape against its checkpoint's config.json.

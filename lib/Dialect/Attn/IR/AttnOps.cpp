@@ -1060,21 +1060,59 @@ LogicalResult MoeRouterOp::verify() {
   return success();
 }
 
+/// One expert's slab of a stacked packed weight: the type without its
+/// leading (expert) dimension.
+static RankedTensorType expertSlab(RankedTensorType stacked) {
+  return RankedTensorType::get(stacked.getShape().drop_front(),
+                               stacked.getElementType());
+}
+
+bool MoeExpertsOp::hasPackedExperts() {
+  RankedTensorType gate = cast<RankedTensorType>(getGate().getType());
+  return gate.getRank() != 3 || !gate.getElementType().isF32();
+}
+
+int64_t MoeExpertsOp::getFfnSize() {
+  if (!hasPackedExperts())
+    return cast<ShapedType>(getGate().getType()).getDimSize(1);
+  std::optional<PackedWeightInfo> down = getPackedWeightInfo(
+      expertSlab(cast<RankedTensorType>(getDown().getType())));
+  return down ? down->inFeatures : ShapedType::kDynamic;
+}
+
 LogicalResult MoeExpertsOp::verify() {
-  RankedTensorType input = getInput().getType(), gate = getGate().getType();
+  RankedTensorType input = getInput().getType(),
+                   gate = cast<RankedTensorType>(getGate().getType());
   if (failed(verifyStaticDim(*this, "input", input, 1)) ||
       failed(verifyStaticDim(*this, "gate", gate, 0)) ||
       failed(verifyStaticDim(*this, "gate", gate, 1)))
     return failure();
-  int64_t experts = gate.getDimSize(0), ffn = gate.getDimSize(1),
-          hidden = input.getDimSize(1);
-  if (failed(verifyExactShape(*this, "gate", gate, {experts, ffn, hidden},
-                              "experts, ffn, hidden")) ||
-      failed(verifyExactShape(*this, "up", getUp().getType(),
-                              {experts, ffn, hidden}, "experts, ffn, hidden")) ||
-      failed(verifyExactShape(*this, "down", getDown().getType(),
-                              {experts, hidden, ffn}, "experts, hidden, ffn")))
+  int64_t experts = gate.getDimSize(0), hidden = input.getDimSize(1);
+  int64_t ffn = getFfnSize();
+  if (hasPackedExperts()) {
+    auto up = cast<RankedTensorType>(getUp().getType()),
+         down = cast<RankedTensorType>(getDown().getType());
+    for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"gate", gate},
+                              {"up", up},
+                              {"down", down}})
+      if (type.getRank() < 4 || type.getDimSize(0) != experts)
+        return emitOpError() << "requires packed " << name << " of " << experts
+                             << " expert slabs [experts, <packed shape>], got "
+                             << type;
+    if (ShapedType::isDynamic(ffn))
+      return verifyPackedWeight(*this, "down expert", expertSlab(down), ffn, hidden);
+    if (failed(verifyPackedWeight(*this, "gate expert", expertSlab(gate), hidden, ffn)) ||
+        failed(verifyPackedWeight(*this, "up expert", expertSlab(up), hidden, ffn)) ||
+        failed(verifyPackedWeight(*this, "down expert", expertSlab(down), ffn, hidden)))
+      return failure();
+  } else if (failed(verifyExactShape(*this, "gate", gate, {experts, ffn, hidden},
+                                     "experts, ffn, hidden")) ||
+             failed(verifyExactShape(*this, "up", shapedType(getUp()),
+                                     {experts, ffn, hidden}, "experts, ffn, hidden")) ||
+             failed(verifyExactShape(*this, "down", shapedType(getDown()),
+                                     {experts, hidden, ffn}, "experts, hidden, ffn"))) {
     return failure();
+  }
 
   RankedTensorType weights = getWeights().getType(),
                    chosen = getExperts().getType();
