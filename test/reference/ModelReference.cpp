@@ -2538,13 +2538,12 @@ bool ModelReference::roundWeightToBf16(const std::string &name) {
 }
 
 bool ModelReference::quantizeWeight(const std::string &name, int64_t in, bool outIn,
-                                    QuantFormat format, bool quantizeInputs) {
+                                    QuantFormat format) {
   auto it = weights.find(name);
   if (it == weights.end())
     return false;
   roundThroughFormat(it->second, in, outIn, format);
-  if (quantizeInputs)
-    quantizedInputs.insert(&it->second);
+  quantizedInputs.insert(&it->second);
   return true;
 }
 
@@ -2912,22 +2911,38 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
     // Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock on the normed rows.
     auto sparseMoe = [&](const std::vector<float> &h, int64_t layer) {
       const MoeNames names = moeNames(c, layer);
-      std::vector<const std::string *> read = {&names.router};
       ExpertWeights experts;
       for (int64_t e = 0; e < c.experts; ++e) {
         experts.gate.push_back(&w(names.gate[e]));
         experts.up.push_back(&w(names.up[e]));
         experts.down.push_back(&w(names.down[e]));
-        read.insert(read.end(), {&names.gate[e], &names.up[e], &names.down[e]});
       }
-      for (const std::string *name : read)
-        if (quantizedInputs.count(&w(*name)))
-          throw std::invalid_argument(
-              "'" + *name +
-              "': the int8 input quantization of quantizeWeight is not "
-              "modelled for the mixture-of-experts weights");
+      // A quantized product reads int8-quantized rows (the packed
+      // kernels): gate and up the token's, down the activations. (down
+      // stays f32 when the expert's width is not whole blocks of 32.)
+      const bool gateUp = quantizedInputs.count(&w(names.gate[0])) != 0;
+      const bool down = quantizedInputs.count(&w(names.down[0])) != 0;
+      auto expect = [&](const std::vector<std::string> &group, bool quantized) {
+        for (const std::string &name : group)
+          if ((quantizedInputs.count(&w(name)) != 0) != quantized)
+            throw std::invalid_argument(
+                "'" + name +
+                "': a layer's experts are quantized alike (every gate and up, "
+                "every down), and its router never");
+      };
+      expect({names.router}, false);
+      expect(names.gate, gateUp);
+      expect(names.up, gateUp);
+      expect(names.down, down);
+      RowRounding quantize = [](const std::vector<float> &rows, int64_t count,
+                                int64_t width) {
+        return quantizeActivationRows(rows, count, width);
+      };
       return sparseMoeBlock(h, n, d, w(names.router), experts, c.expertFfn,
-                            c.expertsPerToken, c.normalizeTopK);
+                            c.expertsPerToken, c.normalizeTopK,
+                            /*routing=*/nullptr,
+                            gateUp ? quantize : RowRounding(),
+                            down ? quantize : RowRounding());
     };
     x = embedding(w("model.embed_tokens.weight"), c.vocab, d, ids);
     if (arch == Architecture::Gemma)
@@ -3206,7 +3221,9 @@ std::vector<float> sparseMoeBlock(const std::vector<float> &x, int64_t tokens,
                                   const std::vector<float> &router,
                                   const ExpertWeights &experts, int64_t ffn,
                                   int64_t topK, bool normalize,
-                                  MoeRouting *routing) {
+                                  MoeRouting *routing,
+                                  const RowRounding &roundInputs,
+                                  const RowRounding &roundActivations) {
   const size_t count = experts.gate.size();
   const int64_t numExperts = static_cast<int64_t>(count);
   auto fail = [](const std::string &what) {
@@ -3252,7 +3269,8 @@ std::vector<float> sparseMoeBlock(const std::vector<float> &x, int64_t tokens,
     e = slot[e];
   std::vector<float> y =
       moeExperts(x, tokens, hidden, compact, topK, gate, up, down, used, ffn,
-                 MoeActivation::Swiglu);
+                 MoeActivation::Swiglu, /*alpha=*/0.0, /*limit=*/0.0,
+                 /*biases=*/{}, roundInputs, roundActivations);
   if (routing)
     *routing = std::move(chosen);
   return y;

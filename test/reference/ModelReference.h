@@ -347,13 +347,12 @@ public:
   /// projection with that weight reads to int8 per block of 32, as the
   /// kernels quantize their input (quantizeActivationRows). An embedding
   /// table read as the output projection (tied) is gathered as rounded. False
-  /// when there is no such weight. With `quantizeInputs` false only the
-  /// weight is rounded and its rows are read in f32 (what the experts'
-  /// reference lowering computes). The input quantization is not modelled
-  /// for the sparse MoE blocks' router and experts: a forward pass over one
-  /// of those with quantized inputs fails with an error naming it.
+  /// when there is no such weight. A sparse MoE block's experts are
+  /// quantized alike (every gate and up, every down) and its router never
+  /// (the compiler keeps it f32): a forward pass over a mix fails with an
+  /// error naming the weight.
   bool quantizeWeight(const std::string &name, int64_t in, bool outIn,
-                      QuantFormat format, bool quantizeInputs = true);
+                      QuantFormat format);
 
   /// How the cache holds keys and values: as computed (f32), or rounded to
   /// the nearest bf16 / f16 (ties to even) as they are appended, which every
@@ -432,14 +431,17 @@ struct ExpertWeights {
 /// the chosen experts e. Composed of moeRouter and moeExperts (Reference.h):
 /// double inside, the router's softmax included (HF: float32); the weights
 /// and y rounded to float once. `routing`, when given, receives the choice
-/// (expert ids into `experts`). Throws std::invalid_argument on sizes that
-/// do not fit or topK outside [1, experts].
+/// (expert ids into `experts`). `roundInputs` and `roundActivations` round
+/// the rows the experts read (moeExperts). Throws std::invalid_argument on
+/// sizes that do not fit or topK outside [1, experts].
 std::vector<float> sparseMoeBlock(const std::vector<float> &x, int64_t tokens,
                                   int64_t hidden,
                                   const std::vector<float> &router,
                                   const ExpertWeights &experts, int64_t ffn,
                                   int64_t topK, bool normalize,
-                                  MoeRouting *routing = nullptr);
+                                  MoeRouting *routing = nullptr,
+                                  const RowRounding &roundInputs = {},
+                                  const RowRounding &roundActivations = {});
 
 /// The index of the largest of `n` values: the first on ties and the first
 /// NaN if any, as torch.argmax.

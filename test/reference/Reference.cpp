@@ -722,7 +722,9 @@ std::vector<float> moeExperts(const std::vector<float> &x, int64_t tokens,
                               const std::vector<float> &down,
                               int64_t numExperts, int64_t ffn,
                               MoeActivation activation, double alpha,
-                              double limit, MoeBiases biases) {
+                              double limit, MoeBiases biases,
+                              const RowRounding &roundInputs,
+                              const RowRounding &roundActivations) {
   check(hasSize(x, tokens * hidden), "moeExperts: x size != tokens * hidden");
   check(hasSize(routing.weights, tokens * topK) &&
             routing.experts.size() == routing.weights.size(),
@@ -733,9 +735,11 @@ std::vector<float> moeExperts(const std::vector<float> &x, int64_t tokens,
         "moeExperts: expert weight sizes");
   std::vector<float> out(tokens * hidden);
   std::vector<double> h(ffn), sum(hidden);
+  const std::vector<float> rounded =
+      roundInputs ? roundInputs(x, tokens, hidden) : x;
   for (int64_t t = 0; t < tokens; ++t) {
     std::fill(sum.begin(), sum.end(), 0.0);
-    const float *row = x.data() + t * hidden;
+    const float *row = rounded.data() + t * hidden;
     for (int64_t j = 0; j < topK; ++j) {
       int64_t e = std::clamp<int64_t>(routing.experts[t * topK + j], 0,
                                       numExperts - 1);
@@ -755,6 +759,11 @@ std::vector<float> moeExperts(const std::vector<float> &x, int64_t tokens,
           u = std::clamp(u, -limit, limit);
           h[f] = g / (1.0 + std::exp(-alpha * g)) * (u + 1.0);
         }
+      }
+      if (roundActivations) {
+        std::vector<float> acts(h.begin(), h.end());
+        acts = roundActivations(acts, 1, ffn);
+        std::copy(acts.begin(), acts.end(), h.begin());
       }
       double w = routing.weights[t * topK + j];
       for (int64_t d = 0; d < hidden; ++d) {

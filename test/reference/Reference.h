@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -330,9 +331,17 @@ struct MoeBiases {
   const std::vector<float> *gate = nullptr, *up = nullptr, *down = nullptr;
 };
 
+/// Rounds `count` rows of `width` values as a kernel reads them (the int8
+/// kernels' per-row input quantization, for one).
+using RowRounding = std::function<std::vector<float>(
+    const std::vector<float> &rows, int64_t count, int64_t width)>;
+
 /// result[t] = sum_j weights[t, j] (down[e] act(gate[e] x + gb, up[e] x + ub)
 /// + db), e = experts[t, j] clamped into [0, numExperts); gate and up are
-/// [numExperts, ffn, hidden], down [numExperts, hidden, ffn].
+/// [numExperts, ffn, hidden], down [numExperts, hidden, ffn]. The rows the
+/// products read may be rounded first: x by `roundInputs` (for gate and up),
+/// each act(...) by `roundActivations` after rounding it to float (the
+/// packed kernels' f32 activations, quantized again for a quantized down).
 std::vector<float> moeExperts(const std::vector<float> &x, int64_t tokens,
                               int64_t hidden, const MoeRouting &routing,
                               int64_t topK, const std::vector<float> &gate,
@@ -340,7 +349,9 @@ std::vector<float> moeExperts(const std::vector<float> &x, int64_t tokens,
                               const std::vector<float> &down,
                               int64_t numExperts, int64_t ffn,
                               MoeActivation activation, double alpha = 0.0,
-                              double limit = 0.0, MoeBiases biases = {});
+                              double limit = 0.0, MoeBiases biases = {},
+                              const RowRounding &roundInputs = {},
+                              const RowRounding &roundActivations = {});
 
 //===----------------------------------------------------------------------===//
 // Test helpers

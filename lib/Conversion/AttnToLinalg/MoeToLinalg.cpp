@@ -1,10 +1,12 @@
 //===- MoeToLinalg.cpp - mixture-of-experts ops to linalg on tensors ------===//
 //
-// The reference lowering of attn.moe_router and attn.moe_experts: plain
-// generics whose bodies gather the chosen experts' weights with
-// tensor.extract, so only the top_k experts of a token are evaluated. The
-// CPU kernels that group tokens by expert are the fast path; this is the
-// semantics they are checked against.
+// attn.moe_router and attn.moe_experts to linalg. The reference lowering:
+// plain generics whose bodies gather the chosen experts' weights with
+// tensor.extract, so only the top_k experts of a token are evaluated. For
+// packed SwiGLU experts (what attn-compile emits) the CPU path groups the
+// tokens by expert and multiplies each chosen expert's rows with attn.gemm,
+// the packed kernels of the dense projections; it is checked against the
+// reference semantics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -287,8 +290,220 @@ struct MoeExpertsLowering : OpConversionPattern<MoeExpertsOp> {
   }
 };
 
+/// The CPU path of attn.moe_experts with packed SwiGLU experts and no
+/// biases: the (token, slot) pairs are grouped by expert (a counting sort,
+/// O(tokens * top_k + experts) scalar steps), then each chosen expert runs
+/// two attn.gemm over its tokens' rows, gathered into one block: the gate
+/// and up products with the SwiGLU epilogue, and the down product scaled
+/// per row by the routing weight. So an expert's weights are streamed once
+/// per call by the packed kernels (their prefetching, threads over output
+/// blocks, int8 dot products for q8_0 / q4_0), whether one token chose it
+/// or all of them, and an expert no token chose is never read. Each pair's
+/// output lands in its own row of a [pairs, hidden] buffer, in expert order,
+/// and a last generic sums each token's top_k rows: no scatter.
+struct MoeExpertsGroupedLowering : OpConversionPattern<MoeExpertsOp> {
+  MoeExpertsGroupedLowering(MLIRContext *ctx)
+      : OpConversionPattern(ctx, /*benefit=*/2) {}
+
+  LogicalResult
+  matchAndRewrite(MoeExpertsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!op.hasPackedExperts() || op.getActivation() != MoeActivation::Swiglu ||
+        op.getGateBias())
+      return rewriter.notifyMatchFailure(op, "not packed SwiGLU experts");
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput(), chosen = adaptor.getExperts(),
+          routeWeights = adaptor.getWeights();
+    int64_t experts = op.getNumExperts(), ffn = op.getFfnSize();
+    int64_t hidden = op.getInput().getType().getDimSize(1);
+    int64_t topK = op.getWeights().getType().getDimSize(1);
+    Type f32 = rewriter.getF32Type(), indexType = rewriter.getIndexType();
+    auto constant = [](OpBuilder &b, Location l, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, l, v);
+    };
+    Value zero = constant(rewriter, loc, 0), one = constant(rewriter, loc, 1);
+    Value slots = constant(rewriter, loc, topK);
+    Value tokens = tensor::DimOp::create(rewriter, loc, x, 0);
+    Value pairs = arith::MulIOp::create(rewriter, loc, tokens, slots);
+    auto zeros = [&](ArrayRef<OpFoldResult> sizes, Type type) {
+      return zerosOf(rewriter, loc, sizes, type);
+    };
+    OpFoldResult expertCount = rewriter.getIndexAttr(experts);
+
+    // (t, j) of pair p, and its expert clamped into [0, experts) as the
+    // reference lowering clamps it.
+    auto pairAt = [&](OpBuilder &b, Location l, Value p) {
+      Value t = arith::DivUIOp::create(b, l, p, slots);
+      Value j = arith::RemUIOp::create(b, l, p, slots);
+      Value id = tensor::ExtractOp::create(b, l, chosen, ValueRange{t, j});
+      Value clamped = arith::MaxSIOp::create(
+          b, l, arith::ConstantIntOp::create(b, l, 0, 32),
+          arith::MinSIOp::create(
+              b, l, id, arith::ConstantIntOp::create(b, l, experts - 1, 32)));
+      Value e = arith::IndexCastOp::create(b, l, b.getIndexType(), clamped);
+      return std::array<Value, 3>{t, j, e};
+    };
+    auto increment = [&](OpBuilder &b, Location l, Value table, Value at) {
+      Value v = tensor::ExtractOp::create(b, l, table, at);
+      Value next = arith::AddIOp::create(b, l, v, constant(b, l, 1));
+      return tensor::InsertOp::create(b, l, next, table, at).getResult();
+    };
+
+    // counts[e]: how many pairs chose e.
+    Value counts =
+        scf::ForOp::create(
+            rewriter, loc, zero, pairs, one, zeros({expertCount}, indexType),
+            [&](OpBuilder &b, Location l, Value p, ValueRange carried) {
+              Value e = pairAt(b, l, p)[2];
+              scf::YieldOp::create(b, l, increment(b, l, carried[0], e));
+            })
+            .getResult(0);
+    // starts[e]: the first row of e's group.
+    Value starts =
+        scf::ForOp::create(
+            rewriter, loc, zero, constant(rewriter, loc, experts), one,
+            ValueRange{zeros({expertCount}, indexType), zero},
+            [&](OpBuilder &b, Location l, Value e, ValueRange carried) {
+              Value table = tensor::InsertOp::create(b, l, carried[1],
+                                                     carried[0], e);
+              Value next = arith::AddIOp::create(
+                  b, l, carried[1], tensor::ExtractOp::create(b, l, counts, e));
+              scf::YieldOp::create(b, l, ValueRange{table, next});
+            })
+            .getResult(0);
+    // Each pair's row in expert order: the token it reads, its routing
+    // weight, and (per pair) where its output lands.
+    SmallVector<OpFoldResult> perPair = {pairs};
+    SmallVector<OpFoldResult> perSlot = {tokens, rewriter.getIndexAttr(topK)};
+    auto grouped = scf::ForOp::create(
+        rewriter, loc, zero, pairs, one,
+        ValueRange{starts, zeros(perPair, indexType), zeros(perPair, f32),
+                   zeros(perSlot, indexType)},
+        [&](OpBuilder &b, Location l, Value p, ValueRange carried) {
+          auto [t, j, e] = pairAt(b, l, p);
+          Value row = tensor::ExtractOp::create(b, l, carried[0], e);
+          Value weight = tensor::ExtractOp::create(b, l, routeWeights,
+                                                   ValueRange{t, j});
+          scf::YieldOp::create(
+              b, l,
+              ValueRange{increment(b, l, carried[0], e),
+                         tensor::InsertOp::create(b, l, t, carried[1], row),
+                         tensor::InsertOp::create(b, l, weight, carried[2], row),
+                         tensor::InsertOp::create(b, l, row, carried[3],
+                                                  ValueRange{t, j})});
+        });
+    Value rowToken = grouped.getResult(1), rowWeight = grouped.getResult(2),
+          pairRow = grouped.getResult(3);
+
+    // One expert's slab of a stacked [experts, <packed shape>] weight.
+    auto slabOf = [&](OpBuilder &b, Location l, Value stacked, Value e) {
+      auto type = cast<RankedTensorType>(stacked.getType());
+      int64_t rank = type.getRank();
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+          strides(rank, b.getIndexAttr(1));
+      offsets[0] = e;
+      sizes.push_back(b.getIndexAttr(1));
+      for (int64_t size : type.getShape().drop_front())
+        sizes.push_back(b.getIndexAttr(size));
+      auto slabType = RankedTensorType::get(type.getShape().drop_front(),
+                                            type.getElementType());
+      return tensor::ExtractSliceOp::create(b, l, slabType, stacked, offsets,
+                                            sizes, strides)
+          .getResult();
+    };
+    auto gemm = [](OpBuilder &b, Location l, Value in, Value w, Value w2,
+                   Value rowScale, Value init, GemmEpilogue epilogue) {
+      return GemmOp::create(b, l, TypeRange{init.getType()}, in, w, w2,
+                            /*norm_gamma=*/Value(), /*norm_beta=*/Value(),
+                            /*bias=*/Value(), rowScale, /*residual=*/Value(),
+                            init, epilogue, /*norm_epsilon=*/FloatAttr(),
+                            /*norm_gain_offset=*/FloatAttr())
+          .getResult()[0];
+    };
+
+    // Every row of `rows` is written by its expert below.
+    Value rows = tensor::EmptyOp::create(
+        rewriter, loc, ArrayRef<OpFoldResult>{pairs, rewriter.getIndexAttr(hidden)},
+        f32);
+    rows = scf::ForOp::create(
+               rewriter, loc, zero, constant(rewriter, loc, experts), one, rows,
+               [&](OpBuilder &b, Location l, Value e, ValueRange carried) {
+                 Value n = tensor::ExtractOp::create(b, l, counts, e);
+                 Value start = tensor::ExtractOp::create(b, l, starts, e);
+                 Value used = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
+                                                    n, constant(b, l, 0));
+                 auto expert = scf::IfOp::create(
+                     b, l, used,
+                     [&](OpBuilder &tb, Location tl) {
+                       // The group's input rows, gathered.
+                       Value inputs = buildLoops(
+                           tb, tl, 2, 0, {}, {},
+                           tensor::EmptyOp::create(
+                               tb, tl,
+                               ArrayRef<OpFoldResult>{n, tb.getIndexAttr(hidden)},
+                               tb.getF32Type()),
+                           {0, 1},
+                           [&](OpBuilder &gb, Location gl, ValueRange) -> Value {
+                             Value i = linalg::IndexOp::create(gb, gl, 0);
+                             Value d = linalg::IndexOp::create(gb, gl, 1);
+                             Value token = tensor::ExtractOp::create(
+                                 gb, gl, rowToken,
+                                 ValueRange{arith::AddIOp::create(gb, gl, start, i)});
+                             return tensor::ExtractOp::create(
+                                 gb, gl, x, ValueRange{token, d});
+                           });
+                       Value acts = gemm(
+                           tb, tl, inputs, slabOf(tb, tl, adaptor.getGate(), e),
+                           slabOf(tb, tl, adaptor.getUp(), e), Value(),
+                           tensor::EmptyOp::create(
+                               tb, tl,
+                               ArrayRef<OpFoldResult>{n, tb.getIndexAttr(ffn)},
+                               tb.getF32Type()),
+                           GemmEpilogue::Swiglu);
+                       SmallVector<OpFoldResult> at = {start, tb.getIndexAttr(0)},
+                                                 size = {n, tb.getIndexAttr(hidden)},
+                                                 unit = {tb.getIndexAttr(1),
+                                                         tb.getIndexAttr(1)};
+                       Value scale = tensor::ExtractSliceOp::create(
+                           tb, tl, rowWeight, ArrayRef<OpFoldResult>{start},
+                           ArrayRef<OpFoldResult>{n},
+                           ArrayRef<OpFoldResult>{tb.getIndexAttr(1)});
+                       Value block = tensor::ExtractSliceOp::create(
+                           tb, tl, carried[0], at, size, unit);
+                       Value out = gemm(tb, tl, acts,
+                                        slabOf(tb, tl, adaptor.getDown(), e),
+                                        Value(), scale, block, GemmEpilogue::None);
+                       scf::YieldOp::create(
+                           tb, tl,
+                           tensor::InsertSliceOp::create(tb, tl, out, carried[0],
+                                                         at, size, unit)
+                               .getResult());
+                     },
+                     [&](OpBuilder &eb, Location el) {
+                       scf::YieldOp::create(eb, el, carried[0]);
+                     });
+                 scf::YieldOp::create(b, l, expert.getResult(0));
+               })
+               .getResult(0);
+
+    // result[t, d] = sum_j rows[pairRow[t, j], d]; loops (t, d, j).
+    Value result = buildLoops(
+        rewriter, loc, 3, 1, {pairRow}, {{0, 2}},
+        zerosOf(rewriter, loc, {tokens, rewriter.getIndexAttr(hidden)}, f32),
+        {0, 1}, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value d = linalg::IndexOp::create(b, l, 1);
+          Value v = tensor::ExtractOp::create(b, l, rows, ValueRange{args[0], d});
+          return arith::AddFOp::create(b, l, args[1], v);
+        });
+    rewriter.replaceOp(op, castIfNeeded(rewriter, loc, result,
+                                        op.getResult().getType()));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::attn::populateMoeToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<MoeRouterLowering, MoeExpertsLowering>(patterns.getContext());
+  patterns.add<MoeRouterLowering, MoeExpertsLowering, MoeExpertsGroupedLowering>(
+      patterns.getContext());
 }

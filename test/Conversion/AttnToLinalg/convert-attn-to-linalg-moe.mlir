@@ -1,7 +1,8 @@
 // The reference lowering of the mixture-of-experts ops: the router's logits
 // and softmax, each expert's rank, the expert of each rank below top_k;
 // the experts' products read only the chosen expert's weights (a clamped
-// tensor.extract at experts[t, j]). The numbers: OpsE2ETest.cpp's Moe tests.
+// tensor.extract at experts[t, j]); packed SwiGLU experts grouped by expert
+// through attn.gemm. The numbers: OpsE2ETest.cpp's Moe and PackedMoe tests.
 // RUN: attn-opt %s -split-input-file --convert-attn-to-linalg | FileCheck %s
 
 // CHECK-LABEL: func.func @router
@@ -84,5 +85,59 @@ func.func @experts(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32
 // CHECK: return
 func.func @clamped(%x: tensor<?x64xf32>, %w: tensor<?x4xf32>, %e: tensor<?x4xi32>, %g: tensor<32x48x64xf32>, %u: tensor<32x48x64xf32>, %d: tensor<32x64x48xf32>, %gb: tensor<32x48xf32>, %ub: tensor<32x48xf32>, %db: tensor<32x64xf32>) -> tensor<?x64xf32> {
   %y = attn.moe_experts %x, %w, %e, %g, %u, %d biases(%gb, %ub, %db : tensor<32x48xf32>, tensor<32x48xf32>, tensor<32x64xf32>) clamped_swiglu alpha(1.702) limit(7.0) : tensor<?x64xf32>, tensor<?x4xf32>, tensor<?x4xi32>, tensor<32x48x64xf32>, tensor<32x48x64xf32>, tensor<32x64x48xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Packed SwiGLU experts take the CPU path: the (token, slot) pairs counted
+// per expert, each expert's first row, and each pair's row in expert order
+// (scalar loops); then for every expert some pair chose, its rows gathered
+// and multiplied by attn.gemm on its slab (gate and up fused with SwiGLU,
+// down scaled per row by the routing weight) into its rows of a
+// [pairs, hidden] buffer; an expert no pair chose is skipped. Last, each
+// token's top_k rows summed.
+// CHECK-LABEL: func.func @packed
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x64xf32>, %{{[^:]*}}: tensor<?x2xf32>, %{{[^:]*}}: tensor<?x2xi32>, %[[G:[^:]*]]: tensor<8x3x2x32x34xi8>, %[[U:[^:]*]]: tensor<8x3x2x32x34xi8>, %[[D:[^:]*]]: tensor<8x2x3x32x34xi8>)
+// CHECK-NOT: attn.moe
+// CHECK: %[[COUNTS:.*]] = scf.for {{.*}} -> (tensor<8xindex>)
+// CHECK:   tensor.insert
+// CHECK: %[[STARTS:.*]]:2 = scf.for {{.*}} -> (tensor<8xindex>, index)
+// CHECK: %[[PAIRS:.*]]:4 = scf.for {{.*}} -> (tensor<8xindex>, tensor<?xindex>, tensor<?xf32>, tensor<?x2xindex>)
+// CHECK: %[[ROWS:.*]] = scf.for %[[EXPERT:[^ ]*]] = {{.*}} -> (tensor<?x64xf32>)
+// CHECK:   %[[N:.*]] = tensor.extract %[[COUNTS]][%[[EXPERT]]]
+// CHECK:   %[[START:.*]] = tensor.extract %[[STARTS]]#0[%[[EXPERT]]]
+// CHECK:   %[[USED:.*]] = arith.cmpi ne, %[[N]]
+// CHECK:   scf.if %[[USED]]
+// CHECK:     %[[IN:.*]] = linalg.generic {{.*}} outs({{.*}} : tensor<?x64xf32>)
+// CHECK:       tensor.extract %[[PAIRS]]#1
+// CHECK:       tensor.extract %[[X]]
+// CHECK:     %[[GATE:.*]] = tensor.extract_slice %[[G]][%[[EXPERT]], 0, 0, 0, 0] [1, 3, 2, 32, 34] [1, 1, 1, 1, 1] : tensor<8x3x2x32x34xi8> to tensor<3x2x32x34xi8>
+// CHECK:     %[[UP:.*]] = tensor.extract_slice %[[U]][%[[EXPERT]], 0, 0, 0, 0]
+// CHECK:     %[[ACTS:.*]] = attn.gemm swiglu ins(%[[IN]], %[[GATE]], %[[UP]] : {{.*}}) outs({{.*}} : tensor<?x96xf32>)
+// CHECK:     %[[SCALE:.*]] = tensor.extract_slice %[[PAIRS]]#2[%[[START]]] [%[[N]]] [1]
+// CHECK:     %[[BLOCK:.*]] = tensor.extract_slice %{{.*}}[%[[START]], 0] [%[[N]], 64] [1, 1]
+// CHECK:     %[[DOWN:.*]] = tensor.extract_slice %[[D]][%[[EXPERT]], 0, 0, 0, 0] [1, 2, 3, 32, 34]
+// CHECK:     %[[OUT:.*]] = attn.gemm none ins(%[[ACTS]], %[[DOWN]] : {{.*}}) row_scale(%[[SCALE]] : tensor<?xf32>) outs(%[[BLOCK]] : tensor<?x64xf32>)
+// CHECK:     tensor.insert_slice %[[OUT]] into %{{.*}}[%[[START]], 0] [%[[N]], 64] [1, 1]
+// CHECK:   } else {
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[PAIRS]]#3 : tensor<?x2xindex>) outs({{.*}} : tensor<?x64xf32>)
+// CHECK:   tensor.extract %[[ROWS]]
+// CHECK: return %[[Y]]
+func.func @packed(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<8x3x2x32x34xi8>, %u: tensor<8x3x2x32x34xi8>, %d: tensor<8x2x3x32x34xi8>) -> tensor<?x64xf32> {
+  %y = attn.moe_experts %x, %w, %e, %g, %u, %d swiglu : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x3x2x32x34xi8>, tensor<8x3x2x32x34xi8>, tensor<8x2x3x32x34xi8> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Packed experts with gpt-oss's activation and biases have no gemm epilogue
+// yet: they keep the reference lowering, which dequantizes the slabs.
+// CHECK-LABEL: func.func @packed_clamped
+// CHECK-NOT: attn.gemm
+// CHECK: linalg.generic
+// CHECK: return
+func.func @packed_clamped(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<4x3x64x16xf32>, %u: tensor<4x3x64x16xf32>, %d: tensor<4x4x48x16xf32>, %gb: tensor<4x48xf32>, %ub: tensor<4x48xf32>, %db: tensor<4x64xf32>) -> tensor<?x64xf32> {
+  %y = attn.moe_experts %x, %w, %e, %g, %u, %d biases(%gb, %ub, %db : tensor<4x48xf32>, tensor<4x48xf32>, tensor<4x64xf32>) clamped_swiglu alpha(1.702) limit(7.0) : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x3x64x16xf32>, tensor<4x3x64x16xf32>, tensor<4x4x48x16xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }

@@ -1590,4 +1590,174 @@ TEST(Moe, ExpertsSwigluAndClampedGlu) {
   EXPECT_EQ(run("clamped", x, outside), run("clamped", x, clamped));
 }
 
+
+/// The stacked packed slabs of `experts` [out, in] weights (row-major
+/// [experts * out, in]) in `format`, as attn-compile packs a model's experts,
+/// with blocks of `nr` outputs.
+std::vector<uint8_t> packExperts(const std::vector<float> &w, int64_t experts,
+                                 int64_t out, int64_t in, int64_t nr,
+                                 PackedFormat format) {
+  std::vector<uint8_t> bytes;
+  for (int64_t e = 0; e < experts; ++e) {
+    std::vector<float> one(w.begin() + e * out * in, w.begin() + (e + 1) * out * in);
+    std::vector<uint8_t> slab;
+    if (isQuantized(format)) {
+      slab = ref::packQuantized(one, out, in, nr, quantFormat(format));
+    } else {
+      std::vector<float> packed = packOutIn(one, out, in, nr);
+      if (format == PackedFormat::BF16) {
+        std::vector<uint16_t> bits(packed.size());
+        for (size_t i = 0; i < packed.size(); ++i)
+          bits[i] = bf16Bits(packed[i]);
+        slab.assign(reinterpret_cast<const uint8_t *>(bits.data()),
+                    reinterpret_cast<const uint8_t *>(bits.data() + bits.size()));
+      } else {
+        slab.assign(reinterpret_cast<const uint8_t *>(packed.data()),
+                    reinterpret_cast<const uint8_t *>(packed.data() + packed.size()));
+      }
+    }
+    bytes.insert(bytes.end(), slab.begin(), slab.end());
+  }
+  return bytes;
+}
+
+/// A memref descriptor over `bytes` of a stacked packed weight: the shape
+/// in elements of the format (f32, bf16 or i8).
+struct PackedExperts {
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> shape;
+  StridedMemRefType<uint8_t, 5> descriptor;
+  void *memref() {
+    descriptor.basePtr = descriptor.data = bytes.data();
+    descriptor.offset = 0;
+    int64_t stride = 1;
+    for (int dim = static_cast<int>(shape.size()) - 1; dim >= 0; --dim) {
+      descriptor.sizes[dim] = shape[dim];
+      descriptor.strides[dim] = stride;
+      stride *= shape[dim];
+    }
+    return &descriptor; // a rank-4 memref reads only the first four entries
+  }
+};
+
+class PackedMoe : public ::testing::TestWithParam<PackedFormat> {};
+
+// attn.moe_experts on packed experts takes the CPU path: pairs grouped by
+// expert, each chosen expert's rows through attn.gemm (gate and up with the
+// SwiGLU epilogue, down scaled by the routing weights). Against the
+// reference on the weights rounded through the format (and, for q8_0 /
+// q4_0, the rows the kernels read quantized per block of 32), with routed
+// tokens, every token on one expert (both slots), experts no token chose,
+// top_k equal to the number of experts, and out-of-range ids (clamped).
+TEST_P(PackedMoe, GroupedByExpertMatchesReference) {
+  const PackedFormat format = GetParam();
+  const bool quantized = isQuantized(format);
+  if (quantized && !hostHasInt8Dot())
+    GTEST_SKIP() << "the q8_0 / q4_0 kernels need AVX2 or AVX-512BW";
+  const int64_t hidden = 64, ffn = 96, experts = 6, nr = 32;
+  auto slabType = [&](int64_t out, int64_t in) {
+    if (quantized)
+      return llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}xi8>", experts, out / nr,
+                           in / 32, nr, format == PackedFormat::Q8_0 ? 34 : 18)
+          .str();
+    return llvm::formatv("tensor<{0}x{1}x{2}x{3}x{4}>", experts, out / nr, in, nr,
+                         packedFormatName(format))
+        .str();
+  };
+  std::string g = slabType(ffn, hidden), d = slabType(hidden, ffn);
+  auto function = [&](const char *name, int64_t topK) {
+    std::string x = "tensor<?x64xf32>",
+                w = llvm::formatv("tensor<?x{0}xf32>", topK).str(),
+                e = llvm::formatv("tensor<?x{0}xi32>", topK).str();
+    return llvm::formatv(R"mlir(
+    func.func @{0}(%x: {1}, %w: {2}, %e: {3}, %g: {4}, %u: {4}, %d: {5}) -> {1} {
+      %0 = attn.moe_experts %x, %w, %e, %g, %u, %d swiglu : {1}, {2}, {3}, {4}, {4}, {5} -> {1}
+      return %0 : {1}
+    })mlir",
+                         name, x, w, e, g, d)
+        .str();
+  };
+  auto module = compileOrDie(function("top2", 2) + function("all", experts));
+  ASSERT_TRUE(module);
+
+  std::vector<float> gate = weights(experts * ffn * hidden, hidden, 31),
+                     up = weights(experts * ffn * hidden, hidden, 32),
+                     down = weights(experts * hidden * ffn, ffn, 33),
+                     routerWeight = weights(experts * hidden, hidden, 34);
+  auto stack = [&](const std::vector<float> &w, int64_t out, int64_t in) {
+    PackedExperts packed{packExperts(w, experts, out, in, nr, format), {}, {}};
+    if (quantized)
+      packed.shape = {experts, out / nr, in / 32, nr,
+                      format == PackedFormat::Q8_0 ? 34 : 18};
+    else
+      packed.shape = {experts, out / nr, in, nr};
+    return packed;
+  };
+  PackedExperts gBuf = stack(gate, ffn, hidden), uBuf = stack(up, ffn, hidden),
+                dBuf = stack(down, hidden, ffn);
+  // The values the kernels multiply.
+  for (auto [w, in] : {std::pair{&gate, hidden}, {&up, hidden}, {&down, ffn}}) {
+    if (format == PackedFormat::BF16)
+      for (float &v : *w)
+        v = bf16Value(bf16Bits(v));
+    else if (quantized)
+      ref::roundThroughFormat(*w, in, /*outIn=*/true, quantFormat(format));
+  }
+  ref::RowRounding roundRows;
+  if (quantized)
+    roundRows = [](const std::vector<float> &rows, int64_t count, int64_t width) {
+      return ref::quantizeActivationRows(rows, count, width);
+    };
+  const double tolerance = quantized ? kQuantizedNormTolerance : kOpTolerance;
+
+  auto run = [&](const char *name, int64_t topK, const std::vector<float> &x,
+                 const ref::MoeRouting &routing) {
+    int64_t tokens = static_cast<int64_t>(x.size()) / hidden;
+    Buffer2D xBuf(x, {tokens, hidden}), wBuf(routing.weights, {tokens, topK});
+    ExpertIds eBuf(routing.experts, {tokens, topK});
+    Buffer2D out(std::vector<float>(tokens * hidden), {tokens, hidden});
+    EXPECT_TRUE(module->call(name, xBuf.memref(), wBuf.memref(), eBuf.memref(),
+                             gBuf.memref(), uBuf.memref(), dBuf.memref(),
+                             out.memref()))
+        << name;
+    return out.values();
+  };
+  auto check = [&](const char *name, int64_t topK, const std::vector<float> &x,
+                   const ref::MoeRouting &routing, const std::string &what) {
+    int64_t tokens = static_cast<int64_t>(x.size()) / hidden;
+    EXPECT_CLOSE(run(name, topK, x, routing),
+                 ref::moeExperts(x, tokens, hidden, routing, topK, gate, up, down,
+                                 experts, ffn, ref::MoeActivation::Swiglu, 0.0, 0.0,
+                                 {}, roundRows, roundRows),
+                 tolerance)
+        << what;
+  };
+  for (int64_t tokens : kSeqLengths) {
+    std::string at = " tokens=" + std::to_string(tokens);
+    std::vector<float> x = random(tokens * hidden, 1.0f, 500 + tokens);
+    ref::MoeRouting routed =
+        ref::moeRouter(x, tokens, hidden, routerWeight, experts, nullptr, 2,
+                       ref::MoeScoring::SoftmaxTopK, true);
+    check("top2", 2, x, routed, "routed" + at);
+    ref::MoeRouting one{random(tokens * 2, 1.0f, 600 + tokens),
+                        std::vector<int32_t>(tokens * 2, 4)};
+    check("top2", 2, x, one, "every token on expert 4" + at);
+    check("all", experts, x,
+          ref::moeRouter(x, tokens, hidden, routerWeight, experts, nullptr,
+                         experts, ref::MoeScoring::SoftmaxTopK, false),
+          "top_k of all" + at);
+  }
+  std::vector<float> x = random(2 * hidden, 1.0f, 700);
+  ref::MoeRouting outside{{0.75f, 0.25f, 0.5f, 0.5f}, {-3, 99, 0, 5}};
+  ref::MoeRouting clamped{outside.weights, {0, 5, 0, 5}};
+  EXPECT_EQ(run("top2", 2, x, outside), run("top2", 2, x, clamped));
+}
+
+INSTANTIATE_TEST_SUITE_P(Weights, PackedMoe,
+                         ::testing::Values(PackedFormat::F32, PackedFormat::BF16,
+                                           PackedFormat::Q8_0, PackedFormat::Q4_0),
+                         [](const auto &info) {
+                           return std::string(packedFormatName(info.param));
+                         });
+
 } // namespace
