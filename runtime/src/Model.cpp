@@ -22,6 +22,7 @@
 #include "attnrt/model_abi.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstring>
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -329,10 +330,12 @@ static void releasePages(const void *data, size_t bytes) {
 /// Allocates the packed buffers the manifest lists, lets the library fill
 /// them one by one from the loaded weights (attn_model_pack), appends them to
 /// the weight table, and releases each weight only packing reads as soon as
-/// its last packed buffer is filled. Largest buffers first: resident memory
-/// peaks near one copy of the weights plus the largest buffer's sources,
-/// not two copies.
+/// its last packed buffer is filled. `prepare(weight)` is called before the
+/// first buffer that reads a weight (it widens an F16/BF16 one to F32 then).
+/// Largest buffers first: resident memory peaks near one copy of the
+/// weights plus the largest buffer's sources, not two copies.
 static bool packWeights(attnrt_model &model, const std::string &where,
+                        const std::function<bool(size_t)> &prepare,
                         std::string &error) {
   const Manifest &manifest = model.manifest;
   std::vector<size_t> offsets;
@@ -376,7 +379,13 @@ static bool packWeights(attnrt_model &model, const std::string &where,
     int64_t bx = manifest.packed[x].bytes, by = manifest.packed[y].bytes;
     return bx != by ? bx > by : x < y;
   });
+  std::vector<bool> prepared(manifest.weights.size(), false);
   for (size_t j : order) {
+    for (size_t source : manifest.packed[j].sources) {
+      if (!prepared[source] && !prepare(source))
+        return false;
+      prepared[source] = true;
+    }
     int32_t status = model.pack(table.data(), static_cast<int32_t>(j));
     if (status != ATTN_MODEL_OK) {
       error = where + format("attn_model_pack failed on packed buffer %zu "
@@ -470,22 +479,17 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
   }
 
   // Pass 2: convert what needs converting and check every value is finite.
-  model.weights.reserve(bindings.size());
-  for (size_t i = 0; i < bindings.size(); ++i) {
+  // An F16/BF16 weight only packing reads is widened just before the first
+  // packed buffer that reads it (packWeights) and released after the last:
+  // a bf16 checkpoint then never holds all of its weights in F32 at once
+  // (a mixture of experts is mostly such weights).
+  auto widen = [&](size_t i) {
     const Binding &binding = bindings[i];
     const TensorInfo &tensor = files.tensor(binding.tensor);
-    const uint8_t *src = files.tensorData(binding.tensor);
-    const float *data = emptyWeight;
-    if (tensor.elements > 0) {
-      if (binding.inPlace) {
-        data = reinterpret_cast<const float *>(src);
-      } else {
-        float *dst = reinterpret_cast<float *>(
-            static_cast<uint8_t *>(model.converted.data()) + binding.offset);
-        convertToF32(tensor.dtype, src, dst, tensor.elements);
-        data = dst;
-      }
-    }
+    const float *data = model.weights[i];
+    if (!binding.inPlace && tensor.elements > 0)
+      convertToF32(tensor.dtype, files.tensorData(binding.tensor),
+                   const_cast<float *>(data), tensor.elements);
     int64_t bad = findNonFinite(data, tensor.elements);
     if (bad >= 0) {
       float value = data[bad];
@@ -499,7 +503,23 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
               " (non-finite weights are rejected)";
       return false;
     }
+    return true;
+  };
+  model.weights.reserve(bindings.size());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const Binding &binding = bindings[i];
+    const TensorInfo &tensor = files.tensor(binding.tensor);
+    const float *data = emptyWeight;
+    if (tensor.elements > 0)
+      data = binding.inPlace
+                 ? reinterpret_cast<const float *>(files.tensorData(binding.tensor))
+                 : reinterpret_cast<const float *>(
+                       static_cast<uint8_t *>(model.converted.data()) + binding.offset);
     model.weights.push_back(data);
+    if (!binding.inPlace && !manifest.weights[i].usedAtRunTime)
+      continue; // widened when packed
+    if (!widen(i))
+      return false;
     // A mapped weight only packing reads leaves resident memory now; packing
     // faults it back in from the page cache, one buffer at a time.
     if (binding.inPlace && !manifest.weights[i].usedAtRunTime &&
@@ -514,7 +534,10 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
                         quote(files.tensor(t).name) +
                         " is not used by the model; ignored\n";
 
-  if (!packWeights(model, where, error))
+  auto prepare = [&](size_t i) {
+    return bindings[i].inPlace || manifest.weights[i].usedAtRunTime || widen(i);
+  };
+  if (!packWeights(model, where, prepare, error))
     return false;
 
   // A file no run-time weight points into is unmapped now (its weights were
