@@ -647,11 +647,11 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
           j.attribute("original_max_positions", k.originalMaxPositions);
           if (k.attentionFactor)
             j.attribute("attention_factor", *k.attentionFactor);
-          for (auto [key, table] :
+          for (const auto &entry :
                {std::pair{"short_factor", &k.shortFactor},
                 std::pair{"long_factor", &k.longFactor}})
-            j.attributeArray(key, [&] {
-              for (double value : *table)
+            j.attributeArray(entry.first, [&] {
+              for (double value : *entry.second)
                 j.value(value);
             });
         }
