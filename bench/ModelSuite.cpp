@@ -37,7 +37,8 @@ constexpr int64_t kPrompt = 128, kGenerated = 128, kMaxSeq = 256;
 
 /// Work per token of `config`, from its weights.
 struct ModelCosts {
-  /// Elements of the attention and MLP projections (every token).
+  /// Elements of the attention and MLP projections a token runs (of a
+  /// mixture of experts, its top_k experts).
   double layerWeights = 0;
   /// Elements of the output projection (the last prompt token, every
   /// decode step).
@@ -68,20 +69,21 @@ ModelCosts modelCosts(const mlir::attn::ModelConfig &config) {
       break;
     }
   }
+  costs.layerWeights -= static_cast<double>(config.idleExpertParameters());
   costs.attentionPerKey = 4.0 * config.numLayers * config.numHeads * config.headDim;
   return costs;
 }
 
-/// Writes the preset's model under `dir` unless it is there already.
+/// Writes the model of a --models entry under `dir` unless it is there
+/// already.
 bool ensureModel(const std::string &preset, const std::string &dir) {
   if (llvm::sys::fs::exists(dir + "/model.safetensors") &&
       llvm::sys::fs::exists(dir + "/config.json"))
     return true;
   attn::modelgen::ModelSpec spec;
   std::string error;
-  if (!attn::modelgen::presetSpec(preset, spec)) {
-    std::printf("model suite: '%s' is not an attn-make-model preset\n",
-                preset.c_str());
+  if (!modelEntrySpec(preset, spec, error)) {
+    std::printf("model suite: %s\n", error.c_str());
     return false;
   }
   if (!attn::modelgen::writeModel(spec, dir, error)) {
@@ -122,6 +124,30 @@ struct LoadedModel {
 constexpr int64_t kBatch = 8, kBatchSteps = 64;
 
 } // namespace
+
+bool attn::bench::modelEntrySpec(const std::string &entry,
+                                 attn::modelgen::ModelSpec &spec,
+                                 std::string &error) {
+  size_t colon = entry.find(':');
+  std::string name = entry.substr(0, colon);
+  if (!attn::modelgen::presetSpec(name, spec)) {
+    error = "'" + name + "' is not an attn-make-model preset (attn-make-model "
+            "--list-presets names them)";
+    return false;
+  }
+  if (colon == std::string::npos)
+    return true;
+  std::string count = entry.substr(colon + 1);
+  char *end = nullptr;
+  long long layers = std::strtoll(count.c_str(), &end, 10);
+  if (count.empty() || *end != '\0' || layers < 1 || layers > spec.layers) {
+    error = "'" + entry + "': the layers after ':' must be 1 to " +
+            std::to_string(spec.layers) + " (" + name + "'s)";
+    return false;
+  }
+  spec.layers = layers;
+  return true;
+}
 
 void attn::bench::runModelSuite(const MachineFigures &machine,
                                 const BenchOptions &options) {
@@ -168,6 +194,11 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
     if (mlir::attn::hostHasInt8Dot())
       formats.insert(formats.end(),
                      {mlir::attn::WeightFormat::Q8_0, mlir::attn::WeightFormat::Q4_0});
+    if (!options.formats.empty())
+      llvm::erase_if(formats, [&](mlir::attn::WeightFormat format) {
+        return !llvm::is_contained(options.formats,
+                                   mlir::attn::weightFormatName(format));
+      });
     for (mlir::attn::WeightFormat format : formats) {
       auto loaded = std::make_unique<LoadedModel>();
       loaded->format = format;

@@ -3,6 +3,8 @@
 #ifndef ATTN_BENCH_SUITES_H
 #define ATTN_BENCH_SUITES_H
 
+#include "ModelWriter.h"
+
 #include <functional>
 #include <map>
 #include <string>
@@ -15,9 +17,12 @@ struct BenchOptions {
   std::vector<int> threads = {1, 2};
   /// Where the model suite writes (and reuses) its random-weight models.
   std::string modelDir = "/tmp/attn-bench-models";
-  /// The model suite's attn-make-model presets, in order.
+  /// The model suite's attn-make-model presets, in order; PRESET:N takes
+  /// the preset's first N layers (a shape too large for the machine whole).
   std::vector<std::string> models = {"llama-110m", "gpt2-small", "qwen3-0.6b",
                                      "gemma3-1b"};
+  /// The model suite's weight formats (empty: every one the host runs).
+  std::vector<std::string> formats;
   /// What scripts/test-data.sh wrote (tokenizers, texts, the node packages).
   std::string testData = ATTN_TEST_DATA_DIR;
 };
@@ -52,6 +57,11 @@ double medianSeconds(int repeats, const std::function<void()> &run);
 
 /// Sets the OpenMP threads of compiled kernels (and of OpenBLAS).
 void setThreads(int threads);
+
+/// The model of a --models entry, PRESET or PRESET:N; false with `error`
+/// set when it names no preset or N is not in [1, the preset's layers].
+bool modelEntrySpec(const std::string &entry, attn::modelgen::ModelSpec &spec,
+                    std::string &error);
 
 void printMachine(const MachineFigures &machine, const BenchOptions &options);
 void runMatmulSuite(const MachineFigures &machine, const BenchOptions &options);

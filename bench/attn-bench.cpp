@@ -20,6 +20,7 @@
 
 #include "ModelWriter.h"
 
+#include "attn/Compiler/ModelLayout.h"
 #include "attn/Support/Version.h"
 #include "attn/Target/NativeCodegen.h"
 
@@ -47,8 +48,8 @@ std::vector<std::string> split(const std::string &text) {
 
 constexpr const char *kUsage =
     "usage: attn-bench [--only machine,matmul,attention,models,tokenizer] "
-    "[--repeats N] [--threads 1,2] [--model-dir DIR] [--models PRESET,...] "
-    "[--test-data DIR]\n";
+    "[--repeats N] [--threads 1,2] [--model-dir DIR] [--models PRESET[:LAYERS],...] "
+    "[--formats f32,bf16,q8_0,q4_0] [--test-data DIR]\n";
 
 [[noreturn]] void usage(const char *message) {
   std::fprintf(stderr, "attn-bench: error: %s\n%s", message, kUsage);
@@ -85,12 +86,15 @@ int main(int argc, char **argv) {
     else if (arg == "--models") {
       options.models = split(value());
       attn::modelgen::ModelSpec spec;
+      std::string error;
       for (const std::string &name : options.models)
-        if (!attn::modelgen::presetSpec(name, spec))
-          usage(("--models: '" + name +
-                 "' is not an attn-make-model preset (attn-make-model "
-                 "--list-presets names them)")
-                    .c_str());
+        if (!attn::bench::modelEntrySpec(name, spec, error))
+          usage(("--models: " + error).c_str());
+    } else if (arg == "--formats") {
+      options.formats = split(value());
+      for (const std::string &name : options.formats)
+        if (!mlir::attn::parseWeightFormat(name))
+          usage(("--formats: '" + name + "' is not f32, bf16, q8_0 or q4_0").c_str());
     }
     else if (arg == "--test-data")
       options.testData = value();

@@ -300,19 +300,34 @@ void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
   int64_t moeLayers = 0, idleExpertBytes = 0;
   for (int64_t layer = 0; layer < layers; ++layer)
     moeLayers += config.isMoeLayer(layer);
-  int64_t idle = moeLayers * (moe.numExperts - moe.topK) * 3 * moe.expertFfn *
-                 config.hiddenSize;
+  int64_t idle = config.idleExpertParameters();
   for (const PackedWeight &packed : layout.packed)
     if (packed.experts)
       idleExpertBytes +=
           packed.bytes() / packed.experts * (packed.experts - moe.topK);
+  // Of an embedding table a decoded token reads one row, unless it is the
+  // tied output projection too.
+  int64_t tokenTable = -1, tableBytes = 0;
+  for (auto [index, weight] : llvm::enumerate(layout.weights))
+    if (weight.role == WeightRole::Embedding && tokenTable < 0)
+      tokenTable = static_cast<int64_t>(index);
+  auto readByRow = [&](int64_t index) {
+    return layout.weights[index].role == WeightRole::Embedding &&
+           !(config.tieEmbeddings && index == tokenTable);
+  };
+  for (const PackedWeight &packed : layout.packed)
+    if (!packed.sources.empty() && readByRow(packed.sources.front().weight))
+      tableBytes += packed.bytes();
+  for (auto [index, weight] : llvm::enumerate(layout.weights))
+    if (layout.usedAtRunTime[index] && readByRow(static_cast<int64_t>(index)))
+      tableBytes += weight.numElements() * 4;
   if (moeLayers)
     os << llvm::format("  active      %9.2fM  per token: %lld of %lld experts "
                        "in %lld MoE layers; %.1f MB of weights read per "
                        "decoded token\n",
                        millions(total - idle), (long long)moe.topK,
                        (long long)moe.numExperts, (long long)moeLayers,
-                       (resident - idleExpertBytes) / 1e6);
+                       (resident - idleExpertBytes - tableBytes) / 1e6);
 
   // Every projection weight costs a multiply and an add per token; the
   // output projection reads the token embedding when tied.

@@ -309,6 +309,15 @@ struct ModelConfig {
   bool hasDenseMlp() const {
     return moe.numExperts == 0 || !moe.denseLayers.empty();
   }
+  /// Expert parameters a token does not use: the gate, up and down of the
+  /// (experts - top_k) experts of each MoE layer it does not run.
+  int64_t idleExpertParameters() const {
+    int64_t moeLayers = 0;
+    for (int64_t layer = 0; layer < numLayers; ++layer)
+      moeLayers += isMoeLayer(layer);
+    return moeLayers * (moe.numExperts - moe.topK) * 3 * moe.expertFfn *
+           hiddenSize;
+  }
   /// Whether `layer` rotates with positions.local() (a sliding-window layer
   /// of a model with a local RoPE base).
   bool usesLocalRope(int64_t layer) const {

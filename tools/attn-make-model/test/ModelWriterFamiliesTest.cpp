@@ -834,6 +834,21 @@ TEST(WriterFamilies, PresetsExerciseEachFamilysFeatures) {
   ModelSpec q06 = preset("qwen3-0.6b");
   expectShape(q06, Family::Qwen3, 28, 1024, 16, 8, 128, 3072, 151936, 40960);
   EXPECT_EQ(q06.slidingWindow, 0);
+  // Qwen/Qwen3-30B-A3B's config.json (untied, bf16 as it ships).
+  ModelSpec a3b = preset("qwen3-30b-a3b");
+  EXPECT_EQ(a3b.family, Family::Qwen3Moe);
+  EXPECT_EQ(a3b.layers, 48);
+  EXPECT_EQ(a3b.hidden, 2048);
+  EXPECT_EQ(a3b.heads, 32);
+  EXPECT_EQ(effectiveKvHeads(a3b), 4);
+  EXPECT_EQ(effectiveHeadDim(a3b), 128);
+  EXPECT_EQ(a3b.vocab, 151936);
+  EXPECT_EQ(a3b.experts, 128);
+  EXPECT_EQ(a3b.expertsPerToken, 8);
+  EXPECT_EQ(a3b.moeFfn, 768);
+  EXPECT_TRUE(a3b.normTopkProb);
+  EXPECT_FALSE(a3b.tieEmbeddings);
+  EXPECT_EQ(a3b.dtype, DType::BF16);
   // SmolLM3: GQA, head_dim 16, tied; a NoPE layer by an interval (layer
   // 1 of 3) and, in the list variant, one no interval gives.
   for (const char *name : {"tiny-smollm3", "tiny-smollm3-list"}) {
