@@ -438,6 +438,11 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
       to the scaled scores of head `h` (ALiBi; BLOOM adds `slope_h * j`,
       which differs by a constant along each row and so gives the same
       softmax). It is computed where the score is, never stored.
+    - `sinks` (optional, `[heads]`): a learned logit per head that joins
+      each row's softmax as one more key with no value (gpt-oss's attention
+      sinks): `result_h = sum_j e^(s_j) V_j / (sum_j e^(s_j) + e^(sink_h))`
+      over the visible keys, so a head can attend to nothing. The sink is in
+      the units of the scaled, capped and biased scores.
 
     A query row that sees no key at all (every key masked, e.g. causal with
     `seq_q > kv_len`) yields zeros, not NaN.
@@ -450,6 +455,11 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     ```mlir
     %o = attn.attention %q, %k, %v heads(12) kv_heads(4) causal kv_len(%n)
         : tensor<1x768xf32>, tensor<?x256xf32>, tensor<?x256xf32> -> tensor<1x768xf32>
+    ```
+    gpt-oss's: a window on every other layer, and a sink per head:
+    ```mlir
+    %s = attn.attention %q, %k, %v heads(64) kv_heads(8) causal window(128) sinks(%sinks : tensor<64xf32>)
+        : tensor<?x4096xf32>, tensor<?x512xf32>, tensor<?x512xf32> -> tensor<?x4096xf32>
     ```
     A prompt with a sliding window of 4096 keys, and one with ALiBi:
     ```mlir
@@ -465,7 +475,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins Attn_Tensor2D:$query, Attn_CacheTensor2D:$key,
-                       Attn_CacheTensor2D:$value, Optional<Attn_Tensor3D>:$bias, Optional<Index>:$kv_len,
+                       Attn_CacheTensor2D:$value, Optional<Attn_Tensor3D>:$bias,
+                       Optional<Attn_Tensor1D>:$sinks, Optional<Index>:$kv_len,
                        I64Attr:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<F32Attr>:$scale,
@@ -479,7 +490,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     (`scale` `(` $scale^ `)`)? (`softcap` `(` $softcap^ `)`)?
     (`causal` $causal^)? (`window` `(` $window^ `)`)?
     (`alibi` `(` $alibi^ `)`)?
-    (`bias` `(` $bias^ `:` type($bias) `)`)? (`kv_len` `(` $kv_len^ `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`kv_len` `(` $kv_len^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let extraClassDeclaration = [{
@@ -503,10 +515,11 @@ def Attn_AttentionProbabilitiesOp : Attn_Op<"attention_probabilities",
 
     `result[h] = softmax(softcap(scale * Q_h K_g^T) + bias_h + mask)`
 
-    with query positions, `kv_len`, `softcap`, `causal`, `window` and `alibi` exactly as
-    `attn.attention` defines them. Masked keys (after the causal diagonal,
-    outside the window, at `j >= kv_len`) get 0, so each row of a query that
-    sees some key sums to 1; a row that sees none is all zeros. The scores
+    with query positions, `kv_len`, `softcap`, `causal`, `window`, `alibi`
+    and `sinks` exactly as `attn.attention` defines them. Masked keys (after
+    the causal diagonal, outside the window, at `j >= kv_len`) get 0, so each
+    row of a query that sees some key sums to 1 (less the sink's share, with
+    `sinks`); a row that sees none is all zeros. The scores
     accumulate in f32 and the softmax subtracts the row maximum, as the fused
     kernel does.
 
@@ -520,7 +533,8 @@ def Attn_AttentionProbabilitiesOp : Attn_Op<"attention_probabilities",
     ```
   }];
   let arguments = (ins Attn_Tensor2D:$query, Attn_CacheTensor2D:$key,
-                       Optional<Attn_Tensor3D>:$bias, Optional<Index>:$kv_len,
+                       Optional<Attn_Tensor3D>:$bias, Optional<Attn_Tensor1D>:$sinks,
+                       Optional<Index>:$kv_len,
                        I64Attr:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<F32Attr>:$scale,
@@ -534,7 +548,8 @@ def Attn_AttentionProbabilitiesOp : Attn_Op<"attention_probabilities",
     (`scale` `(` $scale^ `)`)? (`softcap` `(` $softcap^ `)`)?
     (`causal` $causal^)? (`window` `(` $window^ `)`)?
     (`alibi` `(` $alibi^ `)`)?
-    (`bias` `(` $bias^ `:` type($bias) `)`)? (`kv_len` `(` $kv_len^ `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`kv_len` `(` $kv_len^ `)`)?
     attr-dict `:` type($query) `,` type($key) `->` type($result)
   }];
   let extraClassDeclaration = [{
@@ -1019,8 +1034,10 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
     `[kv_len, kv_heads * head_dim]` (every row valid; a cache is sliced to
     its valid prefix first), the result written into `init`. `key` and
     `value` are f32, bf16 or f16 (one type for both), widened on load. With `causal`,
-    query `i` sees keys `j <= kv_len - seq_q + i`; `softcap`, `window` and
-    `alibi` are those of `attn.attention`. The kernel starts each block's key
+    query `i` sees keys `j <= kv_len - seq_q + i`; `softcap`, `window`,
+    `alibi` and `sinks` (`[heads]`) are those of `attn.attention`: a sink
+    only joins each row's running max and sum when the row's output is
+    normalized, so it costs nothing in the key loop. The kernel starts each block's key
     loop at the window's first key, caps each block of scores in registers
     as it computes them (`c * tanh(s / c)`, then the ALiBi term), so capped
     scores cost no pass of their own.
@@ -1040,7 +1057,8 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
     ```
   }];
   let arguments = (ins Attn_TensorOrMemRef:$query, Attn_CacheTensorOrMemRef:$key,
-                       Attn_CacheTensorOrMemRef:$value, Attn_TensorOrMemRef:$init,
+                       Attn_CacheTensorOrMemRef:$value, Optional<Attn_TensorOrMemRef>:$sinks,
+                       Attn_TensorOrMemRef:$init,
                        I64Attr:$heads, I64Attr:$kv_heads, F32Attr:$scale,
                        OptionalAttr<F32Attr>:$softcap,
                        UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
@@ -1049,6 +1067,7 @@ def Attn_FlashAttentionOp : Attn_Op<"flash_attention", [
   let assemblyFormat = [{
     `heads` `(` $heads `)` `kv_heads` `(` $kv_heads `)` `scale` `(` $scale `)`
     (`softcap` `(` $softcap^ `)`)? (`causal` $causal^)? (`window` `(` $window^ `)`)? (`alibi` `(` $alibi^ `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
     `outs` `(` $init `:` type($init) `)` attr-dict (`->` type($result)^)?
   }];

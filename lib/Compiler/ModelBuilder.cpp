@@ -223,11 +223,13 @@ public:
       auto type = RankedTensorType::get(
           {config.numHeads, qType.getDimSize(0), ShapedType::kDynamic}, b.getF32Type());
       probabilities = AttentionProbabilitiesOp::create(
-          b, loc, type, q, keys, /*bias=*/Value(), /*kv_len=*/Value(), heads, kvHeads,
+          b, loc, type, q, keys, /*bias=*/Value(), /*sinks=*/Value(), /*kv_len=*/Value(),
+          heads, kvHeads,
           scale, softcap, causalAttr, windowAttr, alibi);
     }
     return AttentionOp::create(b, loc, qType, q, keys, values, /*bias=*/Value(),
-                               /*kv_len=*/Value(), heads, kvHeads, scale, softcap,
+                               /*sinks=*/Value(), /*kv_len=*/Value(), heads, kvHeads,
+                               scale, softcap,
                                causalAttr, windowAttr, alibi);
   }
 

@@ -14,6 +14,9 @@
 //     O[r][:] = exp(m - m') O[r][:] + sum_j P[j][r] V[kb + j][:]
 //   out[row r] = O[r] / l[r]
 //
+// With attention sinks, each row's sink logit joins m and l only there, at
+// the end: out = O e^(m - M) / (l e^(m - M) + e^(sink - M)), M = max(m, sink).
+//
 // Scores are computed keys-by-rows (St) so the softmax runs down vector
 // lanes, and K is read in its stored row-major layout. A block with fewer
 // rows than a vector (decode: one position, its query heads) instead takes
@@ -210,6 +213,8 @@ struct Attention {
   ArrayRef<float> alibi;
   /// Cap of the scaled scores, c tanh(s / c) before ALiBi; 0: none.
   float softcap = 0;
+  /// [heads] memref of attention sinks; null: none.
+  Value sinks;
   /// Decode: prefetch the next key block's keys and values.
   bool prefetch = true;
 };
@@ -253,18 +258,45 @@ RowCoordinates rowCoordinates(KernelBuilder &k, const Attention &a, Value kvHead
   return {position, k.mul(head, k.index(a.headDim))};
 }
 
+/// The query head of a block's row `r` (rows are position-major, the
+/// group's query heads within).
+Value queryHeadOfRow(KernelBuilder &k, const Attention &a, Value kvHead, Value r) {
+  return k.add(k.mul(kvHead, k.index(a.group)),
+               arith::RemUIOp::create(k.b, k.loc, r, k.index(a.group)));
+}
+
+/// What a row's output accumulator is multiplied by, for a row whose
+/// running max is m and sum l: 1 / l (0 where l = 0: no key seen), or with
+/// a sink logit s, e^(m - M) / (l e^(m - M) + e^(s - M)) for M = max(m, s)
+/// (0 only when nothing was seen and s = -inf).
+Value rowNormalization(KernelBuilder &k, const Attention &a, Value head,
+                       Value m, Value l) {
+  Value keep = k.f32(1.0f);
+  if (a.sinks) {
+    Value sink = memref::LoadOp::create(k.b, k.loc, a.sinks, ValueRange{head});
+    Value top = arith::MaximumFOp::create(k.b, k.loc, m, sink);
+    keep = k.rescale(m, top);
+    l = math::FmaOp::create(k.b, k.loc, l, keep, k.rescale(sink, top));
+  }
+  Value zero = arith::CmpFOp::create(k.b, k.loc, arith::CmpFPredicate::OEQ, l,
+                                     k.f32(0.0f));
+  if (a.sinks)
+    return arith::SelectOp::create(k.b, k.loc, zero, k.f32(0.0f),
+                                   arith::DivFOp::create(k.b, k.loc, keep, l));
+  return arith::SelectOp::create(
+      k.b, k.loc, zero, k.f32(0.0f),
+      arith::DivFOp::create(k.b, k.loc, k.f32(1.0f), l));
+}
+
 /// out[row] = O[r] / l[r] (0 where l = 0), rows [0, validRows).
 void storeOutput(KernelBuilder &k, const Attention &a, Value kvHead,
                  Value firstPosition, Value validRows, Value outAcc,
-                 Value sums) {
+                 Value maxima, Value sums) {
   k.forLoop(k.index(0), validRows, k.index(1), [&](Value r) {
     RowCoordinates row = rowCoordinates(k, a, kvHead, firstPosition, r);
     Value l = memref::LoadOp::create(k.b, k.loc, sums, ValueRange{r});
-    Value zero = arith::CmpFOp::create(k.b, k.loc, arith::CmpFPredicate::OEQ, l,
-                                       k.f32(0.0f));
-    Value inverse = arith::SelectOp::create(
-        k.b, k.loc, zero, k.f32(0.0f),
-        arith::DivFOp::create(k.b, k.loc, k.f32(1.0f), l));
+    Value m = memref::LoadOp::create(k.b, k.loc, maxima, ValueRange{r});
+    Value inverse = rowNormalization(k, a, queryHeadOfRow(k, a, kvHead, r), m, l);
     Value scale = k.broadcast(inverse);
     for (int64_t c = 0; c < a.headDim / k.width; ++c) {
       Value v = k.load(outAcc, ValueRange{r, k.index(c * k.width)});
@@ -569,7 +601,7 @@ void emitMultiRowBlock(KernelBuilder &k, const Attention &a, Value kvHead,
                    return memref::LoadOp::create(k.b, k.loc, scores, ValueRange{j, r});
                  });
   });
-  storeOutput(k, a, kvHead, firstPosition, validRows, outAcc, sums);
+  storeOutput(k, a, kvHead, firstPosition, validRows, outAcc, maxima, sums);
 }
 
 /// Where a decode task's state goes when it has seen its keys: its split's
@@ -820,12 +852,9 @@ void combineSplits(KernelBuilder &k, const Attention &a, Value kvHead,
           next.push_back(math::FmaOp::create(k.b, k.loc, l, weight, carried[vectors]));
           scf::YieldOp::create(k.b, k.loc, next);
         });
-    Value total = sumLoop.getResult(vectors);
-    Value empty = arith::CmpFOp::create(k.b, k.loc, arith::CmpFPredicate::OEQ, total,
-                                        k.f32(0.0f));
-    Value inverse = k.broadcast(arith::SelectOp::create(
-        k.b, k.loc, empty, k.f32(0.0f),
-        arith::DivFOp::create(k.b, k.loc, k.f32(1.0f), total)));
+    // The combined row is one with running max `largest` and sum `total`.
+    Value inverse = k.broadcast(rowNormalization(
+        k, a, queryHeadOfRow(k, a, kvHead, rr), largest, sumLoop.getResult(vectors)));
     RowCoordinates row = rowCoordinates(k, a, kvHead, zero, rr);
     for (int64_t c = 0; c < vectors; ++c)
       k.store(arith::MulFOp::create(k.b, k.loc, sumLoop.getResult(c), inverse), a.output,
@@ -860,6 +889,7 @@ LogicalResult lowerAttention(RewriterBase &rewriter, FlashAttentionOp op,
     a.alibi = *alibi;
   if (std::optional<APFloat> softcap = op.getSoftcap())
     a.softcap = softcap->convertToFloat();
+  a.sinks = op.getSinks();
   a.prefetch = tiling.prefetch;
   // Rows are whole vectors of head_dim: narrow the vectors for an odd
   // head_dim (every real model's is a multiple of 16).

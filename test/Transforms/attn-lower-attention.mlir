@@ -222,3 +222,33 @@ func.func @decode_f16(%q: memref<1x128xf32>, %k: memref<?x64xf16>, %v: memref<?x
   attn.flash_attention heads(4) kv_heads(2) scale(0.176776692) causal ins(%q, %k, %v : memref<1x128xf32>, memref<?x64xf16>, memref<?x64xf16>) outs(%out : memref<1x128xf32>)
   return
 }
+
+// -----
+
+// Sinks join a row's max and sum only when it is normalized: the key loop is
+// the one without them, and each row loads its query head's sink once.
+// CHECK-LABEL: func.func @sinks_prefill
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: memref.load %{{.*}}[%{{.*}}] : memref<4xf32>
+// CHECK: arith.maximumf
+// CHECK: math.fma
+// CHECK: arith.divf
+func.func @sinks_prefill(%q: memref<?x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf32>, %s: memref<4xf32>, %out: memref<?x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.0625) causal sinks(%s : memref<4xf32>) ins(%q, %k, %v : memref<?x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<?x128xf32>)
+  return
+}
+
+// -----
+
+// Decode: the splits are combined, then the sink joins the combined row.
+// CHECK-LABEL: func.func @sinks_decode
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: memref.load %{{.*}}[%{{.*}}] : memref<4xf32>
+// CHECK: math.fma
+// CHECK: arith.divf
+func.func @sinks_decode(%q: memref<1x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf32>, %s: memref<4xf32>, %out: memref<1x128xf32>) {
+  attn.flash_attention heads(4) kv_heads(2) scale(0.0625) causal sinks(%s : memref<4xf32>) ins(%q, %k, %v : memref<1x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<1x128xf32>)
+  return
+}

@@ -459,6 +459,10 @@ std::vector<float> attention(const std::vector<float> &q, int64_t seqQ,
         maxScore = std::max(maxScore, s);
       }
       double sum = 0.0;
+      if (params.sinks) {
+        maxScore = std::max(maxScore, static_cast<double>(params.sinks[h]));
+        sum = std::exp(params.sinks[h] - maxScore);
+      }
       for (int64_t j = first; j < visible; ++j) {
         scores[j] = std::exp(scores[j] - maxScore);
         sum += scores[j];

@@ -202,6 +202,11 @@ struct AttentionParams {
   /// the scaled score s becomes softcap * tanh(s / softcap) before any bias,
   /// ALiBi or mask is added (HF eager_attention_forward). 0 = none.
   double softcap = 0.0;
+  /// Attention sinks (gpt-oss): one logit per head [heads] that joins each
+  /// row's softmax as a key without a value, HF's eager_attention_forward
+  /// concatenating `sinks` to the scores and dropping its column after the
+  /// softmax. nullptr = none.
+  const float *sinks = nullptr;
 };
 
 /// 1 / sqrt(headDim), the op's default scale.

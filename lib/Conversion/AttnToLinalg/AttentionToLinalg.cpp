@@ -46,6 +46,8 @@ struct AttentionShape {
   ArrayRef<float> alibi;
   Value slopes;
   Value query, key, value, bias;
+  /// [heads] attention sinks (null: none).
+  Value sinks;
   /// Query rows; valid keys: min(kv_len, seq_kv).
   Value seqQ, kvLength;
   /// kv_len - seq_q: query row i sits at position i + diagonalOffset.
@@ -103,13 +105,16 @@ static Value safeMax(OpBuilder &b, Location loc, Value m) {
 }
 
 /// softmax along the rows of masked scores: exp(s - max) / sum, and 0 for
-/// a row whose every score is -inf (no visible key).
-static Value softmaxRows(OpBuilder &b, Location loc, Value scores) {
+/// a row whose every score is -inf (no visible key). With a `sink` logit
+/// (an f32 scalar), it joins the max and the sum as a key of its own.
+static Value softmaxRows(OpBuilder &b, Location loc, Value scores,
+                         Value sink = Value()) {
   AffineMap id2 = b.getMultiDimIdentityMap(2);
   AffineMap perRow = dropInnermostMap(b.getContext(), 2);
   SmallVector<OpFoldResult> rows = outerSizes(b, loc, scores);
   Value m = buildInnerReduction(
-      b, loc, scores, filledTensor(b, loc, rows, negativeInfinity(b, loc)),
+      b, loc, scores,
+      filledTensor(b, loc, rows, sink ? sink : negativeInfinity(b, loc)),
       [](OpBuilder &nb, Location l, ValueRange args) {
         return arith::MaximumFOp::create(nb, l, args[1], args[0]).getResult();
       });
@@ -119,8 +124,18 @@ static Value softmaxRows(OpBuilder &b, Location loc, Value scores) {
                                                                  safeMax(nb, l, args[1]));
                            return math::ExpOp::create(nb, l, shifted).getResult();
                          });
+  Value sumInit = filledTensor(b, loc, rows, floatConstant(b, loc, 0.0));
+  if (sink) {
+    // e^(sink - m) starts each row's sum; m >= sink is finite.
+    AffineMap id1 = b.getMultiDimIdentityMap(1);
+    sumInit = buildGeneric(b, loc, {m}, {id1}, sumInit, id1, iteratorTypes(1),
+                           [&](OpBuilder &nb, Location l, ValueRange args) {
+                             Value shifted = arith::SubFOp::create(nb, l, sink, args[0]);
+                             return math::ExpOp::create(nb, l, shifted).getResult();
+                           });
+  }
   Value sum = buildInnerReduction(
-      b, loc, e, filledTensor(b, loc, rows, floatConstant(b, loc, 0.0)),
+      b, loc, e, sumInit,
       [](OpBuilder &nb, Location l, ValueRange args) {
         return arith::AddFOp::create(nb, l, args[1], args[0]).getResult();
       });
@@ -304,6 +319,31 @@ static Value attendQueryBlock(OpBuilder &b, Location loc,
   // out = acc / l, and 0 for a row that saw no key.
   Value accFinal = kvLoop.getResult(0), lFinal = kvLoop.getResult(2);
   AffineMap id2 = b.getMultiDimIdentityMap(2);
+  if (shape.sinks) {
+    // The sink joins the row's max and sum: with M = max(m, sink),
+    // out = acc e^(m - M) / (l e^(m - M) + e^(sink - M)); a row that saw no
+    // key (m = -inf) gets acc = 0.
+    Value sink = tensor::ExtractOp::create(b, loc, shape.sinks, ValueRange{head});
+    AffineMap perRow = dropInnermostMap(b.getContext(), 2);
+    return buildGeneric(
+        b, loc, {accFinal, kvLoop.getResult(1), lFinal}, {id2, perRow, perRow},
+        emptyTensor(b, loc, {bq, headDim}), id2, iteratorTypes(2),
+        [&](OpBuilder &nb, Location l2, ValueRange args) {
+          Value top = safeMax(nb, l2, arith::MaximumFOp::create(nb, l2, args[1], sink));
+          Value keep = math::ExpOp::create(
+              nb, l2, arith::SubFOp::create(nb, l2, args[1], top));
+          Value sinkShare = math::ExpOp::create(
+              nb, l2, arith::SubFOp::create(nb, l2, sink, top));
+          Value denominator = math::FmaOp::create(nb, l2, args[2], keep, sinkShare);
+          Value numerator = arith::MulFOp::create(nb, l2, args[0], keep);
+          // 0 only when no key was seen and the sink is -inf.
+          Value zero = floatConstant(nb, l2, 0.0);
+          Value empty = arith::CmpFOp::create(nb, l2, arith::CmpFPredicate::OEQ,
+                                              denominator, zero);
+          Value out = arith::DivFOp::create(nb, l2, numerator, denominator);
+          return arith::SelectOp::create(nb, l2, empty, zero, out).getResult();
+        });
+  }
   return buildGeneric(
       b, loc, {accFinal, lFinal}, {id2, dropInnermostMap(b.getContext(), 2)},
       emptyTensor(b, loc, {bq, headDim}), id2, iteratorTypes(2),
@@ -320,7 +360,7 @@ static Value attendQueryBlock(OpBuilder &b, Location loc,
 /// converted operands.
 template <typename OpTy>
 static AttentionShape scoringShape(OpTy op, Value query, Value key, Value bias,
-                                   Value kvLen, OpBuilder &b,
+                                   Value sinks, Value kvLen, OpBuilder &b,
                                    const AttentionLoweringOptions &options) {
   Location loc = op.getLoc();
   AttentionShape shape{};
@@ -340,6 +380,7 @@ static AttentionShape scoringShape(OpTy op, Value query, Value key, Value bias,
   shape.query = query;
   shape.key = key;
   shape.bias = bias;
+  shape.sinks = sinks;
   shape.options = options;
   shape.seqQ = tensor::DimOp::create(b, loc, query, 0);
   shape.kvLength = tensor::DimOp::create(b, loc, key, 0);
@@ -359,7 +400,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     Location loc = op.getLoc();
     AttentionShape shape =
         scoringShape(op, adaptor.getQuery(), adaptor.getKey(), adaptor.getBias(),
-                     adaptor.getKvLen(), rewriter, options);
+                     adaptor.getSinks(), adaptor.getKvLen(), rewriter, options);
     shape.value = adaptor.getValue();
     Value seqQ = shape.seqQ;
 
@@ -416,7 +457,7 @@ struct AttentionProbabilitiesLowering : OpConversionPattern<AttentionProbabiliti
     Location loc = op.getLoc();
     AttentionShape shape =
         scoringShape(op, adaptor.getQuery(), adaptor.getKey(), adaptor.getBias(),
-                     adaptor.getKvLen(), rewriter, options);
+                     adaptor.getSinks(), adaptor.getKvLen(), rewriter, options);
     Value seqQ = shape.seqQ;
     Value seqKv = tensor::DimOp::create(rewriter, loc, shape.key, 0);
     Value init = filledTensor(rewriter, loc,
@@ -436,7 +477,10 @@ struct AttentionProbabilitiesLowering : OpConversionPattern<AttentionProbabiliti
                                  b.getIndexAttr(shape.headDim));
           Value scores =
               maskedScores(b, l, shape, head, c0, qBlock, kCol, c0, shape.kvLength);
-          Value probabilities = softmaxRows(b, l, scores);
+          Value sink;
+          if (shape.sinks)
+            sink = tensor::ExtractOp::create(b, l, shape.sinks, ValueRange{head});
+          Value probabilities = softmaxRows(b, l, scores, sink);
           SmallVector<OpFoldResult> offsets = {head, b.getIndexAttr(0), b.getIndexAttr(0)};
           SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), seqQ, shape.kvLength};
           SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
@@ -480,7 +524,7 @@ struct AttentionToKernel : OpConversionPattern<AttentionOp> {
                              sizesFrom(rewriter, loc, resultType, adaptor.getQuery()));
     auto kernel = FlashAttentionOp::create(
         rewriter, loc, TypeRange{init.getType()}, adaptor.getQuery(), key,
-        value, init, rewriter.getI64IntegerAttr(op.getHeads()),
+        value, adaptor.getSinks(), init, rewriter.getI64IntegerAttr(op.getHeads()),
         rewriter.getI64IntegerAttr(op.getNumKvHeads()),
         rewriter.getF32FloatAttr(static_cast<float>(op.getEffectiveScale())),
         op.getSoftcapAttr(), op.getCausal() ? rewriter.getUnitAttr() : UnitAttr(),

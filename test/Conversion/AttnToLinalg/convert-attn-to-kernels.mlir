@@ -70,3 +70,21 @@ func.func @window_alibi(%q: tensor<?x128xf32>, %k: tensor<?x64xf32>, %v: tensor<
   %0 = attn.attention %q, %k, %v heads(2) kv_heads(1) causal window(16) alibi([0.5, 0.25]) : tensor<?x128xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x128xf32>
   return %0 : tensor<?x128xf32>
 }
+
+// -----
+
+// Sinks go to the kernel as an operand; the reference lowering extracts each
+// head's sink and adds e^(sink - M) to its rows' sums.
+// CHECK-LABEL: func.func @sinks
+// CHECK: attn.flash_attention heads(2) kv_heads(1) scale(1.250000e-01) causal window(16) sinks(%{{.*}} : tensor<2xf32>) ins
+// LINALG-LABEL: func.func @sinks
+// LINALG-NOT: attn.flash_attention
+// LINALG: tensor.extract %{{.*}}[%{{.*}}] : tensor<2xf32>
+// LINALG: arith.maximumf
+// LINALG: math.exp
+// LINALG: math.exp
+// LINALG: math.fma
+func.func @sinks(%q: tensor<?x128xf32>, %k: tensor<?x64xf32>, %v: tensor<?x64xf32>, %s: tensor<2xf32>) -> tensor<?x128xf32> {
+  %0 = attn.attention %q, %k, %v heads(2) kv_heads(1) causal window(16) sinks(%s : tensor<2xf32>) : tensor<?x128xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x128xf32>
+  return %0 : tensor<?x128xf32>
+}

@@ -342,8 +342,8 @@ func.func @causal_twice(%q: tensor<3x8xf32>) -> tensor<3x8xf32> {
 // -----
 
 func.func @generic_heads_as_string(%q: tensor<3x8xf32>) -> tensor<3x8xf32> {
-  // expected-error @+1 {{invalid properties {heads = "2", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} for op attn.attention: Invalid attribute `heads` in property conversion: "2"}}
-  %0 = "attn.attention"(%q, %q, %q) <{heads = "2", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  // expected-error @+1 {{invalid properties {heads = "2", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} for op attn.attention: Invalid attribute `heads` in property conversion: "2"}}
+  %0 = "attn.attention"(%q, %q, %q) <{heads = "2", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
   return %0 : tensor<3x8xf32>
 }
 

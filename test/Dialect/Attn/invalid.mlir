@@ -756,7 +756,7 @@ func.func @attention_bias_key_rows(%q: tensor<3x8xf32>, %k: tensor<3x8xf32>, %v:
 
 func.func @attention_bias_rank(%q: tensor<3x8xf32>, %k: tensor<3x8xf32>, %v: tensor<3x8xf32>, %b: tensor<3x3xf32>) -> tensor<3x8xf32> {
   // expected-error @+1 {{operand #3 must be 3D tensor of 32-bit float values}}
-  %0 = "attn.attention"(%q, %k, %v, %b) <{heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x3xf32>) -> tensor<3x8xf32>
+  %0 = "attn.attention"(%q, %k, %v, %b) <{heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> : (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x3xf32>) -> tensor<3x8xf32>
   return %0 : tensor<3x8xf32>
 }
 
@@ -924,7 +924,7 @@ func.func @attention_alibi_slope_count(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>,
 
 func.func @attention_alibi_slope_infinite(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>, %v: tensor<?x8xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{'attn.attention' op alibi slope of head 1 must be finite, got +Inf}}
-  %0 = "attn.attention"(%q, %k, %v) <{heads = 2 : i64, causal, alibi = array<f32: 0.5, 0x7F800000>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %0 = "attn.attention"(%q, %k, %v) <{heads = 2 : i64, causal, alibi = array<f32: 0.5, 0x7F800000>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>}> : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
 
@@ -1014,4 +1014,20 @@ func.func @attention_probabilities_integer_keys(%q: tensor<3x8xf32>, %k: tensor<
   // expected-error @+1 {{operand #1 must be}}
   %0 = attn.attention_probabilities %q, %k heads(2) : tensor<3x8xf32>, tensor<5x8xi8> -> tensor<2x3x5xf32>
   return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+func.func @sinks_not_per_head(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %s: tensor<2xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'attn.attention' op requires sinks of shape [4] (one f32 logit per query head), got 'tensor<2xf32>'}}
+  %0 = attn.attention %q, %k, %v heads(4) kv_heads(2) causal sinks(%s : tensor<2xf32>) : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @sinks_dynamic(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %s: tensor<?xf32>) -> tensor<4x?x?xf32> {
+  // expected-error @+1 {{'attn.attention_probabilities' op requires sinks of shape [4] (one f32 logit per query head), got 'tensor<?xf32>'}}
+  %0 = attn.attention_probabilities %q, %k heads(4) kv_heads(2) causal sinks(%s : tensor<?xf32>) : tensor<?x64xf32>, tensor<?x32xf32> -> tensor<4x?x?xf32>
+  return %0 : tensor<4x?x?xf32>
 }

@@ -256,3 +256,11 @@ func.func @gemm_norm_no_epsilon(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %
   %0 = "attn.gemm"(%x, %w, %g, %init) <{epilogue = 0 : i32, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<64xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
   return %0 : tensor<4x80xf32>
 }
+
+// -----
+
+func.func @flash_attention_sinks_per_kv_head(%q: memref<?x128xf32>, %k: memref<?x64xf32>, %v: memref<?x64xf32>, %s: memref<2xf32>, %out: memref<?x128xf32>) {
+  // expected-error @+1 {{'attn.flash_attention' op requires sinks of shape [4] (one f32 logit per query head), got 'memref<2xf32>'}}
+  attn.flash_attention heads(4) kv_heads(2) scale(0.125) causal sinks(%s : memref<2xf32>) ins(%q, %k, %v : memref<?x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<?x128xf32>)
+  return
+}

@@ -49,11 +49,14 @@ func.func @gemm_memrefs(%x: memref<1x64xf32>, %w: memref<3x64x32xf32>, %out: mem
 // CHECK: attn.flash_attention heads(8) kv_heads(2) scale(1.250000e-01) causal ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x512xf32>, tensor<?x128xf32>, tensor<?x128xf32>) outs(%{{.*}} : tensor<?x512xf32>) -> tensor<?x512xf32>
 // CHECK: attn.flash_attention heads(8) kv_heads(8) scale(5.000000e-01) ins({{.*}}) outs(%{{.*}} : memref<1x512xf32>)
 // CHECK: attn.flash_attention heads(8) kv_heads(8) scale(5.000000e-01) softcap(5.000000e+01) causal window(16) ins({{.*}}) outs(%{{.*}} : memref<1x512xf32>)
+// CHECK: attn.flash_attention heads(8) kv_heads(8) scale(5.000000e-01) causal sinks(%{{.*}} : memref<8xf32>) ins({{.*}}) outs(%{{.*}} : memref<1x512xf32>)
 func.func @flash_attention(%q: tensor<?x512xf32>, %k: tensor<?x128xf32>, %v: tensor<?x128xf32>, %init: tensor<?x512xf32>,
-                           %mq: memref<1x512xf32>, %mk: memref<?x512xf32>, %mv: memref<?x512xf32>, %mo: memref<1x512xf32>) -> tensor<?x512xf32> {
+                           %mq: memref<1x512xf32>, %mk: memref<?x512xf32>, %mv: memref<?x512xf32>, %mo: memref<1x512xf32>,
+                           %ms: memref<8xf32>) -> tensor<?x512xf32> {
   %0 = attn.flash_attention heads(8) kv_heads(2) scale(0.125) causal ins(%q, %k, %v : tensor<?x512xf32>, tensor<?x128xf32>, tensor<?x128xf32>) outs(%init : tensor<?x512xf32>) -> tensor<?x512xf32>
   attn.flash_attention heads(8) kv_heads(8) scale(0.5) ins(%mq, %mk, %mv : memref<1x512xf32>, memref<?x512xf32>, memref<?x512xf32>) outs(%mo : memref<1x512xf32>)
   attn.flash_attention heads(8) kv_heads(8) scale(0.5) softcap(50.0) causal window(16) ins(%mq, %mk, %mv : memref<1x512xf32>, memref<?x512xf32>, memref<?x512xf32>) outs(%mo : memref<1x512xf32>)
+  attn.flash_attention heads(8) kv_heads(8) scale(0.5) causal sinks(%ms : memref<8xf32>) ins(%mq, %mk, %mv : memref<1x512xf32>, memref<?x512xf32>, memref<?x512xf32>) outs(%mo : memref<1x512xf32>)
   return %0 : tensor<?x512xf32>
 }
 

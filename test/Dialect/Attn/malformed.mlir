@@ -111,7 +111,7 @@ func.func @generic_missing_properties(%x: tensor<4x8xf32>, %g: tensor<8xf32>) ->
 
 func.func @generic_wrong_segment_sizes(%q: tensor<3x8xf32>) -> tensor<3x8xf32> {
   // expected-error @+1 {{operand count (3) does not match with the total size (4) specified in attribute 'operandSegmentSizes'}}
-  %0 = "attn.attention"(%q, %q, %q) <{heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %0 = "attn.attention"(%q, %q, %q) <{heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> : (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
   return %0 : tensor<3x8xf32>
 }
 

@@ -374,3 +374,16 @@ func.func @attention_probabilities(%q: tensor<?x192xf32>, %k: tensor<?x64xf32>, 
   %1 = attn.attention_probabilities %q2, %k2 heads(2) scale(0.5) causal alibi([0.5, 0.25]) kv_len(%n) : tensor<3x8xf32>, tensor<?x8xbf16> -> tensor<2x3x?xf32>
   return %0, %1 : tensor<6x?x?xf32>, tensor<2x3x?xf32>
 }
+
+// -----
+
+// gpt-oss's attention sinks: one logit per query head, in the attention and
+// in its probabilities.
+// CHECK-LABEL: func.func @sinks
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} heads(4) kv_heads(2) causal window(8) sinks(%{{.*}} : tensor<4xf32>) kv_len(%{{.*}}) : tensor<1x64xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<1x64xf32>
+// CHECK: attn.attention_probabilities %{{.*}}, %{{.*}} heads(4) kv_heads(2) causal sinks(%{{.*}} : tensor<4xf32>) : tensor<?x64xf32>, tensor<?x32xf32> -> tensor<4x?x?xf32>
+func.func @sinks(%q1: tensor<1x64xf32>, %q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x32xf32>, %s: tensor<4xf32>, %n: index) -> (tensor<1x64xf32>, tensor<4x?x?xf32>) {
+  %0 = attn.attention %q1, %k, %v heads(4) kv_heads(2) causal window(8) sinks(%s : tensor<4xf32>) kv_len(%n) : tensor<1x64xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<1x64xf32>
+  %1 = attn.attention_probabilities %q, %k heads(4) kv_heads(2) causal sinks(%s : tensor<4xf32>) : tensor<?x64xf32>, tensor<?x32xf32> -> tensor<4x?x?xf32>
+  return %0, %1 : tensor<1x64xf32>, tensor<4x?x?xf32>
+}

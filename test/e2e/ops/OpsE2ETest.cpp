@@ -1383,6 +1383,89 @@ TEST(Attention, RowsThatSeeNoKeyAreZero) {
   EXPECT_CLOSE(out.values(), expected, kOpTolerance);
 }
 
+// gpt-oss's attention sinks: prefill (many rows), decode over caches long
+// enough that the kernel splits the keys across tasks (the sink joins after
+// the splits combine), with and without a window, and the probabilities.
+// One sink dominates its head (+6), one barely counts (-4).
+TEST(Attention, SinksOnPrefillAndDecodeShapes) {
+  const int64_t heads = 4, kvHeads = 2, headDim = 32, maxSeq = 640;
+  const int64_t qf = heads * headDim, kf = kvHeads * headDim;
+  std::string source = llvm::formatv(R"mlir(
+    func.func @prefill(%q: tensor<?x{0}xf32>, %k: tensor<?x{1}xf32>, %v: tensor<?x{1}xf32>, %s: tensor<4xf32>) -> tensor<?x{0}xf32> {
+      %0 = attn.attention %q, %k, %v heads(4) kv_heads(2) causal sinks(%s : tensor<4xf32>) : tensor<?x{0}xf32>, tensor<?x{1}xf32>, tensor<?x{1}xf32> -> tensor<?x{0}xf32>
+      return %0 : tensor<?x{0}xf32>
+    }
+    func.func @prefill_w16(%q: tensor<?x{0}xf32>, %k: tensor<?x{1}xf32>, %v: tensor<?x{1}xf32>, %s: tensor<4xf32>) -> tensor<?x{0}xf32> {
+      %0 = attn.attention %q, %k, %v heads(4) kv_heads(2) causal window(16) sinks(%s : tensor<4xf32>) : tensor<?x{0}xf32>, tensor<?x{1}xf32>, tensor<?x{1}xf32> -> tensor<?x{0}xf32>
+      return %0 : tensor<?x{0}xf32>
+    }
+    func.func @probabilities(%q: tensor<?x{0}xf32>, %k: tensor<?x{1}xf32>, %s: tensor<4xf32>) -> tensor<4x?x?xf32> {
+      %0 = attn.attention_probabilities %q, %k heads(4) kv_heads(2) causal window(16) sinks(%s : tensor<4xf32>) : tensor<?x{0}xf32>, tensor<?x{1}xf32> -> tensor<4x?x?xf32>
+      return %0 : tensor<4x?x?xf32>
+    })mlir", qf, kf).str();
+  for (auto [name, rows, window] : {std::tuple{"one", 1, 0}, std::tuple{"three", 3, 0},
+                                    std::tuple{"one_w300", 1, 300}})
+    source += llvm::formatv(R"mlir(
+    func.func @{3}(%q: tensor<{4}x{0}xf32>, %k: tensor<{2}x{1}xf32>, %v: tensor<{2}x{1}xf32>, %s: tensor<4xf32>, %n: index) -> tensor<{4}x{0}xf32> {
+      %0 = attn.attention %q, %k, %v heads(4) kv_heads(2) causal{5} sinks(%s : tensor<4xf32>) kv_len(%n) : tensor<{4}x{0}xf32>, tensor<{2}x{1}xf32>, tensor<{2}x{1}xf32> -> tensor<{4}x{0}xf32>
+      return %0 : tensor<{4}x{0}xf32>
+    })mlir", qf, kf, maxSeq, name, rows,
+                            window ? llvm::formatv(" window({0})", window).str() : "").str();
+  std::vector<float> sinks = {0.7f, 6.0f, -4.0f, -0.3f};
+  Buffer1D sinkBuf(sinks, {heads});
+  ref::AttentionParams params;
+  params.heads = heads;
+  params.kvHeads = kvHeads;
+  params.headDim = headDim;
+  params.scale = static_cast<double>(static_cast<float>(ref::defaultScale(headDim)));
+  params.causal = true;
+  params.sinks = sinks.data();
+  for (bool kernel : {false, true}) {
+    auto module = compileOrDie(source, smallBlocks(kernel));
+    ASSERT_TRUE(module);
+    for (int64_t seq : {1, 7, 40, 129}) {
+      std::vector<float> q = random(seq * qf, 1.0f, 700 + seq),
+                         k = random(seq * kf, 1.0f, 701 + seq),
+                         v = random(seq * kf, 1.0f, 702 + seq);
+      Buffer2D qBuf(q, {seq, qf}), kBuf(k, {seq, kf}), vBuf(v, {seq, kf});
+      for (auto [name, window] : {std::pair{"prefill", 0}, std::pair{"prefill_w16", 16}}) {
+        Buffer2D out(std::vector<float>(seq * qf), {seq, qf});
+        ASSERT_TRUE(module->call(name, qBuf.memref(), kBuf.memref(), vBuf.memref(),
+                                 sinkBuf.memref(), out.memref()));
+        params.window = window;
+        params.kvLen = -1;
+        EXPECT_CLOSE(out.values(), ref::attention(q, seq, k, v, seq, params), kOpTolerance)
+            << name << " kernel=" << kernel << " seq=" << seq;
+      }
+      if (kernel)
+        continue; // the probabilities have one lowering
+      Buffer3D probs(std::vector<float>(heads * seq * seq), {heads, seq, seq});
+      ASSERT_TRUE(module->call("probabilities", qBuf.memref(), kBuf.memref(),
+                               sinkBuf.memref(), probs.memref()));
+      std::vector<float> weights;
+      params.window = 16;
+      ref::attention(q, seq, k, v, seq, params, &weights);
+      EXPECT_CLOSE(probs.values(), weights, kOpTolerance) << "probabilities seq=" << seq;
+    }
+    std::vector<float> k = random(maxSeq * kf, 1.0f, 710), v = random(maxSeq * kf, 1.0f, 711);
+    for (int64_t kvLen : {1, 17, 257, 640}) {
+      for (auto [name, rows, window] : {std::tuple{"one", int64_t(1), 0},
+                                        std::tuple{"three", int64_t(3), 0},
+                                        std::tuple{"one_w300", int64_t(1), 300}}) {
+        std::vector<float> q = random(rows * qf, 1.0f, 712 + kvLen);
+        Buffer2D qBuf(q, {rows, qf}), kBuf(k, {maxSeq, kf}), vBuf(v, {maxSeq, kf});
+        Buffer2D out(std::vector<float>(rows * qf), {rows, qf});
+        ASSERT_TRUE(module->call(name, qBuf.memref(), kBuf.memref(), vBuf.memref(),
+                                 sinkBuf.memref(), kvLen, out.memref()));
+        params.window = window;
+        params.kvLen = kvLen;
+        EXPECT_CLOSE(out.values(), ref::attention(q, rows, k, v, maxSeq, params), kOpTolerance)
+            << name << " kernel=" << kernel << " kv_len=" << kvLen;
+      }
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // KV cache
 //===----------------------------------------------------------------------===//

@@ -576,6 +576,18 @@ static LogicalResult verifyPositionTerms(Operation *op, int64_t heads,
 /// that kv_heads divides, a usable scale, the position terms, query and key
 /// features that fit the heads, a bias of [1 or heads, seq_q, seq_kv], and
 /// a causal query block no larger than its keys.
+/// Attention sinks: one f32 logit per query head, [heads].
+static LogicalResult verifySinks(Operation *op, Value sinks, int64_t heads) {
+  if (!sinks)
+    return success();
+  auto type = cast<ShapedType>(sinks.getType());
+  if (type.getRank() == 1 && type.getDimSize(0) == heads &&
+      type.getElementType().isF32())
+    return success();
+  return op->emitOpError() << "requires sinks of shape [" << heads
+                           << "] (one f32 logit per query head), got " << type;
+}
+
 template <typename OpTy> static LogicalResult verifyScoring(OpTy op) {
   auto heads = static_cast<int64_t>(op.getHeads());
   if (heads <= 0)
@@ -593,6 +605,7 @@ template <typename OpTy> static LogicalResult verifyScoring(OpTy op) {
   }
   if (failed(verifyPositionTerms(op, heads, op.getCausal(), op.getWindow(),
                                  op.getAlibi())) ||
+      failed(verifySinks(op, op.getSinks(), heads)) ||
       (op.getSoftcapAttr() &&
        failed(verifyPositive(op, "softcap", op.getSoftcapAttr()))))
     return failure();
@@ -1002,8 +1015,9 @@ LogicalResult FlashAttentionOp::verify() {
                          "memrefs");
   if (onTensors != (getNumResults() == 1))
     return emitOpError("has one result on tensors and none on memrefs");
-  if (getSoftcapAttr() &&
-      failed(verifyPositive(*this, "softcap", getSoftcapAttr())))
+  if ((getSoftcapAttr() &&
+       failed(verifyPositive(*this, "softcap", getSoftcapAttr()))) ||
+      failed(verifySinks(*this, getSinks(), heads)))
     return failure();
   return verifyPositionTerms(*this, heads, getCausal(), getWindow(), getAlibi());
 }
