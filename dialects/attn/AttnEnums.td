@@ -62,7 +62,10 @@ def Attn_GemmEpilogue : I32EnumAttr<"GemmEpilogue", "fused epilogue of a gemm", 
   I32EnumAttrCase<"Relu", 5, "relu">,
   // gelu(x W1) * (x W2): Gemma's gate and up projections.
   I32EnumAttrCase<"GegluTanh", 6, "geglu_tanh">,
-  I32EnumAttrCase<"GegluErf", 7, "geglu_erf">
+  I32EnumAttrCase<"GegluErf", 7, "geglu_erf">,
+  // g' sigmoid(alpha g') (u' + 1) with g' = min(x W1, limit) and
+  // u' = clamp(x W2, -limit, limit): gpt-oss's experts.
+  I32EnumAttrCase<"ClampedSwiglu", 8, "clamped_swiglu">
 ]> {
   let cppNamespace = "::mlir::attn";
 }

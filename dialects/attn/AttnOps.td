@@ -960,7 +960,11 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
     v = acc * row_scale[m] + bias[n]          (each when present)
     v = epilogue(v)                           (none, gelu_tanh, gelu_erf, silu;
                                                swiglu: silu(v) * v2, with v2 the
-                                               same from weight2)
+                                               same from weight2 and bias2;
+                                               clamped_swiglu(alpha, limit):
+                                               g sigmoid(alpha g) (u + 1),
+                                               g = min(v, limit),
+                                               u = clamp(v2, -limit, limit))
     result[m, n] = v + residual[m, n]         (when present)
     ```
 
@@ -997,18 +1001,23 @@ def Attn_GemmOp : Attn_Op<"gemm", [AttrSizedOperandSegments,
                        Optional<Attn_TensorOrMemRef>:$norm_gamma,
                        Optional<Attn_TensorOrMemRef>:$norm_beta,
                        Optional<Attn_TensorOrMemRef>:$bias,
+                       Optional<Attn_TensorOrMemRef>:$bias2,
                        Optional<Attn_TensorOrMemRef>:$row_scale,
                        Optional<Attn_TensorOrMemRef>:$residual,
                        Attn_TensorOrMemRef:$init,
                        Attn_GemmEpilogue:$epilogue,
                        OptionalAttr<F32Attr>:$norm_epsilon,
-                       OptionalAttr<F32Attr>:$norm_gain_offset);
+                       OptionalAttr<F32Attr>:$norm_gain_offset,
+                       OptionalAttr<F32Attr>:$alpha,
+                       OptionalAttr<F32Attr>:$limit);
   let results = (outs Variadic<RankedTensorOf<[F32]>>:$result);
   let assemblyFormat = [{
     $epilogue `ins` `(` $input `,` $weight (`,` $weight2^)? `:` type($input) `,` type($weight) (`,` type($weight2)^)? `)`
     `` custom<InputNorm>($norm_gamma, type($norm_gamma), $norm_beta, type($norm_beta),
                       $norm_epsilon, $norm_gain_offset)
     (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`bias2` `(` $bias2^ `:` type($bias2) `)`)?
+    (`alpha` `(` $alpha^ `)`)? (`limit` `(` $limit^ `)`)?
     (`row_scale` `(` $row_scale^ `:` type($row_scale) `)`)?
     (`residual` `(` $residual^ `:` type($residual) `)`)?
     `outs` `(` $init `:` type($init) `)` attr-dict (`->` type($result)^)?

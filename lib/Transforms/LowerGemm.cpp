@@ -72,8 +72,10 @@ enum class Int8Dot { Vpdpbusd, Vpmaddubsw };
 /// Shapes and operands of one gemm, shared by the tiles.
 struct GemmKernel {
   GemmOp op;
-  Value input, weight, weight2, bias, rowScale, residual, output;
+  Value input, weight, weight2, bias, bias2, rowScale, residual, output;
   int64_t k, n, blocks, blockSize;
+  /// clamped_swiglu's sigmoid gain and clamp.
+  double alpha = 0.0, limit = 0.0;
   /// The input norm: per-feature gain (and shift, for a layer norm), its
   /// epsilon and Gemma's gain offset; normGamma is null without one.
   Value normGamma, normBeta;
@@ -537,10 +539,33 @@ void emitEpilogue(OpBuilder &b, Location loc, const GemmKernel &g,
         break;
       case GemmEpilogue::Swiglu:
       case GemmEpilogue::GegluTanh:
-      case GemmEpilogue::GegluErf: {
+      case GemmEpilogue::GegluErf:
+      case GemmEpilogue::ClampedSwiglu: {
         Value up = total(1, r, j);
         if (scale)
           up = arith::MulFOp::create(b, loc, up, scale);
+        if (g.bias2)
+          up = arith::AddFOp::create(
+              b, loc, up, loadVector(b, loc, g, g.bias2, ValueRange{column}, lanes));
+        if (g.epilogue == GemmEpilogue::ClampedSwiglu) {
+          // gpt-oss: g = min(v, limit), u = clamp(up, -limit, limit),
+          // g sigmoid(alpha g) (u + 1).
+          Value limit = splat(b, loc, g.vectorType, g.limit);
+          Value gate = arith::MinimumFOp::create(b, loc, v, limit);
+          up = arith::MaximumFOp::create(
+              b, loc, arith::MinimumFOp::create(b, loc, up, limit),
+              splat(b, loc, g.vectorType, -g.limit));
+          Value e = math::ExpOp::create(
+              b, loc,
+              arith::MulFOp::create(b, loc, gate, splat(b, loc, g.vectorType, -g.alpha)));
+          Value glu = arith::DivFOp::create(
+              b, loc, gate,
+              arith::AddFOp::create(b, loc, splat(b, loc, g.vectorType, 1.0), e));
+          v = arith::MulFOp::create(
+              b, loc, glu,
+              arith::AddFOp::create(b, loc, up, splat(b, loc, g.vectorType, 1.0)));
+          break;
+        }
         Value gate = g.epilogue == GemmEpilogue::Swiglu
                          ? silu(b, loc, v)
                          : gelu(b, loc, v,
@@ -1051,6 +1076,11 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   g.weight = op.getWeight();
   g.weight2 = op.getWeight2();
   g.bias = op.getBias();
+  g.bias2 = op.getBias2();
+  if (FloatAttr alpha = op.getAlphaAttr())
+    g.alpha = alpha.getValueAsDouble();
+  if (FloatAttr limit = op.getLimitAttr())
+    g.limit = limit.getValueAsDouble();
   g.rowScale = op.getRowScale();
   g.residual = op.getResidual();
   g.normGamma = op.getNormGamma();

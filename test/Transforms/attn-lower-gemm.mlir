@@ -54,6 +54,27 @@ func.func @swiglu_residual(%x: memref<?x16xf32>, %g: memref<2x16x8xf32>, %u: mem
 
 // -----
 
+// gpt-oss's clamped SwiGLU: the up bias (bias2) after the up product, the
+// gate capped at the limit, the up clamped on both sides, then
+// g / (1 + e^(-alpha g)) * (u + 1).
+// CHECK-LABEL: func.func @clamped_swiglu
+// CHECK-DAG: %[[LIMIT:.*]] = arith.constant dense<7.000000e+00> : vector<8xf32>
+// CHECK-DAG: %[[NEGLIMIT:.*]] = arith.constant dense<-7.000000e+00> : vector<8xf32>
+// CHECK-DAG: %[[NEGALPHA:.*]] = arith.constant dense<-1.702000e+00> : vector<8xf32>
+// CHECK: vector.load %{{.*}} : memref<16xf32>, vector<8xf32>
+// CHECK: %[[G:.*]] = arith.minimumf %{{.*}}, %[[LIMIT]] : vector<8xf32>
+// CHECK: %[[U:.*]] = arith.minimumf %{{.*}}, %[[LIMIT]] : vector<8xf32>
+// CHECK: arith.maximumf %[[U]], %[[NEGLIMIT]] : vector<8xf32>
+// CHECK: arith.mulf %[[G]], %[[NEGALPHA]] : vector<8xf32>
+// CHECK: math.exp
+// CHECK: arith.divf %[[G]]
+func.func @clamped_swiglu(%x: memref<?x16xf32>, %g: memref<2x16x8xf32>, %u: memref<2x16x8xf32>, %b: memref<16xf32>, %out: memref<?x16xf32>) {
+  attn.gemm clamped_swiglu ins(%x, %g, %u : memref<?x16xf32>, memref<2x16x8xf32>, memref<2x16x8xf32>) bias(%b : memref<16xf32>) bias2(%b : memref<16xf32>) alpha(1.702) limit(7.0) outs(%out : memref<?x16xf32>)
+  return
+}
+
+// -----
+
 // GeGLU reads both weights like SwiGLU and stores gelu(gate) * up; ReLU is
 // a maximum with zero.
 // CHECK-LABEL: func.func @geglu_and_relu

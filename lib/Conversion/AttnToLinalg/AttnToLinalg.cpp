@@ -262,9 +262,10 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
       auto gemm = GemmOp::create(
           rewriter, loc, TypeRange{init.getType()}, adaptor.getInput(),
           adaptor.getWeight(), /*weight2=*/Value(), /*norm_gamma=*/Value(),
-          /*norm_beta=*/Value(), adaptor.getBias(), /*row_scale=*/Value(),
-          /*residual=*/Value(), init, GemmEpilogue::None,
-          /*norm_epsilon=*/FloatAttr(), /*norm_gain_offset=*/FloatAttr());
+          /*norm_beta=*/Value(), adaptor.getBias(), /*bias2=*/Value(),
+          /*row_scale=*/Value(), /*residual=*/Value(), init, GemmEpilogue::None,
+          /*norm_epsilon=*/FloatAttr(), /*norm_gain_offset=*/FloatAttr(),
+          /*alpha=*/FloatAttr(), /*limit=*/FloatAttr());
       rewriter.replaceOp(op, castIfNeeded(rewriter, loc, gemm.getResult()[0],
                                           resultType));
       return success();

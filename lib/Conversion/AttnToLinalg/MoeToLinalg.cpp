@@ -238,7 +238,7 @@ struct MoeExpertsLowering : OpConversionPattern<MoeExpertsOp> {
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value g = args[0], u = args[1];
           if (gateBias) {
-            ValueRange at = {expertIndex(b, l, args[2]), index(b, l, 2)};
+            SmallVector<Value, 2> at = {expertIndex(b, l, args[2]), index(b, l, 2)};
             g = arith::AddFOp::create(
                 b, l, g, tensor::ExtractOp::create(b, l, gateBias, at));
             u = arith::AddFOp::create(
@@ -308,9 +308,8 @@ struct MoeExpertsGroupedLowering : OpConversionPattern<MoeExpertsOp> {
   LogicalResult
   matchAndRewrite(MoeExpertsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.hasPackedExperts() || op.getActivation() != MoeActivation::Swiglu ||
-        op.getGateBias())
-      return rewriter.notifyMatchFailure(op, "not packed SwiGLU experts");
+    if (!op.hasPackedExperts())
+      return rewriter.notifyMatchFailure(op, "experts not packed");
     Location loc = op.getLoc();
     Value x = adaptor.getInput(), chosen = adaptor.getExperts(),
           routeWeights = adaptor.getWeights();
@@ -411,14 +410,30 @@ struct MoeExpertsGroupedLowering : OpConversionPattern<MoeExpertsOp> {
                                             sizes, strides)
           .getResult();
     };
-    auto gemm = [](OpBuilder &b, Location l, Value in, Value w, Value w2,
-                   Value rowScale, Value init, GemmEpilogue epilogue) {
+    // gpt-oss: the clamped SwiGLU, and biases on every projection. A down
+    // bias is added before the routing weight scales the row, so the weight
+    // is then applied where the rows are summed.
+    const bool clamped = op.getActivation() == MoeActivation::ClampedSwiglu;
+    const bool scaleAtSum = static_cast<bool>(adaptor.getDownBias());
+    GemmEpilogue gatedEpilogue =
+        clamped ? GemmEpilogue::ClampedSwiglu : GemmEpilogue::Swiglu;
+    FloatAttr alpha = clamped ? op.getAlphaAttr() : FloatAttr(),
+              limit = clamped ? op.getLimitAttr() : FloatAttr();
+    auto gemm = [&](OpBuilder &b, Location l, Value in, Value w, Value w2,
+                    Value bias, Value bias2, Value rowScale, Value init,
+                    GemmEpilogue epilogue) {
+      bool gated = epilogue != GemmEpilogue::None;
       return GemmOp::create(b, l, TypeRange{init.getType()}, in, w, w2,
-                            /*norm_gamma=*/Value(), /*norm_beta=*/Value(),
-                            /*bias=*/Value(), rowScale, /*residual=*/Value(),
-                            init, epilogue, /*norm_epsilon=*/FloatAttr(),
-                            /*norm_gain_offset=*/FloatAttr())
+                            /*norm_gamma=*/Value(), /*norm_beta=*/Value(), bias,
+                            bias2, rowScale, /*residual=*/Value(), init, epilogue,
+                            /*norm_epsilon=*/FloatAttr(),
+                            /*norm_gain_offset=*/FloatAttr(),
+                            gated ? alpha : FloatAttr(), gated ? limit : FloatAttr())
           .getResult()[0];
+    };
+    // Expert e's row of a [experts, N] bias, or null.
+    auto biasOf = [&](OpBuilder &b, Location l, Value stacked, Value e) {
+      return stacked ? slabOf(b, l, stacked, e) : Value();
     };
 
     // Every row of `rows` is written by its expert below.
@@ -454,12 +469,14 @@ struct MoeExpertsGroupedLowering : OpConversionPattern<MoeExpertsOp> {
                            });
                        Value acts = gemm(
                            tb, tl, inputs, slabOf(tb, tl, adaptor.getGate(), e),
-                           slabOf(tb, tl, adaptor.getUp(), e), Value(),
+                           slabOf(tb, tl, adaptor.getUp(), e),
+                           biasOf(tb, tl, adaptor.getGateBias(), e),
+                           biasOf(tb, tl, adaptor.getUpBias(), e), Value(),
                            tensor::EmptyOp::create(
                                tb, tl,
                                ArrayRef<OpFoldResult>{n, tb.getIndexAttr(ffn)},
                                tb.getF32Type()),
-                           GemmEpilogue::Swiglu);
+                           gatedEpilogue);
                        SmallVector<OpFoldResult> at = {start, tb.getIndexAttr(0)},
                                                  size = {n, tb.getIndexAttr(hidden)},
                                                  unit = {tb.getIndexAttr(1),
@@ -472,7 +489,9 @@ struct MoeExpertsGroupedLowering : OpConversionPattern<MoeExpertsOp> {
                            tb, tl, carried[0], at, size, unit);
                        Value out = gemm(tb, tl, acts,
                                         slabOf(tb, tl, adaptor.getDown(), e),
-                                        Value(), scale, block, GemmEpilogue::None);
+                                        Value(), biasOf(tb, tl, adaptor.getDownBias(), e),
+                                        Value(), scaleAtSum ? Value() : scale, block,
+                                        GemmEpilogue::None);
                        scf::YieldOp::create(
                            tb, tl,
                            tensor::InsertSliceOp::create(tb, tl, out, carried[0],
@@ -486,14 +505,23 @@ struct MoeExpertsGroupedLowering : OpConversionPattern<MoeExpertsOp> {
                })
                .getResult(0);
 
-    // result[t, d] = sum_j rows[pairRow[t, j], d]; loops (t, d, j).
+    // result[t, d] = sum_j rows[pairRow[t, j], d] (times weights[t, j]
+    // when the rows are not scaled yet); loops (t, d, j).
+    SmallVector<Value> sumInputs = {pairRow};
+    SmallVector<SmallVector<unsigned>> sumDims = {{0, 2}};
+    if (scaleAtSum) {
+      sumInputs.push_back(routeWeights);
+      sumDims.push_back({0, 2});
+    }
     Value result = buildLoops(
-        rewriter, loc, 3, 1, {pairRow}, {{0, 2}},
+        rewriter, loc, 3, 1, sumInputs, sumDims,
         zerosOf(rewriter, loc, {tokens, rewriter.getIndexAttr(hidden)}, f32),
         {0, 1}, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value d = linalg::IndexOp::create(b, l, 1);
           Value v = tensor::ExtractOp::create(b, l, rows, ValueRange{args[0], d});
-          return arith::AddFOp::create(b, l, args[1], v);
+          if (scaleAtSum)
+            v = arith::MulFOp::create(b, l, args[1], v);
+          return arith::AddFOp::create(b, l, args.back(), v);
         });
     rewriter.replaceOp(op, castIfNeeded(rewriter, loc, result,
                                         op.getResult().getType()));

@@ -1,7 +1,7 @@
 // The reference lowering of the mixture-of-experts ops: the router's logits
 // and softmax, each expert's rank, the expert of each rank below top_k;
 // the experts' products read only the chosen expert's weights (a clamped
-// tensor.extract at experts[t, j]); packed SwiGLU experts grouped by expert
+// tensor.extract at experts[t, j]); packed experts grouped by expert
 // through attn.gemm. The numbers: OpsE2ETest.cpp's Moe and PackedMoe tests.
 // RUN: attn-opt %s -split-input-file --convert-attn-to-linalg | FileCheck %s
 
@@ -131,12 +131,21 @@ func.func @packed(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>
 
 // -----
 
-// Packed experts with gpt-oss's activation and biases have no gemm epilogue
-// yet: they keep the reference lowering, which dequantizes the slabs.
+// gpt-oss's packed experts take the same path: gate and up through the
+// clamped_swiglu epilogue with each expert's gate and up biases, down with
+// its bias and no row scale (the bias comes before the routing weight), the
+// weight applied where each token's rows are summed.
 // CHECK-LABEL: func.func @packed_clamped
-// CHECK-NOT: attn.gemm
-// CHECK: linalg.generic
-// CHECK: return
+// CHECK-SAME: %[[GB:[^:]*]]: tensor<4x48xf32>, %[[UB:[^:]*]]: tensor<4x48xf32>, %[[DB:[^:]*]]: tensor<4x64xf32>)
+// CHECK: scf.if
+// CHECK:   %[[GBE:.*]] = tensor.extract_slice %[[GB]][%[[E:.*]], 0] [1, 48] [1, 1] : tensor<4x48xf32> to tensor<48xf32>
+// CHECK:   %[[UBE:.*]] = tensor.extract_slice %[[UB]][%[[E]], 0] [1, 48] [1, 1] : tensor<4x48xf32> to tensor<48xf32>
+// CHECK:   attn.gemm clamped_swiglu ins({{.*}}) bias(%[[GBE]] : tensor<48xf32>) bias2(%[[UBE]] : tensor<48xf32>) alpha(1.702000e+00) limit(7.000000e+00) outs({{.*}} : tensor<?x48xf32>)
+// CHECK:   %[[DBE:.*]] = tensor.extract_slice %[[DB]][%[[E]], 0] [1, 64] [1, 1] : tensor<4x64xf32> to tensor<64xf32>
+// CHECK:   attn.gemm none ins({{.*}}) bias(%[[DBE]] : tensor<64xf32>) outs(
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x2xindex>, tensor<?x2xf32>)
+// CHECK:   arith.mulf
+// CHECK:   arith.addf
 func.func @packed_clamped(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<4x3x64x16xf32>, %u: tensor<4x3x64x16xf32>, %d: tensor<4x4x48x16xf32>, %gb: tensor<4x48xf32>, %ub: tensor<4x48xf32>, %db: tensor<4x64xf32>) -> tensor<?x64xf32> {
   %y = attn.moe_experts %x, %w, %e, %g, %u, %d biases(%gb, %ub, %db : tensor<4x48xf32>, tensor<4x48xf32>, tensor<4x64xf32>) clamped_swiglu alpha(1.702) limit(7.0) : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x3x64x16xf32>, tensor<4x3x64x16xf32>, tensor<4x4x48x16xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>

@@ -33,7 +33,7 @@ func.func @gemm_rows(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tenso
 // -----
 
 func.func @gemm_swiglu_without_up(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
-  // expected-error @+1 {{takes a second weight if and only if its epilogue is gated (swiglu, geglu_tanh, geglu_erf)}}
+  // expected-error @+1 {{takes a second weight if and only if its epilogue is gated (swiglu, geglu_tanh, geglu_erf, clamped_swiglu)}}
   %0 = attn.gemm swiglu ins(%x, %w : tensor<4x64xf32>, tensor<3x64x32xf32>) outs(%init : tensor<4x80xf32>) -> tensor<4x80xf32>
   return %0 : tensor<4x80xf32>
 }
@@ -237,7 +237,7 @@ func.func @gemm_norm_gamma_type(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %
 // layer norm, or norm attributes without a gamma.
 func.func @gemm_layer_norm_gain_offset(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %g: tensor<64xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
   // expected-error @+1 {{takes a norm_gain_offset only with an RMS norm (no norm_beta)}}
-  %0 = "attn.gemm"(%x, %w, %g, %g, %init) <{epilogue = 0 : i32, norm_epsilon = 1.0e-05 : f32, norm_gain_offset = 1.0 : f32, operandSegmentSizes = array<i32: 1, 1, 0, 1, 1, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<64xf32>, tensor<64xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
+  %0 = "attn.gemm"(%x, %w, %g, %g, %init) <{epilogue = 0 : i32, norm_epsilon = 1.0e-05 : f32, norm_gain_offset = 1.0 : f32, operandSegmentSizes = array<i32: 1, 1, 0, 1, 1, 0, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<64xf32>, tensor<64xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
   return %0 : tensor<4x80xf32>
 }
 
@@ -245,7 +245,7 @@ func.func @gemm_layer_norm_gain_offset(%x: tensor<4x64xf32>, %w: tensor<3x64x32x
 
 func.func @gemm_norm_without_gamma(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
   // expected-error @+1 {{takes norm_beta, norm_epsilon and norm_gain_offset only with a norm_gamma}}
-  %0 = "attn.gemm"(%x, %w, %init) <{epilogue = 0 : i32, norm_epsilon = 1.0e-05 : f32, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
+  %0 = "attn.gemm"(%x, %w, %init) <{epilogue = 0 : i32, norm_epsilon = 1.0e-05 : f32, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
   return %0 : tensor<4x80xf32>
 }
 
@@ -253,7 +253,7 @@ func.func @gemm_norm_without_gamma(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>
 
 func.func @gemm_norm_no_epsilon(%x: tensor<4x64xf32>, %w: tensor<3x64x32xf32>, %g: tensor<64xf32>, %init: tensor<4x80xf32>) -> tensor<4x80xf32> {
   // expected-error @+1 {{requires norm_epsilon with an input norm}}
-  %0 = "attn.gemm"(%x, %w, %g, %init) <{epilogue = 0 : i32, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<64xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
+  %0 = "attn.gemm"(%x, %w, %g, %init) <{epilogue = 0 : i32, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0, 0, 0, 0, 1>}> : (tensor<4x64xf32>, tensor<3x64x32xf32>, tensor<64xf32>, tensor<4x80xf32>) -> tensor<4x80xf32>
   return %0 : tensor<4x80xf32>
 }
 
@@ -263,4 +263,28 @@ func.func @flash_attention_sinks_per_kv_head(%q: memref<?x128xf32>, %k: memref<?
   // expected-error @+1 {{'attn.flash_attention' op requires sinks of shape [4] (one f32 logit per query head), got 'memref<2xf32>'}}
   attn.flash_attention heads(4) kv_heads(2) scale(0.125) causal sinks(%s : memref<2xf32>) ins(%q, %k, %v : memref<?x128xf32>, memref<?x64xf32>, memref<?x64xf32>) outs(%out : memref<?x128xf32>)
   return
+}
+
+// -----
+
+func.func @gemm_clamped_without_limit(%x: tensor<?x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<?x80xf32>) -> tensor<?x80xf32> {
+  // expected-error @+1 {{takes alpha and limit if and only if its epilogue is clamped_swiglu}}
+  %0 = attn.gemm clamped_swiglu ins(%x, %w, %w : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32>) alpha(1.702) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  return %0 : tensor<?x80xf32>
+}
+
+// -----
+
+func.func @gemm_bias2_without_weight2(%x: tensor<?x64xf32>, %w: tensor<3x64x32xf32>, %b: tensor<80xf32>, %init: tensor<?x80xf32>) -> tensor<?x80xf32> {
+  // expected-error @+1 {{takes a bias2 only with a second weight}}
+  %0 = attn.gemm none ins(%x, %w : tensor<?x64xf32>, tensor<3x64x32xf32>) bias2(%b : tensor<80xf32>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  return %0 : tensor<?x80xf32>
+}
+
+// -----
+
+func.func @gemm_clamped_negative_limit(%x: tensor<?x64xf32>, %w: tensor<3x64x32xf32>, %init: tensor<?x80xf32>) -> tensor<?x80xf32> {
+  // expected-error @+1 {{limit must be positive and finite, got -7}}
+  %0 = attn.gemm clamped_swiglu ins(%x, %w, %w : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32>) alpha(1.702) limit(-7.0) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  return %0 : tensor<?x80xf32>
 }

@@ -8,13 +8,15 @@
 // CHECK: attn.gemm none ins(%{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<3x64x32xf32>) outs(%{{.*}} : tensor<?x80xf32>) -> tensor<?x80xf32>
 // CHECK: attn.gemm gelu_tanh ins({{.*}}) bias(%{{.*}} : tensor<80xf32>) outs({{.*}}) -> tensor<?x80xf32>
 // CHECK: attn.gemm swiglu ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32>) row_scale(%{{.*}} : tensor<?xf32>) residual(%{{.*}} : tensor<?x80xf32>) outs
+// CHECK: attn.gemm clamped_swiglu ins({{.*}}) bias(%{{.*}} : tensor<80xf32>) bias2(%{{.*}} : tensor<80xf32>) alpha(1.702000e+00) limit(7.000000e+00) outs({{.*}}) -> tensor<?x80xf32>
 func.func @gemm_tensors(%x: tensor<?x64xf32>, %w: tensor<3x64x32xf32>, %w2: tensor<3x64x32xf32>,
                         %b: tensor<80xf32>, %s: tensor<?xf32>, %r: tensor<?x80xf32>,
-                        %init: tensor<?x80xf32>) -> (tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>) {
+                        %init: tensor<?x80xf32>) -> (tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>) {
   %0 = attn.gemm none ins(%x, %w : tensor<?x64xf32>, tensor<3x64x32xf32>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
   %1 = attn.gemm gelu_tanh ins(%x, %w : tensor<?x64xf32>, tensor<3x64x32xf32>) bias(%b : tensor<80xf32>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
   %2 = attn.gemm swiglu ins(%x, %w, %w2 : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32>) row_scale(%s : tensor<?xf32>) residual(%r : tensor<?x80xf32>) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
-  return %0, %1, %2 : tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
+  %3 = attn.gemm clamped_swiglu ins(%x, %w, %w2 : tensor<?x64xf32>, tensor<3x64x32xf32>, tensor<3x64x32xf32>) bias(%b : tensor<80xf32>) bias2(%b : tensor<80xf32>) alpha(1.702) limit(7.0) outs(%init : tensor<?x80xf32>) -> tensor<?x80xf32>
+  return %0, %1, %2, %3 : tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>, tensor<?x80xf32>
 }
 
 // A gemm's input norm: RMS (with Gemma's gain offset) or layer norm, on

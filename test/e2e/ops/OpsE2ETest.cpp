@@ -1732,6 +1732,9 @@ class PackedMoe : public ::testing::TestWithParam<PackedFormat> {};
 // q4_0, the rows the kernels read quantized per block of 32), with routed
 // tokens, every token on one expert (both slots), experts no token chose,
 // top_k equal to the number of experts, and out-of-range ids (clamped).
+// gpt-oss's experts too: the clamped SwiGLU (a limit of 1.5, so that many
+// gates and ups are clamped) with biases on gate, up and down (the down
+// bias before the routing weight scales the row).
 TEST_P(PackedMoe, GroupedByExpertMatchesReference) {
   const PackedFormat format = GetParam();
   const bool quantized = isQuantized(format);
@@ -1760,7 +1763,15 @@ TEST_P(PackedMoe, GroupedByExpertMatchesReference) {
                          name, x, w, e, g, d)
         .str();
   };
-  auto module = compileOrDie(function("top2", 2) + function("all", experts));
+  std::string gptOss = llvm::formatv(R"mlir(
+    func.func @oss(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: {0}, %u: {0}, %d: {1},
+                   %gb: tensor<{2}x{3}xf32>, %ub: tensor<{2}x{3}xf32>, %db: tensor<{2}x64xf32>) -> tensor<?x64xf32> {
+      %0 = attn.moe_experts %x, %w, %e, %g, %u, %d biases(%gb, %ub, %db : tensor<{2}x{3}xf32>, tensor<{2}x{3}xf32>, tensor<{2}x64xf32>)
+          clamped_swiglu alpha(1.702) limit(1.5)
+          : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, {0}, {0}, {1} -> tensor<?x64xf32>
+      return %0 : tensor<?x64xf32>
+    })mlir", g, d, experts, ffn).str();
+  auto module = compileOrDie(function("top2", 2) + function("all", experts) + gptOss);
   ASSERT_TRUE(module);
 
   std::vector<float> gate = weights(experts * ffn * hidden, hidden, 31),
@@ -1830,6 +1841,31 @@ TEST_P(PackedMoe, GroupedByExpertMatchesReference) {
                          experts, ref::MoeScoring::SoftmaxTopK, false),
           "top_k of all" + at);
   }
+  std::vector<float> gateBias = random(experts * ffn, 0.5f, 35),
+                     upBias = random(experts * ffn, 0.5f, 36),
+                     downBias = random(experts * hidden, 0.5f, 37),
+                     routerBias = random(experts, 0.5f, 38);
+  Buffer2D gbBuf(gateBias, {experts, ffn}), ubBuf(upBias, {experts, ffn}),
+      dbBuf(downBias, {experts, hidden});
+  for (int64_t tokens : kSeqLengths) {
+    std::vector<float> x = random(tokens * hidden, 1.0f, 800 + tokens);
+    ref::MoeRouting routing =
+        ref::moeRouter(x, tokens, hidden, routerWeight, experts, routerBias.data(), 2,
+                       ref::MoeScoring::TopKSoftmax, false);
+    Buffer2D xBuf(x, {tokens, hidden}), wBuf(routing.weights, {tokens, 2});
+    ExpertIds eBuf(routing.experts, {tokens, 2});
+    Buffer2D out(std::vector<float>(tokens * hidden), {tokens, hidden});
+    ASSERT_TRUE(module->call("oss", xBuf.memref(), wBuf.memref(), eBuf.memref(),
+                             gBuf.memref(), uBuf.memref(), dBuf.memref(), gbBuf.memref(),
+                             ubBuf.memref(), dbBuf.memref(), out.memref()));
+    EXPECT_CLOSE(out.values(),
+                 ref::moeExperts(x, tokens, hidden, routing, 2, gate, up, down, experts,
+                                 ffn, ref::MoeActivation::ClampedSwiglu, 1.702, 1.5,
+                                 {&gateBias, &upBias, &downBias}, roundRows, roundRows),
+                 tolerance)
+        << "gpt-oss experts tokens=" << tokens;
+  }
+
   std::vector<float> x = random(2 * hidden, 1.0f, 700);
   ref::MoeRouting outside{{0.75f, 0.25f, 0.5f, 0.5f}, {-3, 99, 0, 5}};
   ref::MoeRouting clamped{outside.weights, {0, 5, 0, 5}};

@@ -909,7 +909,17 @@ LogicalResult GemmOp::verify() {
 
   if (isGatedEpilogue(getEpilogue()) != static_cast<bool>(getWeight2()))
     return emitOpError("takes a second weight if and only if its epilogue is "
-                       "gated (swiglu, geglu_tanh, geglu_erf)");
+                       "gated (swiglu, geglu_tanh, geglu_erf, clamped_swiglu)");
+  if (getBias2() && !getWeight2())
+    return emitOpError("takes a bias2 only with a second weight");
+  bool clamped = getEpilogue() == GemmEpilogue::ClampedSwiglu;
+  if (clamped != (getAlphaAttr() && getLimitAttr()) ||
+      (!clamped && (getAlphaAttr() || getLimitAttr())))
+    return emitOpError("takes alpha and limit if and only if its epilogue is "
+                       "clamped_swiglu");
+  if (clamped && (failed(verifyPositive(*this, "alpha", getAlphaAttr())) ||
+                  failed(verifyPositive(*this, "limit", getLimitAttr()))))
+    return failure();
   if (Value weight2 = getWeight2()) {
     if (weight2.getType() != weight)
       return emitOpError() << "requires both weights of one type, got "
@@ -935,10 +945,11 @@ LogicalResult GemmOp::verify() {
     return emitOpError("takes norm_beta, norm_epsilon and norm_gain_offset "
                        "only with a norm_gamma");
   }
-  if (Value bias = getBias()) {
-    if (failed(verifyRank(*this, "bias", shapedType(bias), 1)) ||
-        failed(verifyDimsMatch(*this, "bias", shapedType(bias), 0, "init",
-                               init, 1)))
+  for (auto [name, bias] : {std::pair<StringRef, Value>{"bias", getBias()},
+                             {"bias2", getBias2()}}) {
+    if (bias && (failed(verifyRank(*this, name, shapedType(bias), 1)) ||
+                 failed(verifyDimsMatch(*this, name, shapedType(bias), 0, "init",
+                                        init, 1))))
       return failure();
   }
   if (Value scale = getRowScale()) {

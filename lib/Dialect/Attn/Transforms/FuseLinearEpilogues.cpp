@@ -66,10 +66,11 @@ GemmOp createGemm(PatternRewriter &rewriter, Operation *root, LinearOp linear,
                         linear.getInput(), linear.getWeight(),
                         linear2 ? linear2.getWeight() : Value(),
                         /*norm_gamma=*/Value(), /*norm_beta=*/Value(),
-                        linear.getBias(), /*row_scale=*/Value(),
-                        /*residual=*/Value(), init, epilogue,
+                        linear.getBias(), linear2 ? linear2.getBias() : Value(),
+                        /*row_scale=*/Value(), /*residual=*/Value(), init, epilogue,
                         /*norm_epsilon=*/FloatAttr(),
-                        /*norm_gain_offset=*/FloatAttr());
+                        /*norm_gain_offset=*/FloatAttr(), /*alpha=*/FloatAttr(),
+                        /*limit=*/FloatAttr());
 }
 
 /// swiglu / geglu(linear(x, Wg), linear(x, Wu)) -> gemm swiglu / geglu_*

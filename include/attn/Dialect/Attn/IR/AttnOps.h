@@ -22,7 +22,8 @@ namespace attn {
 inline bool isGatedEpilogue(GemmEpilogue epilogue) {
   return epilogue == GemmEpilogue::Swiglu ||
          epilogue == GemmEpilogue::GegluTanh ||
-         epilogue == GemmEpilogue::GegluErf;
+         epilogue == GemmEpilogue::GegluErf ||
+         epilogue == GemmEpilogue::ClampedSwiglu;
 }
 } // namespace attn
 } // namespace mlir
