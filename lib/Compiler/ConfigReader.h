@@ -392,6 +392,13 @@ void readSlidingWindow(ConfigReader &reader, ModelConfig &config,
 std::vector<bool> readLayerTypes(ConfigReader &reader, int64_t layers,
                                  llvm::function_ref<bool(int64_t)> defaultSliding);
 
+/// `sliding_window` (`fallback` when absent, none when null) on the layers
+/// `layer_types` calls "sliding_attention" (by default those
+/// `defaultSliding` picks): Gemma 2 and 3, gpt-oss.
+void readLayerTypeWindows(ConfigReader &reader, ModelConfig &config,
+                          llvm::function_ref<bool(int64_t)> defaultSliding,
+                          int64_t fallback);
+
 /// A softcap key (Gemma 2's attn_logit_softcapping,
 /// final_logit_softcapping): `fallback` when absent, 0 (none) when null, an
 /// error unless positive.
@@ -477,6 +484,7 @@ ModelConfig readGptNeox(ConfigReader &reader);
 ModelConfig readGptj(ConfigReader &reader);
 ModelConfig readLlama(ConfigReader &reader);
 ModelConfig readMistral(ConfigReader &reader);
+ModelConfig readGptOss(ConfigReader &reader);
 ModelConfig readMixtral(ConfigReader &reader);
 ModelConfig readOpt(ConfigReader &reader);
 ModelConfig readPhi3(ConfigReader &reader);

@@ -30,7 +30,8 @@ struct LayerValues {
       output, outputBias, mlpNorm, mlpNormBias, gate, gateBias, up, upBias,
       down, downBias, attentionOutputNorm, attentionOutputNormBias,
       mlpOutputNorm, mlpOutputNormBias, router, expertGate, expertUp,
-      expertDown;
+      expertDown, routerBias, expertGateBias, expertUpBias, expertDownBias,
+      sinks;
 
   /// Binds `values` (the present entries of `entries`, in order).
   static LayerValues bind(const LayerEntries &entries, ValueRange values) {
@@ -43,7 +44,9 @@ struct LayerValues {
                        &w.downBias,      &w.attentionOutputNorm,
                        &w.attentionOutputNormBias,             &w.mlpOutputNorm,
                        &w.mlpOutputNormBias, &w.router,        &w.expertGate,
-                       &w.expertUp,      &w.expertDown};
+                       &w.expertUp,      &w.expertDown,        &w.routerBias,
+                       &w.expertGateBias, &w.expertUpBias,     &w.expertDownBias,
+                       &w.sinks};
     size_t field = 0, next = 0;
     const_cast<LayerEntries &>(entries).forEachField([&](int64_t &entry) {
       if (entry >= 0)
@@ -223,12 +226,12 @@ public:
       auto type = RankedTensorType::get(
           {config.numHeads, qType.getDimSize(0), ShapedType::kDynamic}, b.getF32Type());
       probabilities = AttentionProbabilitiesOp::create(
-          b, loc, type, q, keys, /*bias=*/Value(), /*sinks=*/Value(), /*kv_len=*/Value(),
+          b, loc, type, q, keys, /*bias=*/Value(), sinks, /*kv_len=*/Value(),
           heads, kvHeads,
           scale, softcap, causalAttr, windowAttr, alibi);
     }
     return AttentionOp::create(b, loc, qType, q, keys, values, /*bias=*/Value(),
-                               /*sinks=*/Value(), /*kv_len=*/Value(), heads, kvHeads,
+                               sinks, /*kv_len=*/Value(), heads, kvHeads,
                                scale, softcap,
                                causalAttr, windowAttr, alibi);
   }
@@ -459,6 +462,7 @@ public:
     int64_t d = config.hiddenSize;
     int64_t qf = config.queryFeatures(), kvf = config.kvFeatures();
     Value rows = tensor::DimOp::create(b, loc, h, 0);
+    sinks = w.sinks;
     Value qkv = linear(h, w.qkv, w.qkvBias, WeightLayout::Packed, qf + 2 * kvf);
     Value q = columns(qkv, rows, 0, qf);
     Value k = columns(qkv, rows, qf, kvf);
@@ -500,13 +504,18 @@ public:
     auto routed = MoeRouterOp::create(
         b, loc, activations(rows, moe.topK),
         RankedTensorType::get({rows, moe.topK}, b.getI32Type()), h, w.router,
-        /*bias=*/Value(), static_cast<uint64_t>(moe.topK), moe.scoring,
+        w.routerBias, static_cast<uint64_t>(moe.topK), moe.scoring,
         moe.normalize);
+    FloatAttr alpha, limit;
+    if (moe.activation == MoeActivation::ClampedSwiglu) {
+      alpha = b.getF32FloatAttr(static_cast<float>(moe.alpha));
+      limit = b.getF32FloatAttr(static_cast<float>(moe.limit));
+    }
     return MoeExpertsOp::create(
         b, loc, activations(rows, config.hiddenSize), h, routed.getWeights(),
         routed.getExperts(), w.expertGate, w.expertUp, w.expertDown,
-        /*gate_bias=*/Value(), /*up_bias=*/Value(), /*down_bias=*/Value(),
-        MoeActivation::Swiglu, /*alpha=*/FloatAttr(), /*limit=*/FloatAttr());
+        w.expertGateBias, w.expertUpBias, w.expertDownBias, moe.activation,
+        alpha, limit);
   }
 
   /// One decoder layer as the description says. `w` holds the layer's
@@ -670,6 +679,8 @@ public:
   PositionSpec layerPositions;
   bool rotates;
   Value probabilities;
+  /// The attention sinks of the layer being built (gpt-oss), or null.
+  Value sinks;
   /// A batch of decode steps of several sequences (Entry::Batch): row r is
   /// the token of cache slot batchSlots[r] at position batchPositions[r]
   /// (tensor<?xi64> each), and the layer's keys and values are at elements
@@ -1360,11 +1371,13 @@ void buildPackFunctions(OpBuilder &b, Location loc, ModuleOp module,
         }
         if (source.firstRankOnly)
           also(arith::CmpIOp::create(lb, ll, arith::CmpIPredicate::eq, rank, c(0)));
-        SmallVector<Value, 2> at;
+        SmallVector<Value, 3> at;
         if (!k)
           at = {row};
         else
-          at = source.outIn ? SmallVector<Value, 2>{row, k} : SmallVector<Value, 2>{k, row};
+          at = source.outIn ? SmallVector<Value, 3>{row, k} : SmallVector<Value, 3>{k, row};
+        if (source.expert >= 0) // a slice of a stacked [experts, ...] tensor
+          at.insert(at.begin(), c(source.expert));
         Value value = memref::LoadOp::create(lb, ll, src, at);
         if (valid)
           value = arith::SelectOp::create(lb, ll, valid, value, zeroF);

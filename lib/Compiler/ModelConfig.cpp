@@ -84,6 +84,7 @@ const FamilyEntry families[] = {
     {"gemma2", readGemma2},        {"gemma3", readGemma3},
     {"gemma3_text", readGemma3Text},
     {"gpt2", readGpt2},            {"gpt_neox", readGptNeox},
+    {"gpt_oss", readGptOss},
     {"gptj", readGptj},            {"llama", readLlama},
     {"mistral", readMistral},      {"mixtral", readMixtral},
     {"opt", readOpt},              {"phi3", readPhi3},
@@ -228,7 +229,7 @@ mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
     return llvm::createStringError(
         fileName + ": model_type " + ConfigReader::quote(modelType) +
         " is not supported (supported: " + supported + ")");
-  if (modelType != "mixtral" && modelType != "qwen3_moe")
+  if (modelType != "mixtral" && modelType != "qwen3_moe" && modelType != "gpt_oss")
     rejectMixtureOfExperts(reader);
   // gemma3's reader takes its text model and leaves the image part.
   for (const char *key : {"vision_config", "text_config", "audio_config"})
@@ -357,6 +358,8 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
       add(p + names.keyNorm + names.weightSuffix, {config.headDim},
           WeightRole::Norm, i);
     }
+    if (config.attention.sinks)
+      add(p + names.sinks, {config.numHeads}, WeightRole::Attention, i);
     projection(p + names.output, d, qf, config.attention.outputBias,
                WeightRole::Attention, i);
     if (!(config.block.parallel && config.block.sharedNorm))
@@ -367,7 +370,20 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
     }
     if (config.isMoeLayer(i)) {
       const MoeSpec &moe = config.moe;
-      projection(p + names.router, moe.numExperts, d, false, WeightRole::Mlp, i);
+      projection(p + names.router, moe.numExperts, d, moe.routerBias, WeightRole::Mlp, i);
+      if (moe.stacked) {
+        // x @ W: [experts, in, out], biases [experts, out].
+        int64_t experts = moe.numExperts, ffn = moe.expertFfn;
+        std::string gateUp = p + names.expert + names.expertGateUp,
+                    down = p + names.expert + names.expertDown;
+        add(gateUp, {experts, d, 2 * ffn}, WeightRole::Mlp, i);
+        if (moe.expertBias)
+          add(gateUp + "_bias", {experts, 2 * ffn}, WeightRole::Mlp, i);
+        add(down, {experts, ffn, d}, WeightRole::Mlp, i);
+        if (moe.expertBias)
+          add(down + "_bias", {experts, d}, WeightRole::Mlp, i);
+        continue;
+      }
       for (int64_t e = 0; e < moe.numExperts; ++e) {
         std::string expert = p + expertPrefix(names, e);
         projection(expert + names.expertGate, moe.expertFfn, d, false, WeightRole::Mlp, i);

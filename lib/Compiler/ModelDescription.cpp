@@ -56,6 +56,10 @@ const Choices<MlpKind> mlpKinds = {{"gelu", MlpKind::Gelu},
 const Choices<MoeScoring> moeScorings = {
     {"softmax_top_k", MoeScoring::SoftmaxTopK},
     {"top_k_softmax", MoeScoring::TopKSoftmax}};
+
+const Choices<MoeActivation> moeActivations = {
+    {"swiglu", MoeActivation::Swiglu},
+    {"clamped_swiglu", MoeActivation::ClampedSwiglu}};
 const Choices<GeluApproximation> geluForms = {{"tanh", GeluApproximation::Tanh},
                                               {"erf", GeluApproximation::Erf}};
 const Choices<QkvStorage> qkvStorages = {
@@ -263,7 +267,7 @@ void readPositions(ConfigReader &reader, ModelConfig &config) {
 void readAttention(ConfigReader &reader, ModelConfig &config) {
   std::optional<ConfigReader> section_ = section(
       reader, "attention",
-      {"qkv", "qkv_bias", "output_bias", "qk_norm", "scale", "softcap",
+      {"qkv", "qkv_bias", "output_bias", "qk_norm", "sinks", "scale", "softcap",
        "window", "windows"});
   if (!section_)
     return reader.fail("missing key 'attention'");
@@ -282,6 +286,7 @@ void readAttention(ConfigReader &reader, ModelConfig &config) {
     r.fail("key '" + r.name("qk_norm") +
            "' needs an rms_norm model: the qk-norm is the model's RMSNorm per "
            "head");
+  a.sinks = r.boolean("sinks", false);
   a.scale = r.positiveNumber("scale", 0.0);
   a.softcap = r.positiveNumber("softcap", 0.0);
   if (r.has("window") && r.has("windows"))
@@ -338,7 +343,9 @@ void readMlp(ConfigReader &reader, ModelConfig &config) {
 void readMoe(ConfigReader &reader, ModelConfig &config) {
   std::optional<ConfigReader> section_ =
       section(reader, "moe", {"experts", "top_k", "ffn", "scoring",
-                              "normalize", "dense_layers"});
+                              "normalize", "dense_layers", "router_bias",
+                              "expert_bias", "activation", "alpha", "limit",
+                              "stacked"});
   if (!section_)
     return;
   ConfigReader &r = *section_;
@@ -359,6 +366,22 @@ void readMoe(ConfigReader &reader, ModelConfig &config) {
   if (config.mlp.kind != MlpKind::SwiGlu)
     r.fail("experts are SwiGLU MLPs: key 'mlp.kind' must be 'swiglu'");
   m.denseLayers = r.layerList("dense_layers", config.numLayers);
+  m.routerBias = r.boolean("router_bias", false);
+  m.expertBias = r.boolean("expert_bias", false);
+  m.activation = choose<MoeActivation>(r, "activation", moeActivations,
+                                       MoeActivation::Swiglu);
+  bool clamped = m.activation == MoeActivation::ClampedSwiglu;
+  for (const char *key : {"alpha", "limit"}) {
+    if (!clamped && r.has(key))
+      r.fail("key '" + r.name(key) + "' applies to activation 'clamped_swiglu' only");
+    else if (clamped && !r.has(key))
+      r.fail("missing key '" + r.name(key) + "' (activation 'clamped_swiglu')");
+  }
+  if (clamped) {
+    m.alpha = r.positiveNumber("alpha", 1.0);
+    m.limit = r.positiveNumber("limit", 1.0);
+  }
+  m.stacked = r.boolean("stacked", false);
 }
 
 void readBlock(ConfigReader &reader, ModelConfig &config) {
@@ -414,6 +437,8 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
       {"expert_gate", &WeightNames::expertGate},
       {"expert_up", &WeightNames::expertUp},
       {"expert_down", &WeightNames::expertDown},
+      {"expert_gate_up", &WeightNames::expertGateUp},
+      {"sinks", &WeightNames::sinks},
   };
   llvm::SmallVector<llvm::StringRef> known = {"layout", "weight_suffix",
                                               "bias_suffix", "prefixes",
@@ -467,9 +492,15 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
       return dense && gateUp;
     if (key == "down")
       return dense;
-    if (key == "router" || key == "expert" || key == "expert_gate" ||
-        key == "expert_up" || key == "expert_down")
-      return c.moe.numExperts > 0;
+    bool moe = c.moe.numExperts > 0;
+    if (key == "router" || key == "expert" || key == "expert_down")
+      return moe;
+    if (key == "expert_gate" || key == "expert_up")
+      return moe && !c.moe.stacked;
+    if (key == "expert_gate_up")
+      return moe && c.moe.stacked;
+    if (key == "sinks")
+      return c.attention.sinks;
     if (key == "final_norm")
       return c.block.finalNorm;
     if (key == "head")
@@ -489,9 +520,13 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
   if (c.numLayers > 1 && n.layer.find("{}") == std::string::npos)
     r.fail("key '" + r.name("layer") + "' (" + ConfigReader::quote(n.layer) +
            ") must hold '{}' for the layer index");
-  if (c.moe.numExperts > 1 && n.expert.find("{}") == std::string::npos)
+  if (c.moe.numExperts > 1 && !c.moe.stacked &&
+      n.expert.find("{}") == std::string::npos)
     r.fail("key '" + r.name("expert") + "' (" + ConfigReader::quote(n.expert) +
            ") must hold '{}' for the expert index");
+  if (c.moe.stacked && n.expert.find("{}") != std::string::npos)
+    r.fail("key '" + r.name("expert") + "' (" + ConfigReader::quote(n.expert) +
+           ") names the stacked experts' module: no '{}' (moe.stacked)");
 }
 
 /// No two weights may share a name: the checkpoint could not tell them apart.
@@ -663,6 +698,8 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       j.attribute("output_bias", c.attention.outputBias);
       if (c.attention.qkNorm)
         j.attribute("qk_norm", true);
+      if (c.attention.sinks)
+        j.attribute("sinks", true);
       if (c.attention.scale)
         j.attribute("scale", c.attention.scale);
       if (c.attention.softcap)
@@ -698,6 +735,17 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
             for (int64_t layer : c.moe.denseLayers)
               j.value(layer);
           });
+        if (c.moe.routerBias)
+          j.attribute("router_bias", true);
+        if (c.moe.expertBias)
+          j.attribute("expert_bias", true);
+        if (c.moe.activation != MoeActivation::Swiglu) {
+          j.attribute("activation", spell(moeActivations, c.moe.activation));
+          j.attribute("alpha", c.moe.alpha);
+          j.attribute("limit", c.moe.limit);
+        }
+        if (c.moe.stacked)
+          j.attribute("stacked", true);
       });
     j.attributeObject("block", [&] {
       j.attribute("pre_norm", c.block.preNorm);
@@ -757,9 +805,11 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       name("down", n.down, dense);
       name("router", n.router, moe);
       name("expert", n.expert, moe);
-      name("expert_gate", n.expertGate, moe);
-      name("expert_up", n.expertUp, moe);
+      name("expert_gate", n.expertGate, moe && !c.moe.stacked);
+      name("expert_up", n.expertUp, moe && !c.moe.stacked);
+      name("expert_gate_up", n.expertGateUp, moe && c.moe.stacked);
       name("expert_down", n.expertDown, moe);
+      name("sinks", n.sinks, c.attention.sinks);
       name("final_norm", n.finalNorm, c.block.finalNorm);
       name("attention_output_norm", n.attentionOutputNorm, c.block.outputNorms);
       name("mlp_output_norm", n.mlpOutputNorm, c.block.outputNorms);

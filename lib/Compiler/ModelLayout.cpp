@@ -110,10 +110,12 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
     packed.vector = vector;
     for (const PackedWeight::Source &source : sources) {
       const WeightSpec &spec = layout.weights[source.weight];
+      // A stacked tensor's expert slice: the dimensions after the first.
+      size_t at = source.expert >= 0 ? 1 : 0;
       if (!vector)
         packed.inFeatures = source.columns ? source.columns
-                            : source.outIn ? spec.shape[1]
-                                           : spec.shape[0];
+                            : source.outIn ? spec.shape[at + 1]
+                                           : spec.shape[at];
       packed.outFeatures += source.rows;
       packed.sources.push_back(source);
       layout.usedAtRunTime[source.weight] = false;
@@ -246,6 +248,8 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
       entries.queryNorm = weightOf(p + names.queryNorm);
       entries.keyNorm = weightOf(p + names.keyNorm);
     }
+    if (config.attention.sinks) // whole: no split of MoE models yet
+      entries.sinks = index.lookup(p + names.sinks);
     entries.output = packSources(
         p + names.output, {columnSlice(whole(p + names.output, outIn), qf)}, false);
     entries.outputBias = onceBias(p + names.output, config.attention.outputBias);
@@ -265,6 +269,49 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
       // expert projection is packed as a dense one, the experts stacked.
       const MoeSpec &moe = config.moe;
       entries.router = weightOf(p + names.router);
+      entries.routerBias = biasOf(p + names.router, moe.routerBias);
+      if (moe.stacked) {
+        // gpt-oss: gate and up are the even and odd columns of one
+        // [experts, hidden, 2 ffn] tensor (x @ W), read per expert as a
+        // per-head layout of ffn heads of 2 features; its biases alike.
+        std::string gateUp = p + names.expert + names.expertGateUp,
+                    down = p + names.expert + names.expertDown;
+        auto stackedExperts = [&](const std::string &name, const std::string &tensor,
+                                  int64_t first, bool interleaved, int64_t rows,
+                                  bool vector) {
+          llvm::SmallVector<PackedWeight::Source, 3> sources;
+          for (int64_t e = 0; e < moe.numExperts; ++e) {
+            PackedWeight::Source source{index.lookup(tensor), /*outIn=*/false, rows};
+            source.expert = e;
+            source.rowBegin = first;
+            if (interleaved) {
+              source.heads = rows;
+              source.groups = 2;
+              source.headDim = 1;
+            }
+            sources.push_back(source);
+          }
+          int64_t entry = packSources(name, sources, vector);
+          PackedWeight &packed = layout.packed.back();
+          packed.experts = moe.numExperts;
+          packed.outFeatures = rows;
+          return entry;
+        };
+        int64_t ffn = moe.expertFfn, d = config.hiddenSize;
+        std::string experts = p + names.expert;
+        entries.expertGate = stackedExperts(experts + "gate_proj", gateUp, 0, true, ffn, false);
+        entries.expertUp = stackedExperts(experts + "up_proj", gateUp, 1, true, ffn, false);
+        entries.expertDown = stackedExperts(experts + "down_proj", down, 0, false, d, false);
+        if (moe.expertBias) {
+          entries.expertGateBias = stackedExperts(experts + "gate_proj_bias",
+                                                  gateUp + "_bias", 0, true, ffn, true);
+          entries.expertUpBias = stackedExperts(experts + "up_proj_bias",
+                                                gateUp + "_bias", 1, true, ffn, true);
+          entries.expertDownBias = index.lookup(down + "_bias");
+        }
+        layout.layers.push_back(entries);
+        continue;
+      }
       auto experts = [&](const std::string &module) {
         llvm::SmallVector<PackedWeight::Source, 3> sources;
         for (int64_t e = 0; e < moe.numExperts; ++e)
@@ -379,7 +426,7 @@ std::vector<int64_t> mlir::attn::packKinds(const ModelLayout &layout) {
                            source.heads, source.groups, source.headDim,
                            std::vector<int64_t>{source.rankRows, source.rankColumns,
                                                 source.columns, source.validRows,
-                                                source.firstRankOnly},
+                                                source.firstRankOnly, source.expert},
                            std::vector<int64_t>(shape.begin(), shape.end()));
     }
     Key key{packed.vector, static_cast<int>(packed.format), packed.inFeatures,

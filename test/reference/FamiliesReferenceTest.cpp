@@ -2391,6 +2391,62 @@ TEST(FamilyConfig, MoeKeysAndDefaults) {
 
 /// The MoE keys' errors name them: a top k above the experts names both
 /// keys, a missing or malformed key names itself.
+// gpt_oss as openai/gpt-oss-20b's config.json has it (unquantized), and
+// GptOssConfig's defaults: head_dim 64, eps 1e-5, q/k/v/o biases, a window of
+// 128 on the even layers, theta 150000 with yarn (factor 32 over 4096, not
+// truncated), 128 experts of intermediate_size, 4 per token, never
+// renormalized, every layer sparse. MXFP4 checkpoints are refused.
+TEST(FamilyConfig, GptOssKeysAndDefaults) {
+  const std::string dims =
+      "\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 4, "
+      "\"num_attention_heads\": 64, \"vocab_size\": 201088, \"intermediate_size\": 2880";
+  ModelConfig c = parseOrDie("{" + dims + "}");
+  EXPECT_EQ(c.architecture, Architecture::GptOss);
+  EXPECT_EQ(c.kvHeads, 8);
+  EXPECT_EQ(c.headDim, 64);
+  EXPECT_EQ(c.normEps, 1e-5);
+  EXPECT_EQ(c.maxPositions, 131072);
+  EXPECT_FALSE(c.tieEmbeddings);
+  EXPECT_TRUE(c.attentionBias);
+  EXPECT_EQ(c.slidingWindow, 128);
+  EXPECT_EQ(c.slidingLayers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(c.ropeTheta, 150000.0);
+  EXPECT_EQ(c.ropeScaling.type, ref::RopeScaling::Type::Yarn);
+  EXPECT_EQ(c.ropeScaling.factor, 32.0);
+  EXPECT_EQ(c.ropeScaling.originalMaxPositions, 4096);
+  EXPECT_FALSE(c.ropeScaling.truncate);
+  EXPECT_EQ(c.experts, 128);
+  EXPECT_EQ(c.expertsPerToken, 4);
+  EXPECT_EQ(c.expertFfn, 2880);
+  EXPECT_FALSE(c.normalizeTopK);
+  EXPECT_EQ(c.moeLayers, std::vector<bool>(4, true));
+  EXPECT_EQ(c.swigluLimit, 7.0);
+  // The release's keys: experts_per_token (unread) beside num_experts_per_tok,
+  // layer_types, a null window, swiglu_limit, an explicit rope_scaling.
+  c = parseOrDie("{" + dims + ", \"num_local_experts\": 32, \"num_experts_per_tok\": 4, "
+                 "\"experts_per_token\": 4, \"swiglu_limit\": 5.0, \"sliding_window\": null, "
+                 "\"layer_types\": [\"full_attention\", \"sliding_attention\", "
+                 "\"full_attention\", \"sliding_attention\"], \"rope_scaling\": {\"rope_type\": "
+                 "\"yarn\", \"factor\": 8.0, \"original_max_position_embeddings\": 2048, "
+                 "\"beta_fast\": 32.0, \"beta_slow\": 1.0, \"truncate\": true}}");
+  EXPECT_EQ(c.experts, 32);
+  EXPECT_EQ(c.swigluLimit, 5.0);
+  EXPECT_EQ(c.slidingLayers, std::vector<bool>(4, false));
+  EXPECT_EQ(c.ropeScaling.factor, 8.0);
+  EXPECT_TRUE(c.ropeScaling.truncate);
+  c = parseOrDie("{" + dims + ", \"layer_types\": [\"full_attention\", \"sliding_attention\", "
+                 "\"full_attention\", \"sliding_attention\"]}");
+  EXPECT_EQ(c.slidingLayers, (std::vector<bool>{false, true, false, true}));
+
+  EXPECT_TRUE(contains(parseError("{" + dims + ", \"quantization_config\": "
+                                  "{\"quant_method\": \"mxfp4\"}}"),
+                       "quantization_config"));
+  std::string error = parseError("{" + dims + ", \"num_local_experts\": 4, "
+                                 "\"num_experts_per_tok\": 5}");
+  EXPECT_TRUE(contains(error, "\"num_experts_per_tok\" (5) exceeds \"num_local_experts\" (4)"))
+      << error;
+}
+
 TEST(FamilyConfig, MoeErrorsNameTheKeys) {
   const std::string dims =
       "\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": "
@@ -2824,7 +2880,7 @@ TEST(FamilyConfig, UnsupportedSettingsNameTheKey) {
       {"\"model_type\": \"qwen2_moe\"", "unsupported model_type \"qwen2_moe\""},
       {dims("qwen3") + ", \"num_key_value_heads\": 4, \"num_experts\": 4",
        "\"num_experts\": mixture-of-experts configs are not supported (only "
-       "model_type qwen3_moe and mixtral)"},
+       "model_type qwen3_moe, mixtral and gpt_oss)"},
       // gemma2, gemma3_text, gemma3.
       {"\"model_type\": \"gemma2\", \"attn_logit_softcapping\": 0",
        "\"attn_logit_softcapping\" must be positive (or null)"},

@@ -552,6 +552,18 @@ struct MoeNames {
   std::vector<std::string> gate, up, down;
 };
 
+/// gpt_oss's stacked expert tensors of layer `layer`, canonical names.
+struct StackedExpertNames {
+  std::string router, routerBias, gateUp, gateUpBias, down, downBias;
+};
+
+StackedExpertNames stackedExpertNames(int64_t layer) {
+  const std::string m = "model.layers." + std::to_string(layer) + ".mlp.";
+  return {m + "router.weight",          m + "router.bias",
+          m + "experts.gate_up_proj",   m + "experts.gate_up_proj_bias",
+          m + "experts.down_proj",      m + "experts.down_proj_bias"};
+}
+
 MoeNames moeNames(const ModelConfig &c, int64_t layer) {
   const bool mixtral = c.architecture == Architecture::Mixtral;
   const std::string block = basePrefix(c) + "layers." + std::to_string(layer) +
@@ -604,6 +616,7 @@ std::set<std::string> bufferNames(const ModelConfig &c) {
     case Architecture::Phi3:
     case Architecture::Qwen3Moe:
     case Architecture::Mixtral:
+    case Architecture::GptOss:
       out.insert(basePrefix(c) + "layers." + l +
                  ".self_attn.rotary_emb.inv_freq");
       break;
@@ -733,6 +746,8 @@ const char *modelTypeName(Architecture architecture) {
     return "qwen3_moe";
   case Architecture::Mixtral:
     return "mixtral";
+  case Architecture::GptOss:
+    return "gpt_oss";
   }
   return "?";
 }
@@ -768,7 +783,8 @@ void readActivation(ConfigReader &r, const std::string &key,
 std::set<std::string> moeKeysOf(Architecture a) {
   if (a == Architecture::Qwen3Moe)
     return {"num_experts", "num_experts_per_tok", "moe_intermediate_size"};
-  if (a == Architecture::Mixtral) // num_experts: v5's attribute_map alias
+  if (a == Architecture::Mixtral ||
+      a == Architecture::GptOss) // num_experts: the attribute_map alias
     return {"num_local_experts", "num_experts", "num_experts_per_tok"};
   return {};
 }
@@ -798,7 +814,7 @@ void rejectUnsupportedKeys(ConfigReader &r, const ModelConfig *moeFamily =
     } else {
       r.setError("\"" + r.name(key) +
                  "\": mixture-of-experts configs are not supported (only "
-                 "model_type qwen3_moe and mixtral)");
+                 "model_type qwen3_moe, mixtral and gpt_oss)");
     }
   }
   const char *multimodal[] = {"vision_config", "text_config", "audio_config",
@@ -1212,6 +1228,26 @@ void readNoRopeLayers(ConfigReader &r, ModelConfig &c) {
 /// num_local_experts): their count, top k and width, the renormalization,
 /// and which layers are sparse.
 void readExperts(ConfigReader &r, ModelConfig &c) {
+  if (c.architecture == Architecture::GptOss) {
+    // GptOssConfig: num_local_experts 128 (num_experts its alias), top 4
+    // (experts_per_token is the original release's key, unread), every
+    // layer sparse, experts of intermediate_size.
+    c.moeLayers.assign(c.layers > 0 ? c.layers : 0, true);
+    const char *expertsKey = !r.has("num_local_experts") && r.has("num_experts")
+                                 ? "num_experts"
+                                 : "num_local_experts";
+    c.experts = r.integer(expertsKey, 128);
+    c.expertsPerToken = r.integer("num_experts_per_tok", 4);
+    if (!r.failed() && c.expertsPerToken > c.experts)
+      r.setError("\"" + r.name("num_experts_per_tok") + "\" (" +
+                 std::to_string(c.expertsPerToken) + ") exceeds \"" +
+                 r.name(expertsKey) + "\" (" + std::to_string(c.experts) +
+                 "): each token's top k must be among the experts");
+    c.expertFfn = c.ffn;
+    c.swigluAlpha = r.number("swiglu_alpha", 1.702);
+    c.swigluLimit = r.number("swiglu_limit", 7.0);
+    return;
+  }
   const bool mixtral = c.architecture == Architecture::Mixtral;
   c.moeLayers.assign(c.layers > 0 ? c.layers : 0, false);
   std::string expertsKey = "num_experts";
@@ -1297,7 +1333,13 @@ void readExperts(ConfigReader &r, ModelConfig &c) {
 void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   const Architecture a = c.architecture;
   const bool qwen = a == Architecture::Qwen2 || a == Architecture::Qwen3;
-  const bool moe = a == Architecture::Qwen3Moe || a == Architecture::Mixtral;
+  const bool moe = a == Architecture::Qwen3Moe || a == Architecture::Mixtral ||
+                   a == Architecture::GptOss;
+  const bool gptOss = a == Architecture::GptOss;
+  if (gptOss && r.value("quantization_config") &&
+      r.value("quantization_config")->kind != JsonValue::Kind::Null)
+    r.setError("\"quantization_config\": quantized (MXFP4) gpt_oss experts "
+               "are not supported; use a bf16 checkpoint");
   c.hidden = r.integer("hidden_size");
   c.layers = r.integer("num_hidden_layers");
   c.heads = r.integer("num_attention_heads");
@@ -1313,6 +1355,7 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   switch (a) {
   case Architecture::Mistral:
   case Architecture::Mixtral:
+  case Architecture::GptOss: // GptOssConfig: 8, None -> heads
     c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 8;
     break;
   case Architecture::Qwen3Moe:
@@ -1338,13 +1381,14 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   c.maxPositions = r.integer(
       "max_position_embeddings",
       a == Architecture::Mistral || a == Architecture::Mixtral ? 4096 * 32
+      : gptOss ? 131072
       : qwen || a == Architecture::SmolLM3 || a == Architecture::Qwen3Moe
           ? 32768
       : a == Architecture::Gemma ? 8192
                                  : 2048);
   // MixtralConfig: 1e-5.
-  c.normEps =
-      r.number("rms_norm_eps", a == Architecture::Mixtral ? 1e-5 : 1e-6);
+  c.normEps = r.number("rms_norm_eps",
+                       a == Architecture::Mixtral || gptOss ? 1e-5 : 1e-6);
   c.tieEmbeddings =
       r.boolean("tie_word_embeddings",
                 a == Architecture::Gemma || a == Architecture::SmolLM3);
@@ -1363,10 +1407,13 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
     if (a == Architecture::Qwen3Moe && r.present("head_dim") &&
         !r.has("head_dim"))
       r.setError("\"head_dim\" must not be null for qwen3_moe");
-    if (!r.failed() && !r.has("head_dim"))
+    // GptOssConfig: head_dim 64 when absent, hidden // heads when null.
+    if (!r.failed() && !r.has("head_dim") && !(gptOss && !r.present("head_dim")))
       requireDivides(r, c.heads, c.hidden, "num_attention_heads",
                      "hidden_size");
-    c.headDim = r.integer("head_dim", c.heads > 0 ? c.hidden / c.heads : 1);
+    c.headDim = r.integer("head_dim", gptOss && !r.present("head_dim") ? 64
+                                      : c.heads > 0 ? c.hidden / c.heads
+                                                    : 1);
   }
   readActivation(r, "hidden_act",
                  a == Architecture::Gemma ? "gelu_pytorch_tanh" : "silu", c);
@@ -1396,6 +1443,8 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   }
   if (a == Architecture::Qwen2)
     c.attentionBias = true; // q/k/v always, o_proj never
+  if (gptOss)
+    c.attentionBias = r.boolean("attention_bias", true); // q/k/v and o
   if (a == Architecture::Qwen3 || a == Architecture::Qwen3Moe) {
     c.attentionBias = r.boolean("attention_bias", false); // q/k/v and o
     c.qkNorm = true;
@@ -1420,6 +1469,17 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
                           : (a == Architecture::Mistral ? 4096 : 0);
     if (c.slidingWindow > 0)
       c.slidingLayers.assign(c.layers, true);
+  } else if (gptOss) {
+    // GptOssConfig: sliding_window 128 (null: none) on the layer_types
+    // layers, by default layer i when (i + 1) is odd.
+    c.slidingWindow = r.present("sliding_window")
+                          ? r.integer("sliding_window", 0)
+                          : 128;
+    if (!readLayerTypes(r, c))
+      for (int64_t i = 0; i < c.layers; ++i)
+        c.slidingLayers[i] = (i + 1) % 2 != 0;
+    if (c.slidingWindow == 0)
+      c.slidingLayers.assign(c.layers, false);
   } else if (a == Architecture::Qwen3Moe) {
     // Qwen3MoeConfig: sliding_window (default 4096; null = none) only with
     // use_sliding_window, and then on every layer: Qwen3MoeModel builds one
@@ -1484,7 +1544,19 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
            /*allowScaling=*/true,
            a == Architecture::SmolLM3   ? 2000000.0
            : a == Architecture::Mixtral ? 1000000.0
+           : gptOss                     ? 150000.0
                                         : 10000.0);
+  if (gptOss && !r.present("rope_scaling") && !r.present("rope_parameters")) {
+    // GptOssConfig's default rope_parameters.
+    RopeScaling &s = c.ropeScaling;
+    s.type = RopeScaling::Type::Yarn;
+    s.factor = 32.0;
+    s.betaFast = 32.0;
+    s.betaSlow = 1.0;
+    s.truncate = false;
+    s.originalMaxPositions = 4096;
+    s.maxPositions = c.maxPositions;
+  }
   if (!r.failed() && c.rotaryDim != c.headDim)
     r.setError(std::string("partial_rotary_factor < 1 is not supported for ") +
                modelTypeName(a) +
@@ -1881,6 +1953,7 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
       {"xglm", Architecture::XGLM},
       {"qwen3_moe", Architecture::Qwen3Moe},
       {"mixtral", Architecture::Mixtral},
+      {"gpt_oss", Architecture::GptOss},
   };
   bool known = false;
   for (const auto &[name, arch] : kTypes)
@@ -1894,12 +1967,13 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     r.setError("unsupported model_type \"" + type +
                "\" (expected gpt2, llama, mistral, qwen2, qwen3, smollm3, "
                "gemma, gemma2, gemma3_text, gemma3, phi3, gpt_neox, gptj, opt, "
-               "bloom, xglm, qwen3_moe or mixtral)");
+               "bloom, xglm, qwen3_moe, mixtral or gpt_oss)");
   } else if (type == "gemma3") {
     parseGemma3Multimodal(r, c);
   } else {
     const bool moe = c.architecture == Architecture::Qwen3Moe ||
-                     c.architecture == Architecture::Mixtral;
+                     c.architecture == Architecture::Mixtral ||
+                     c.architecture == Architecture::GptOss;
     rejectUnsupportedKeys(r, moe ? &c : nullptr);
     switch (c.architecture) {
     case Architecture::GPT2:
@@ -1913,6 +1987,7 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     case Architecture::Gemma:
     case Architecture::Qwen3Moe:
     case Architecture::Mixtral:
+    case Architecture::GptOss:
       parseLlamaFamily(r, c);
       break;
     case Architecture::Gemma2:
@@ -2225,13 +2300,16 @@ ModelReference::expectedWeights(const ModelConfig &c) {
   case Architecture::Gemma:
   case Architecture::Phi3:
   case Architecture::Qwen3Moe:
-  case Architecture::Mixtral: {
+  case Architecture::Mixtral:
+  case Architecture::GptOss: {
     bool phi3 = c.architecture == Architecture::Phi3;
+    bool gptOss = c.architecture == Architecture::GptOss;
     bool qkvBias = c.attentionBias;
     bool oBias = c.attentionBias && (c.architecture == Architecture::Gemma ||
                                      c.architecture == Architecture::Qwen3 ||
                                      c.architecture == Architecture::Qwen3Moe ||
-                                     c.architecture == Architecture::SmolLM3);
+                                     c.architecture == Architecture::SmolLM3 ||
+                                     gptOss);
     add("model.embed_tokens.weight", {V, d});
     for (int64_t i = 0; i < c.layers; ++i) {
       std::string l = "model.layers." + std::to_string(i) + ".";
@@ -2248,7 +2326,20 @@ ModelReference::expectedWeights(const ModelConfig &c) {
         linear(l + "self_attn.v_proj", kv, d, qkvBias);
       }
       linear(l + "self_attn.o_proj", d, q, oBias);
+      if (gptOss)
+        add(l + "self_attn.sinks", {c.heads});
       add(l + "post_attention_layernorm.weight", {d});
+      if (gptOss) {
+        // GptOssMLP: the router, then the stacked experts (x @ W).
+        const StackedExpertNames names = stackedExpertNames(i);
+        add(names.router, {c.experts, d});
+        add(names.routerBias, {c.experts});
+        add(names.gateUp, {c.experts, d, 2 * c.expertFfn});
+        add(names.gateUpBias, {c.experts, 2 * c.expertFfn});
+        add(names.down, {c.experts, c.expertFfn, d});
+        add(names.downBias, {c.experts, d});
+        continue;
+      }
       if (isMoeLayer(c, i)) {
         // The router, then each expert's gate, up and down (forward order).
         const MoeNames names = moeNames(c, i);
@@ -2538,12 +2629,20 @@ bool ModelReference::roundWeightToBf16(const std::string &name) {
 }
 
 bool ModelReference::quantizeWeight(const std::string &name, int64_t in, bool outIn,
-                                    QuantFormat format) {
+                                    QuantFormat format, int64_t experts) {
   auto it = weights.find(name);
   if (it == weights.end())
     return false;
-  roundThroughFormat(it->second, in, outIn, format);
-  quantizedInputs.insert(&it->second);
+  if (quantizedInputs.count(&it->second))
+    return true;
+  std::vector<float> &all = it->second;
+  const size_t slab = all.size() / static_cast<size_t>(std::max<int64_t>(experts, 1));
+  for (size_t begin = 0; begin < all.size(); begin += slab) {
+    std::vector<float> part(all.begin() + begin, all.begin() + begin + slab);
+    roundThroughFormat(part, in, outIn, format);
+    std::copy(part.begin(), part.end(), all.begin() + begin);
+  }
+  quantizedInputs.insert(&all);
   return true;
 }
 
@@ -2845,6 +2944,8 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
       p.window = c.slidingWindow;
     if (!slopes.empty())
       p.alibiSlopes = slopes.data();
+    if (arch == Architecture::GptOss) // GptOssAttention.sinks
+      p.sinks = w("model.layers." + std::to_string(layer) + ".self_attn.sinks").data();
     if (!inspection)
       return attention(q, n, keys, values, start + n, p);
     std::vector<float> weights;
@@ -2906,8 +3007,49 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   case Architecture::Gemma:
   case Architecture::Phi3:
   case Architecture::Qwen3Moe:
-  case Architecture::Mixtral: {
+  case Architecture::Mixtral:
+  case Architecture::GptOss: {
     const bool phi3 = arch == Architecture::Phi3;
+    // GptOssMLP on the normed rows: router_logits = x W^T + b, the top k
+    // logits and a softmax over them; each chosen expert's
+    // gate_up = x @ gate_up_proj[e] + bias (gate the even columns, up the
+    // odd ones), the clamped SwiGLU, @ down_proj[e] + bias, weighted.
+    auto gptOssMoe = [&](const std::vector<float> &h, int64_t layer) {
+      const StackedExpertNames names = stackedExpertNames(layer);
+      const int64_t E = c.experts, F = c.expertFfn;
+      const std::vector<float> &gateUp = w(names.gateUp), &gateUpBias = w(names.gateUpBias),
+                               &downIn = w(names.down);
+      // To moeExperts' [E, F, d] gate and up and [E, d, F] down.
+      std::vector<float> gate(E * F * d), up(E * F * d), down(E * d * F), gateBias(E * F),
+          upBias(E * F);
+      for (int64_t e = 0; e < E; ++e) {
+        for (int64_t k = 0; k < d; ++k)
+          for (int64_t i = 0; i < F; ++i) {
+            gate[(e * F + i) * d + k] = gateUp[(e * d + k) * 2 * F + 2 * i];
+            up[(e * F + i) * d + k] = gateUp[(e * d + k) * 2 * F + 2 * i + 1];
+            down[(e * d + k) * F + i] = downIn[(e * F + i) * d + k];
+          }
+        for (int64_t i = 0; i < F; ++i) {
+          gateBias[e * F + i] = gateUpBias[e * 2 * F + 2 * i];
+          upBias[e * F + i] = gateUpBias[e * 2 * F + 2 * i + 1];
+        }
+      }
+      if (quantizedInputs.count(&w(names.router)))
+        throw std::invalid_argument("'" + names.router +
+                                    "': the router is never quantized");
+      MoeRouting routing =
+          moeRouter(h, n, d, w(names.router), E, w(names.routerBias).data(),
+                    c.expertsPerToken, MoeScoring::TopKSoftmax, false);
+      RowRounding quantize = [](const std::vector<float> &rows, int64_t count,
+                                int64_t width) {
+        return quantizeActivationRows(rows, count, width);
+      };
+      return moeExperts(h, n, d, routing, c.expertsPerToken, gate, up, down, E, F,
+                        MoeActivation::ClampedSwiglu, asF32(c.swigluAlpha),
+                        asF32(c.swigluLimit), {&gateBias, &upBias, &w(names.downBias)},
+                        quantizedInputs.count(&gateUp) ? quantize : RowRounding(),
+                        quantizedInputs.count(&downIn) ? quantize : RowRounding());
+    };
     // Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock on the normed rows.
     auto sparseMoe = [&](const std::vector<float> &h, int64_t layer) {
       const MoeNames names = moeNames(c, layer);
@@ -2981,6 +3123,10 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
       std::vector<float> a = attend(i, q, k, v);
       x = residualAdd(x, dense(a, qWidth, l + "self_attn.o_proj", d));
       std::vector<float> h2 = rmsNormOf(x, l + "post_attention_layernorm");
+      if (arch == Architecture::GptOss) {
+        x = residualAdd(x, gptOssMoe(h2, i));
+        continue;
+      }
       if (isMoeLayer(c, i)) {
         x = residualAdd(x, sparseMoe(h2, i));
         continue;

@@ -70,6 +70,10 @@ enum class Architecture {
             ///< mlp_only_layers pick, a dense one on the others
   Mixtral,  ///< mixtral: mistral's attention, a sparse MoE MLP
             ///< (block_sparse_moe.gate, experts.E.w1/w2/w3) on every layer
+  GptOss,   ///< gpt_oss: q/k/v/o biases, attention sinks, windows on the
+            ///< layer_types layers, yarn; the router with a bias (top k,
+            ///< then softmax) and stacked experts with biases and the
+            ///< clamped SwiGLU (mlp.experts.gate_up_proj interleaved)
 };
 
 /// The MLP activation, by HF ACT2FN name.
@@ -202,6 +206,8 @@ struct ModelConfig {
   /// The chosen probabilities are divided by their sum: qwen3_moe
   /// norm_topk_prob (default false), mixtral always.
   bool normalizeTopK = false;
+  /// gpt_oss's clamped SwiGLU: swiglu_alpha (1.702), swiglu_limit (7).
+  double swigluAlpha = 1.702, swigluLimit = 7.0;
 
   /// Keys that transformers versions read differently, and keys HF ignores
   /// that look meaningful: one line each, for the caller to show.
@@ -350,9 +356,11 @@ public:
   /// when there is no such weight. A sparse MoE block's experts are
   /// quantized alike (every gate and up, every down) and its router never
   /// (the compiler keeps it f32): a forward pass over a mix fails with an
-  /// error naming the weight.
+  /// error naming the weight. A stacked [experts, ...] tensor (gpt_oss's
+  /// experts, `experts` > 1) is rounded slab by slab; a weight already
+  /// rounded is left as it is (several packed buffers read one tensor).
   bool quantizeWeight(const std::string &name, int64_t in, bool outIn,
-                      QuantFormat format);
+                      QuantFormat format, int64_t experts = 1);
 
   /// How the cache holds keys and values: as computed (f32), or rounded to
   /// the nearest bf16 / f16 (ties to even) as they are appended, which every

@@ -81,12 +81,17 @@ attn::modelgen::descriptionTensors(const ModelConfig &config,
     t.shape.assign(weight.shape.begin(), weight.shape.end());
     const std::string layer =
         weight.layer >= 0 ? names.layerPrefix(weight.layer) : "";
-    const bool isBias = weight.shape.size() == 1 && endsWith(weight.name, b);
-    // [out, in] or [in, out]: the fan-in is the input width.
+    // Stacked experts' biases ([experts, out], gpt-oss) are biases too.
+    const bool stackedBias = config.moe.stacked && endsWith(weight.name, "_bias");
+    const bool isBias =
+        (weight.shape.size() == 1 && endsWith(weight.name, b)) || stackedBias;
+    // [out, in] or [in, out]: the fan-in is the input width; stacked
+    // experts are [experts, in, out].
     const int64_t fanIn =
         weight.shape.size() == 2
             ? (config.linearOutIn ? weight.shape.back() : weight.shape.front())
-            : 1;
+        : weight.shape.size() == 3 ? weight.shape[1]
+                                   : 1;
     if (config.embeddingNorm && weight.layer < 0 &&
         weight.name.rfind(names.embeddingNorm, 0) == 0) {
       // The residual stream starts at LayerNorm(embedding), whose scale is
@@ -98,6 +103,11 @@ attn::modelgen::descriptionTensors(const ModelConfig &config,
     } else if (isBias) {
       t.stddev = biasStd;
       t.nonZero = true;
+    } else if (config.attention.sinks && weight.name == layer + names.sinks) {
+      // Sinks of mean 1 and std 2: some heads give the sink most of their
+      // weight, some almost none, so a dropped sink moves every row.
+      t.mean = 1.0;
+      t.stddev = 2.0;
     } else if (weight.name == names.tokenEmbedding + w) {
       t.stddev = config.embeddingNorm ? 1.0 : scales.embeddingStd;
     } else if (weight.role == WeightRole::Embedding) {

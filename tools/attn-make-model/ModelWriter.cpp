@@ -511,6 +511,8 @@ const char *familyName(Family family) {
     return "qwen3_moe";
   case Family::Mixtral:
     return "mixtral";
+  case Family::GptOss:
+    return "gpt_oss";
   case Family::SmolLM3:
     return "smollm3";
   case Family::Gemma:
@@ -559,14 +561,16 @@ namespace {
 bool isLlamaLike(Family f) {
   return f == Family::Llama || f == Family::Mistral || f == Family::Qwen2 ||
          f == Family::Qwen3 || f == Family::SmolLM3 || f == Family::Gemma ||
-         f == Family::Qwen3Moe || f == Family::Mixtral;
+         f == Family::Qwen3Moe || f == Family::Mixtral || f == Family::GptOss;
 }
 /// use_sliding_window, max_window_layers (and qwen3's layer_types).
 bool isQwen(Family f) {
   return f == Family::Qwen2 || f == Family::Qwen3 || f == Family::Qwen3Moe;
 }
 /// A mixture of experts in (some of) the layers.
-bool isMoe(Family f) { return f == Family::Qwen3Moe || f == Family::Mixtral; }
+bool isMoe(Family f) {
+  return f == Family::Qwen3Moe || f == Family::Mixtral || f == Family::GptOss;
+}
 /// Gemma's block with four norms, query_pre_attn_scalar, softcaps and
 /// windows by pattern or layer_types.
 bool isGemma2Like(Family f) {
@@ -761,6 +765,7 @@ std::vector<std::string> presetNames() {
           "tiny-qwen3-moe",
           "tiny-qwen3-moe-sparse",
           "tiny-mixtral",
+          "tiny-gpt-oss",
           "qwen3-0.6b",
           "qwen3-30b-a3b",
           "tiny-smollm3",
@@ -882,6 +887,24 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
     s.vocab = 101, s.maxPositions = 64, s.slidingWindow = 8;
     s.ropeTheta = 1000000.0;
     s.experts = 4, s.expertsPerToken = 2;
+  } else if (name == "tiny-gpt-oss") {
+    // gpt-oss's layer: q/k/v/o biases, a sink per head, a window of 8 on
+    // layers 0 and 2, 6 experts of 48 (intermediate_size), 2 per token,
+    // yarn not truncated over 16 positions (the ramp inside head_dim 32),
+    // and a clamp of 1.5 (gpt-oss: 7) that this small model's gates and ups
+    // cross often, so that the clamp shows in its logits.
+    s.family = Family::GptOss;
+    s.layers = 3, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 48;
+    s.vocab = 101, s.maxPositions = 64, s.headDim = 32;
+    s.ropeTheta = 150000.0, s.normEps = 1e-5;
+    s.attentionBias = true, s.slidingWindow = 8;
+    s.experts = 6, s.expertsPerToken = 2, s.swigluLimit = 1.5;
+    s.ropeScaling.type = RopeScaling::Type::Yarn;
+    s.ropeScaling.factor = 4.0;
+    s.ropeScaling.originalMaxPositions = 16;
+    s.ropeScaling.betaFast = 32.0;
+    s.ropeScaling.betaSlow = 1.0;
+    s.ropeScaling.truncate = false;
   } else if (name == "qwen3-30b-a3b") {
     // The shape of Qwen/Qwen3-30B-A3B (bf16, as it ships): 48 layers of
     // 128 experts of 768, 8 per token, renormalized; 60 GB. Benchmarks
@@ -1148,7 +1171,8 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
   if (std::string e = validateRopeScaling(spec); !e.empty())
     return e;
   if (spec.slidingWindow != 0 && f != Family::Mistral && !isQwen(f) &&
-      f != Family::SmolLM3 && !isGemma2Like(f) && f != Family::Mixtral)
+      f != Family::SmolLM3 && !isGemma2Like(f) && f != Family::Mixtral &&
+      f != Family::GptOss)
     return "a sliding window applies only to " +
            familyList({Family::Mistral, Family::Qwen2, Family::Qwen3,
                        Family::SmolLM3, Family::Gemma2, Family::Gemma3}) +
@@ -1165,7 +1189,8 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
   const std::string withLayerTypes = familyList(
       {Family::Qwen3, Family::SmolLM3, Family::Gemma2, Family::Gemma3});
   if (!spec.layerTypes.empty()) {
-    if (f != Family::Qwen3 && f != Family::SmolLM3 && !isGemma2Like(f))
+    if (f != Family::Qwen3 && f != Family::SmolLM3 && !isGemma2Like(f) &&
+        f != Family::GptOss)
       return "layer_types applies only to " + withLayerTypes + " models";
     if (static_cast<int64_t>(spec.layerTypes.size()) != spec.layers)
       return "layer_types needs one entry per layer (" +
@@ -1185,13 +1210,14 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
   if (!isMoe(f) && (spec.experts || spec.expertsPerToken || spec.moeFfn ||
                     spec.normTopkProb || spec.decoderSparseStep ||
                     !spec.mlpOnlyLayers.empty()))
-    return "experts apply only to qwen3_moe and mixtral models";
+    return "experts apply only to qwen3_moe, mixtral and gpt_oss models";
   if (isMoe(f)) {
     if (spec.experts < 1 || spec.experts > 4096 || spec.expertsPerToken < 1 ||
         spec.expertsPerToken > spec.experts)
       return "a mixture of experts needs 1 <= experts per token <= experts "
              "<= 4096";
-    if (f == Family::Mixtral && (spec.moeFfn || spec.normTopkProb ||
+    if ((f == Family::Mixtral || f == Family::GptOss) &&
+        (spec.moeFfn || spec.normTopkProb ||
                                  spec.decoderSparseStep ||
                                  !spec.mlpOnlyLayers.empty()))
       return "mixtral's experts are ffn wide, always renormalized, in every "
@@ -1204,8 +1230,12 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
       if (layer < 0 || layer >= spec.layers)
         return "mlp_only_layers entries must be layer indices";
   }
+  if (spec.swigluLimit != 7.0 && f != Family::GptOss)
+    return "swiglu_limit applies only to gpt_oss models";
+  if (!(spec.swigluLimit > 0) || !std::isfinite(spec.swigluLimit))
+    return "swiglu_limit must be positive";
   if (spec.attentionBias && f != Family::Qwen3 && f != Family::SmolLM3 &&
-      f != Family::Qwen3Moe && !isGemma2Like(f))
+      f != Family::Qwen3Moe && !isGemma2Like(f) && f != Family::GptOss)
     return "attention_bias applies only to " + withLayerTypes + " models";
   if (f != Family::SmolLM3 &&
       (!spec.noRopeLayers.empty() || spec.noRopeLayerInterval != 0))
@@ -1646,6 +1676,8 @@ std::string ropeScalingJson(const ModelSpec &spec) {
     m["beta_slow"] = jsonDouble(r.betaSlow);
   if (r.attentionFactor > 0)
     m["attention_factor"] = jsonDouble(r.attentionFactor);
+  if (r.type == RopeScaling::Type::Yarn && !r.truncate)
+    m["truncate"] = "false";
   return object();
 }
 
@@ -1848,6 +1880,34 @@ std::string familyConfigJson(const ModelSpec &spec,
     c["router_aux_loss_coef"] = "0.02";
     c["output_router_logits"] = "false";
     break;
+  case Family::GptOss: {
+    // As openai/gpt-oss-20b's (unquantized): head_dim, attention_bias, the
+    // window and layer_types, the experts, swiglu_limit; rope_scaling (yarn)
+    // above when set, else GptOssConfig's default.
+    c["architectures"] = "[\"GptOssForCausalLM\"]";
+    c["transformers_version"] = "\"4.55.0\"";
+    c["head_dim"] = jsonInt(effectiveHeadDim(spec));
+    c["attention_bias"] = jsonBool(spec.attentionBias);
+    c["sliding_window"] =
+        spec.slidingWindow > 0 ? jsonInt(spec.slidingWindow) : "null";
+    if (!spec.layerTypes.empty()) {
+      std::string list;
+      for (const std::string &type : spec.layerTypes)
+        list += (list.empty() ? "" : ", ") + jsonString(type);
+      c["layer_types"] = "[" + list + "]";
+    }
+    c["num_local_experts"] = jsonInt(spec.experts);
+    c["num_experts_per_tok"] = jsonInt(spec.expertsPerToken);
+    c["experts_per_token"] = jsonInt(spec.expertsPerToken);
+    c["swiglu_limit"] = jsonDouble(spec.swigluLimit);
+    c["router_aux_loss_coef"] = "0.9";
+    c["output_router_logits"] = "false";
+    c["rope_theta"] = jsonIntegralOrDouble(spec.ropeTheta);
+    c["eos_token_id"] = id(v - 1);
+    c["pad_token_id"] = id(v - 2);
+    c.erase("bos_token_id");
+    break;
+  }
   case Family::Mistral:
     c["architectures"] = "[\"MistralForCausalLM\"]";
     c["head_dim"] = jsonInt(effectiveHeadDim(spec));

@@ -53,6 +53,9 @@ enum class Family {
             ///< mlp_only_layers and decoder_sparse_step.
   Mixtral, ///< "mixtral": mistral with a mixture of experts in every layer
            ///< (block_sparse_moe.gate, block_sparse_moe.experts.{e}.w1/w2/w3).
+  GptOss,  ///< "gpt_oss": q/k/v/o biases, attention sinks, windows on the
+           ///< even layers, yarn, stacked experts with biases (mlp.router,
+           ///< mlp.experts.gate_up_proj interleaved, down_proj), clamped SwiGLU.
   SmolLM3, ///< "smollm3": LLaMA whose NoPE layers (no_rope_layers, else
            ///< every no_rope_layer_interval-th) skip RoPE; tied by
            ///< default, attention_bias (q/k/v/o), windows on NoPE layers.
@@ -95,6 +98,9 @@ struct RopeScaling {
   /// yarn, optional: 0 = omitted (transformers' defaults 32, 1 and
   /// 0.1 ln(factor) + 1 then apply).
   double betaFast = 0.0, betaSlow = 0.0, attentionFactor = 0.0;
+  /// yarn: whether the correction range is rounded to whole pairs
+  /// (false: written as "truncate": false, as gpt-oss's configs do).
+  bool truncate = true;
   /// longrope: short_factor and long_factor, rotary dims / 2 positive
   /// numbers each; both empty = longRopeDefaultFactors for the spec's dims.
   std::vector<double> shortFactor, longFactor;
@@ -241,6 +247,8 @@ struct ModelSpec {
   bool normTopkProb = false;
   int64_t decoderSparseStep = 0;
   std::vector<int64_t> mlpOnlyLayers;
+  /// gpt_oss swiglu_limit (its experts' clamp).
+  double swigluLimit = 7.0;
   /// gpt_neox use_parallel_residual.
   bool parallelResidual = true;
   /// opt do_layer_norm_before (false: OPT-350m's post-LN blocks, and no

@@ -39,7 +39,7 @@ const char *kUsage =
     "  gpt2-small, llama-15m, llama-110m, tiny-mistral, tiny-mistral-mqa,\n"
     "  tiny-qwen2, tiny-qwen2-swa, tiny-qwen3, tiny-qwen3-swa,\n"
     "  tiny-qwen3-bias, qwen3-0.6b, tiny-qwen3-moe, tiny-qwen3-moe-sparse,\n"
-    "  qwen3-30b-a3b, tiny-mixtral, tiny-smollm3, tiny-smollm3-list,\n"
+    "  qwen3-30b-a3b, tiny-mixtral, tiny-gpt-oss, tiny-smollm3, tiny-smollm3-list,\n"
     "  tiny-gemma, tiny-gemma-mqa, tiny-gemma2,\n"
     "  tiny-gemma3, tiny-gemma3-mm, gemma3-1b, tiny-phi3,\n"
     "  tiny-phi3-partial, tiny-phi3-longrope, phi4-mini, tiny-gpt_neox,\n"

@@ -164,6 +164,19 @@ struct MoeSpec {
   /// Qwen3-MoE's norm_topk_prob).
   bool normalize = false;
   std::vector<int64_t> denseLayers;
+  /// gpt-oss: a bias on the router's logits; biases on every expert
+  /// projection; the clamped SwiGLU, g' = min(g, limit),
+  /// u' = clamp(u, -limit, limit), g' sigmoid(alpha g') (u' + 1).
+  bool routerBias = false;
+  bool expertBias = false;
+  MoeActivation activation = MoeActivation::Swiglu;
+  double alpha = 0, limit = 0;
+  /// How the checkpoint stores the experts: one module per expert
+  /// (WeightNames::expert holds "{}"), or stacked tensors
+  /// (WeightNames::expertGateUp [experts, hidden, 2 ffn] with gate and up
+  /// in alternate columns, expertDown [experts, ffn, hidden]: gpt-oss's
+  /// x @ W layout; their biases under the same names + "_bias").
+  bool stacked = false;
 };
 
 /// Where q, k and v come from in the checkpoint.
@@ -187,6 +200,9 @@ struct AttentionSpec {
   /// and of k, after the projection and before RoPE: the qk-norm of Qwen3
   /// and Gemma 3, with gains [head_dim] (WeightNames::queryNorm, keyNorm).
   bool qkNorm = false;
+  /// A learned logit per query head in each row's softmax (gpt-oss's
+  /// attention sinks, WeightNames::sinks, [heads]).
+  bool sinks = false;
   /// The sliding window of each layer (0: full attention), or empty when no
   /// layer has one.
   std::vector<int64_t> windows;
@@ -233,6 +249,11 @@ struct WeightNames {
   /// modules' prefix with "{}" for the expert index, and within an expert
   /// its gate, up and down modules.
   std::string router, expert, expertGate, expertUp, expertDown;
+  /// Stacked experts (MoeSpec::stacked): the fused gate|up tensor (the
+  /// down one is expertDown), whole tensor names within `expert`.
+  std::string expertGateUp;
+  /// The attention sinks tensor, a whole name within a layer.
+  std::string sinks;
   std::string finalNorm; ///< a prefix, as the layer norms
   std::string head;      ///< the output projection when not tied
   /// Weights that are "weight" and "bias" of one module: appended suffixes.
@@ -315,8 +336,9 @@ struct ModelConfig {
     int64_t moeLayers = 0;
     for (int64_t layer = 0; layer < numLayers; ++layer)
       moeLayers += isMoeLayer(layer);
-    return moeLayers * (moe.numExperts - moe.topK) * 3 * moe.expertFfn *
-           hiddenSize;
+    int64_t perExpert = 3 * moe.expertFfn * hiddenSize +
+                        (moe.expertBias ? 2 * moe.expertFfn + hiddenSize : 0);
+    return moeLayers * (moe.numExperts - moe.topK) * perExpert;
   }
   /// Whether `layer` rotates with positions.local() (a sliding-window layer
   /// of a model with a local RoPE base).

@@ -56,6 +56,9 @@ struct PackedWeight {
     /// zeros (a row-parallel projection's bias, added once to the sum).
     int64_t rankRows = 0, rankColumns = 0, columns = 0, validRows = 0;
     bool firstRankOnly = false;
+    /// A slice of a stacked [experts, ...] tensor: its expert (-1: the
+    /// tensor is the source).
+    int64_t expert = -1;
     bool rankDependent() const {
       return rankRows != 0 || rankColumns != 0 || firstRankOnly;
     }
@@ -86,6 +89,8 @@ struct PackedWeight {
 
   int64_t blocks() const { return (outFeatures + blockSize - 1) / blockSize; }
   llvm::SmallVector<int64_t, 4> shape() const {
+    if (vector && experts > 0)
+      return {experts, outFeatures};
     if (vector)
       return {outFeatures};
     llvm::SmallVector<int64_t, 4> shape =
@@ -96,7 +101,7 @@ struct PackedWeight {
   }
   int64_t bytes() const {
     if (vector)
-      return outFeatures * 4;
+      return std::max<int64_t>(experts, 1) * outFeatures * 4;
     int64_t elements = 1;
     for (int64_t dim : shape())
       elements *= dim;
@@ -119,8 +124,13 @@ struct LayerEntries {
   int64_t attentionOutputNorm = -1, attentionOutputNormBias = -1,
           mlpOutputNorm = -1, mlpOutputNormBias = -1;
   /// A mixture-of-experts layer's router (the checkpoint's [experts, hidden])
-  /// and its experts' stacked packed projections.
+  /// and its experts' stacked packed projections; gpt-oss's router bias and
+  /// expert biases ([experts, out]).
   int64_t router = -1, expertGate = -1, expertUp = -1, expertDown = -1;
+  int64_t routerBias = -1, expertGateBias = -1, expertUpBias = -1,
+          expertDownBias = -1;
+  /// gpt-oss's attention sinks, [heads].
+  int64_t sinks = -1;
 
   /// The fields in their fixed order, present or not.
   template <typename F> void forEachField(F &&f) {
@@ -129,7 +139,8 @@ struct LayerEntries {
           &keyNorm, &output, &outputBias, &mlpNorm, &mlpNormBias, &gate,
           &gateBias, &up, &upBias, &down, &downBias, &attentionOutputNorm,
           &attentionOutputNormBias, &mlpOutputNorm, &mlpOutputNormBias,
-          &router, &expertGate, &expertUp, &expertDown})
+          &router, &expertGate, &expertUp, &expertDown, &routerBias,
+          &expertGateBias, &expertUpBias, &expertDownBias, &sinks})
       f(*field);
   }
   /// The present entries in that order: what a block function takes.

@@ -50,21 +50,9 @@ void mlir::attn::readGemmaAttention(ConfigReader &reader, ModelConfig &config,
     config.attention.softcap =
         readSoftcap(reader, "attn_logit_softcapping", *softcap);
   // Layer i slides unless (i + 1) is a multiple of everyNthFull.
-  std::vector<bool> sliding =
-      readLayerTypes(reader, config.numLayers, [&](int64_t layer) {
-        return (layer + 1) % everyNthFull != 0;
-      });
-  int64_t window = 0;
-  if (reader.has("sliding_window"))
-    window = reader.positive("sliding_window", std::nullopt, kMaxPositions);
-  else if (!reader.isNull("sliding_window"))
-    window = 4096;
-  if (window > 0 && llvm::is_contained(sliding, true)) {
-    config.attention.windows.assign(config.numLayers, 0);
-    for (int64_t layer = 0; layer < config.numLayers; ++layer)
-      if (sliding[layer])
-        config.attention.windows[layer] = window;
-  }
+  readLayerTypeWindows(
+      reader, config,
+      [&](int64_t layer) { return (layer + 1) % everyNthFull != 0; }, 4096);
 
   config.block.outputNorms = true;
   WeightNames &n = config.names;

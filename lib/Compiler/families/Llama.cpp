@@ -180,6 +180,24 @@ mlir::attn::readLayerTypes(ConfigReader &reader, int64_t layers,
   return sliding;
 }
 
+void mlir::attn::readLayerTypeWindows(
+    ConfigReader &reader, ModelConfig &config,
+    llvm::function_ref<bool(int64_t)> defaultSliding, int64_t fallback) {
+  std::vector<bool> sliding =
+      readLayerTypes(reader, config.numLayers, defaultSliding);
+  int64_t window = 0;
+  if (reader.has("sliding_window"))
+    window = reader.positive("sliding_window", std::nullopt, kMaxPositions);
+  else if (!reader.isNull("sliding_window"))
+    window = fallback;
+  if (window > 0 && llvm::is_contained(sliding, true)) {
+    config.attention.windows.assign(config.numLayers, 0);
+    for (int64_t layer = 0; layer < config.numLayers; ++layer)
+      if (sliding[layer])
+        config.attention.windows[layer] = window;
+  }
+}
+
 double mlir::attn::readSoftcap(ConfigReader &reader, llvm::StringRef key,
                                double fallback) {
   if (reader.isNull(key))

@@ -567,6 +567,17 @@ ConfigKeys configKeys(Family family) {
                   "output_router_logits", "router_aux_loss_coef",
                   "sliding_window", "tie_word_embeddings"}),
             {"head_dim", "rope_scaling"}};
+  case Family::GptOss: {
+    // openai/gpt-oss-20b's keys: no bos_token_id.
+    std::set<std::string> always = join(join(common, llamaLike),
+                                         {"attention_bias", "experts_per_token", "head_dim",
+                                          "num_experts_per_tok", "num_local_experts",
+                                          "output_router_logits", "pad_token_id",
+                                          "router_aux_loss_coef", "sliding_window",
+                                          "swiglu_limit", "tie_word_embeddings"});
+    always.erase("bos_token_id");
+    return {always, {"layer_types", "rope_scaling"}};
+  }
   case Family::SmolLM3:
     return {join(join(common, llamaLike),
                  {"attention_bias", "mlp_bias", "rope_scaling",
