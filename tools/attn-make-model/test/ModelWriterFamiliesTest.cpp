@@ -387,6 +387,34 @@ Shapes expectedTensors(const Json &c) {
     }
     return s;
   }
+  if (type == "gpt_oss") {
+    // GptOssModel: q/k/v/o with biases, sinks [heads]; GptOssMLP's router
+    // (weight, bias) and GptOssExperts' stacked parameters (x @ W).
+    int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
+    int64_t f = num(c, "intermediate_size"), e = num(c, "num_local_experts");
+    int64_t heads = num(c, "num_attention_heads"), kv = num(c, "num_key_value_heads");
+    int64_t hd = num(c, "head_dim");
+    s["model.embed_tokens.weight"] = {v, d};
+    for (int64_t i = 0; i < num(c, "num_hidden_layers"); ++i) {
+      std::string l = "model.layers." + std::to_string(i) + ".";
+      s[l + "input_layernorm.weight"] = {d};
+      s[l + "post_attention_layernorm.weight"] = {d};
+      linear(l + "self_attn.q_proj", heads * hd, d, true);
+      linear(l + "self_attn.k_proj", kv * hd, d, true);
+      linear(l + "self_attn.v_proj", kv * hd, d, true);
+      linear(l + "self_attn.o_proj", d, heads * hd, true);
+      s[l + "self_attn.sinks"] = {heads};
+      linear(l + "mlp.router", e, d, true);
+      s[l + "mlp.experts.gate_up_proj"] = {e, d, 2 * f};
+      s[l + "mlp.experts.gate_up_proj_bias"] = {e, 2 * f};
+      s[l + "mlp.experts.down_proj"] = {e, f, d};
+      s[l + "mlp.experts.down_proj_bias"] = {e, d};
+    }
+    s["model.norm.weight"] = {d};
+    if (!flagOr(c, "tie_word_embeddings", false))
+      s["lm_head.weight"] = {v, d};
+    return s;
+  }
   if (type == "gpt_neox") {
     int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
     int64_t f = num(c, "intermediate_size");
@@ -777,7 +805,7 @@ TEST(WriterFamilies, EveryPresetWritesItsFamilysLayout) {
     EXPECT_LE(std::abs(spec.vocab - 100), 5) << name;
     checkFolder(spec, writeOrDie(spec, dir.sub(name)), name);
   }
-  EXPECT_EQ(families.size(), 17u) << "a tiny preset of every family";
+  EXPECT_EQ(families.size(), 18u) << "a tiny preset of every family";
 }
 
 /// A benchmark preset's shape against its checkpoint's config.json.
