@@ -43,7 +43,11 @@ ModelConfig mlir::attn::readGptOss(ConfigReader &reader) {
   defaults.maxPositions = 131072;
   defaults.epsilon = 1e-5;
   defaults.theta = 150000.0;
-  bool hasRope = reader.has("rope_scaling") || reader.has("rope_parameters");
+  // Absent: GptOssConfig's default yarn; an explicit null is no scaling
+  // (transformers 4.55's keyword default replaced by None), as the reference
+  // reads it.
+  bool hasRope = reader.entries().get("rope_scaling") ||
+                 reader.entries().get("rope_parameters");
   ModelConfig config = readLlamaStyle(reader, defaults);
   if (!hasRope) {
     // GptOssConfig's default rope_parameters.
