@@ -819,6 +819,13 @@ def Attn_MoeExpertsOp : Attn_Op<"moe_experts", [Pure, AttrSizedOperandSegments]>
     clamps token ids. Only the chosen experts are evaluated: a token costs
     `top_k` expert MLPs whatever `num_experts` is.
 
+    An optional `shared` `[tokens, hidden]` is a shared expert's output (an
+    MLP every token runs, computed by ordinary ops), added to the routed sum;
+    with `shared_gate` `[tokens, 1]` (the shared expert gate's logit per
+    token) it is scaled first: `result[t] += sigmoid(shared_gate[t]) *
+    shared[t]` (Qwen2-MoE, Qwen3-Next). It joins after the routed sum, as
+    HF adds it.
+
     The expert weights may instead be packed as `attn.linear`'s `packed`
     layout, one slab per expert: `[num_experts, <packed shape>]`, i.e.
     `[E, blocks, in, NR]` of f32 or bf16, or `[E, blocks, in / 32, NR, 34 |
@@ -839,6 +846,8 @@ def Attn_MoeExpertsOp : Attn_Op<"moe_experts", [Pure, AttrSizedOperandSegments]>
                        Optional<Attn_Tensor2D>:$gate_bias,
                        Optional<Attn_Tensor2D>:$up_bias,
                        Optional<Attn_Tensor2D>:$down_bias,
+                       Optional<Attn_Tensor2D>:$shared,
+                       Optional<Attn_Tensor2D>:$shared_gate,
                        Attn_MoeActivation:$activation,
                        OptionalAttr<F32Attr>:$alpha,
                        OptionalAttr<F32Attr>:$limit);
@@ -846,6 +855,8 @@ def Attn_MoeExpertsOp : Attn_Op<"moe_experts", [Pure, AttrSizedOperandSegments]>
   let assemblyFormat = [{
     $input `,` $weights `,` $experts `,` $gate `,` $up `,` $down
     (`biases` `(` $gate_bias^ `,` $up_bias `,` $down_bias `:` type($gate_bias) `,` type($up_bias) `,` type($down_bias) `)`)?
+    (`shared` `(` $shared^ `:` type($shared) `)`)?
+    (`shared_gate` `(` $shared_gate^ `:` type($shared_gate) `)`)?
     $activation (`alpha` `(` $alpha^ `)`)? (`limit` `(` $limit^ `)`)? attr-dict
     `:` type($input) `,` type($weights) `,` type($experts) `,` type($gate) `,`
     type($up) `,` type($down) `->` type($result)

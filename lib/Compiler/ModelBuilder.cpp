@@ -514,8 +514,8 @@ public:
     return MoeExpertsOp::create(
         b, loc, activations(rows, config.hiddenSize), h, routed.getWeights(),
         routed.getExperts(), w.expertGate, w.expertUp, w.expertDown,
-        w.expertGateBias, w.expertUpBias, w.expertDownBias, moe.activation,
-        alpha, limit);
+        w.expertGateBias, w.expertUpBias, w.expertDownBias, /*shared=*/Value(),
+        /*shared_gate=*/Value(), moe.activation, alpha, limit);
   }
 
   /// One decoder layer as the description says. `w` holds the layer's

@@ -140,6 +140,13 @@ Value mlir::attn::buildSilu(OpBuilder &b, Location loc, Value x) {
   return arith::DivFOp::create(b, loc, x, denom);
 }
 
+Value mlir::attn::buildSigmoid(OpBuilder &b, Location loc, Value x) {
+  Value one = floatConstant(b, loc, 1.0);
+  Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, expNeg));
+}
+
 /// Weight (lane of `block`, input `k`) of a q8_0 / q4_0 packed table, in
 /// f32: (byte - 128) * d or (nibble - 8) * d, as PackedWeight.h lays out.
 static Value dequantizeElement(OpBuilder &b, Location l, Value table,

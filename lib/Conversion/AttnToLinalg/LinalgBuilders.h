@@ -97,6 +97,9 @@ Value packedElement(OpBuilder &b, Location loc, Value table,
 /// overflows to inf and the quotient is -0, not NaN.
 Value buildSilu(OpBuilder &b, Location loc, Value x);
 
+/// sigmoid(x) as 1 / (1 + exp(-x)), which tends to 0 where exp overflows.
+Value buildSigmoid(OpBuilder &b, Location loc, Value x);
+
 } // namespace attn
 } // namespace mlir
 

@@ -165,6 +165,35 @@ struct MoeRouterLowering : OpConversionPattern<MoeRouterOp> {
   }
 };
 
+/// `routed` [tokens, hidden] plus the shared expert's output, scaled by the
+/// sigmoid of its gate's logit when there is one; `routed` alone without a
+/// shared expert. A generic of its own: the shared expert joins after the
+/// routed sum, as HF adds it.
+static Value addSharedExpert(OpBuilder &b, Location loc, Value routed,
+                             Value shared, Value sharedGate) {
+  if (!shared)
+    return routed;
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  SmallVector<Value> inputs = {routed, shared};
+  SmallVector<AffineMap> maps = {identity, identity};
+  if (sharedGate) {
+    inputs.push_back(sharedGate);
+    maps.push_back(AffineMap::get(
+        2, 0, {getAffineDimExpr(0, ctx), getAffineConstantExpr(0, ctx)}, ctx));
+  }
+  auto type = cast<RankedTensorType>(routed.getType());
+  return buildGeneric(
+      b, loc, inputs, maps,
+      emptyTensor(b, loc, sizesFrom(b, loc, type, routed)), identity,
+      iteratorTypes(2), [&](OpBuilder &gb, Location l, ValueRange args) -> Value {
+        Value s = args[1];
+        if (sharedGate)
+          s = arith::MulFOp::create(gb, l, buildSigmoid(gb, l, args[2]), s);
+        return arith::AddFOp::create(gb, l, args[0], s);
+      });
+}
+
 /// The chosen experts' MLPs as four generics over [tokens, top_k, ...]:
 /// gate and up products, the activation (with the biases), the down
 /// product, and the weighted sum over the slots. Each body reads its
@@ -253,12 +282,7 @@ struct MoeExpertsLowering : OpConversionPattern<MoeExpertsOp> {
               b, l, arith::MinimumFOp::create(b, l, u, lim),
               floatConstant(b, l, -limit));
           Value scaled = arith::MulFOp::create(b, l, g, floatConstant(b, l, alpha));
-          Value sigmoid = arith::DivFOp::create(
-              b, l, floatConstant(b, l, 1.0),
-              arith::AddFOp::create(
-                  b, l, floatConstant(b, l, 1.0),
-                  math::ExpOp::create(b, l, arith::NegFOp::create(b, l, scaled))));
-          Value glu = arith::MulFOp::create(b, l, g, sigmoid);
+          Value glu = arith::MulFOp::create(b, l, g, buildSigmoid(b, l, scaled));
           return arith::MulFOp::create(
               b, l, arith::AddFOp::create(b, l, u, floatConstant(b, l, 1.0)), glu);
         });
@@ -284,14 +308,15 @@ struct MoeExpertsLowering : OpConversionPattern<MoeExpertsOp> {
           return arith::AddFOp::create(b, l, args[3],
                                        arith::MulFOp::create(b, l, args[0], v));
         });
+    result = addSharedExpert(rewriter, loc, result, adaptor.getShared(),
+                             adaptor.getSharedGate());
     rewriter.replaceOp(op, castIfNeeded(rewriter, loc, result,
                                         op.getResult().getType()));
     return success();
   }
 };
 
-/// The CPU path of attn.moe_experts with packed SwiGLU experts and no
-/// biases: the (token, slot) pairs are grouped by expert (a counting sort,
+/// The CPU path of attn.moe_experts with packed experts: the (token, slot) pairs are grouped by expert (a counting sort,
 /// O(tokens * top_k + experts) scalar steps), then each chosen expert runs
 /// two attn.gemm over its tokens' rows, gathered into one block: the gate
 /// and up products with the SwiGLU epilogue, and the down product scaled
@@ -300,7 +325,8 @@ struct MoeExpertsLowering : OpConversionPattern<MoeExpertsOp> {
 /// blocks, int8 dot products for q8_0 / q4_0), whether one token chose it
 /// or all of them, and an expert no token chose is never read. Each pair's
 /// output lands in its own row of a [pairs, hidden] buffer, in expert order,
-/// and a last generic sums each token's top_k rows: no scatter.
+/// and a last generic sums each token's top_k rows: no scatter. A shared
+/// expert's output joins that sum in one more elementwise generic.
 struct MoeExpertsGroupedLowering : OpConversionPattern<MoeExpertsOp> {
   MoeExpertsGroupedLowering(MLIRContext *ctx)
       : OpConversionPattern(ctx, /*benefit=*/2) {}
@@ -523,6 +549,8 @@ struct MoeExpertsGroupedLowering : OpConversionPattern<MoeExpertsOp> {
             v = arith::MulFOp::create(b, l, args[1], v);
           return arith::AddFOp::create(b, l, args.back(), v);
         });
+    result = addSharedExpert(rewriter, loc, result, adaptor.getShared(),
+                             adaptor.getSharedGate());
     rewriter.replaceOp(op, castIfNeeded(rewriter, loc, result,
                                         op.getResult().getType()));
     return success();

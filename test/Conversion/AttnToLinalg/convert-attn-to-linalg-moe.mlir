@@ -150,3 +150,36 @@ func.func @packed_clamped(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<
   %y = attn.moe_experts %x, %w, %e, %g, %u, %d biases(%gb, %ub, %db : tensor<4x48xf32>, tensor<4x48xf32>, tensor<4x64xf32>) clamped_swiglu alpha(1.702) limit(7.0) : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<4x3x64x16xf32>, tensor<4x3x64x16xf32>, tensor<4x4x48x16xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// A shared expert joins after the routed sum, on both paths: one more
+// elementwise generic adds sigmoid(gate logit) times its output, the logit
+// broadcast along the row.
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func.func @shared_expert
+// CHECK-SAME: %[[S:[^:]*]]: tensor<?x64xf32>, %[[SG:[^:]*]]: tensor<?x1xf32>)
+// CHECK: %[[ROUTED:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[ROW]], #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[ROUTED]], %[[S]], %[[SG]] : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x1xf32>)
+// CHECK:   ^bb0(%[[R:[^:]*]]: f32, %[[SV:[^:]*]]: f32, %[[LOGIT:[^:]*]]: f32,
+// CHECK:   %[[NEG:.*]] = arith.negf %[[LOGIT]]
+// CHECK:   %[[EXP:.*]] = math.exp %[[NEG]]
+// CHECK:   %[[DEN:.*]] = arith.addf %{{.*}}, %[[EXP]]
+// CHECK:   %[[SIG:.*]] = arith.divf %{{.*}}, %[[DEN]]
+// CHECK:   %[[SCALED:.*]] = arith.mulf %[[SIG]], %[[SV]]
+// CHECK:   arith.addf %[[R]], %[[SCALED]]
+// CHECK: return %[[Y]]
+// CHECK-LABEL: func.func @packed_shared_expert
+// CHECK: scf.if
+// CHECK: %[[ROUTED:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]} ins(%[[ROUTED]], %{{.*}} : tensor<?x64xf32>, tensor<?x64xf32>)
+// CHECK-NOT: math.exp
+// CHECK: return %[[Y]]
+func.func @shared_expert(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<8x96x64xf32>, %u: tensor<8x96x64xf32>, %d: tensor<8x64x96xf32>, %s: tensor<?x64xf32>, %sg: tensor<?x1xf32>) -> tensor<?x64xf32> {
+  %y = attn.moe_experts %x, %w, %e, %g, %u, %d shared(%s : tensor<?x64xf32>) shared_gate(%sg : tensor<?x1xf32>) swiglu : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x96x64xf32>, tensor<8x96x64xf32>, tensor<8x64x96xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+func.func @packed_shared_expert(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<8x3x2x32x34xi8>, %u: tensor<8x3x2x32x34xi8>, %d: tensor<8x2x3x32x34xi8>, %s: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %y = attn.moe_experts %x, %w, %e, %g, %u, %d shared(%s : tensor<?x64xf32>) swiglu : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x3x2x32x34xi8>, tensor<8x3x2x32x34xi8>, tensor<8x2x3x32x34xi8> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

@@ -149,6 +149,39 @@ func.func @experts_swiglu_with_limit(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, 
 // The custom form prints the biases together; the generic form can omit some.
 func.func @experts_partial_biases(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<8x96x64xf32>, %u: tensor<8x96x64xf32>, %d: tensor<8x64x96xf32>, %gb: tensor<8x96xf32>) -> tensor<?x64xf32> {
   // expected-error @+1 {{'attn.moe_experts' op requires the gate, up and down biases together}}
-  %y = "attn.moe_experts"(%x, %w, %e, %g, %u, %d, %gb) <{activation = 0 : i32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0>}> : (tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x96x64xf32>, tensor<8x96x64xf32>, tensor<8x64x96xf32>, tensor<8x96xf32>) -> tensor<?x64xf32>
+  %y = "attn.moe_experts"(%x, %w, %e, %g, %u, %d, %gb) <{activation = 0 : i32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0>}> : (tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x96x64xf32>, tensor<8x96x64xf32>, tensor<8x64x96xf32>, tensor<8x96xf32>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @experts_shared_wrong_width(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<8x96x64xf32>, %u: tensor<8x96x64xf32>, %d: tensor<8x64x96xf32>, %s: tensor<?x32xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'attn.moe_experts' op dimension 1 of shared (32) does not match dimension 1 of input (64)}}
+  %y = attn.moe_experts %x, %w, %e, %g, %u, %d shared(%s : tensor<?x32xf32>) swiglu : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x96x64xf32>, tensor<8x96x64xf32>, tensor<8x64x96xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @experts_shared_gate_per_feature(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<8x96x64xf32>, %u: tensor<8x96x64xf32>, %d: tensor<8x64x96xf32>, %s: tensor<?x64xf32>, %sg: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'attn.moe_experts' op requires shared_gate of one logit per token [tokens, 1], got 'tensor<?x64xf32>'}}
+  %y = attn.moe_experts %x, %w, %e, %g, %u, %d shared(%s : tensor<?x64xf32>) shared_gate(%sg : tensor<?x64xf32>) swiglu : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x96x64xf32>, tensor<8x96x64xf32>, tensor<8x64x96xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// The generic form can name a gate without the shared expert it scales.
+func.func @experts_shared_gate_alone(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<8x96x64xf32>, %u: tensor<8x96x64xf32>, %d: tensor<8x64x96xf32>, %sg: tensor<?x1xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'attn.moe_experts' op shared_gate requires the shared expert's output}}
+  %y = "attn.moe_experts"(%x, %w, %e, %g, %u, %d, %sg) <{activation = 0 : i32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1>}> : (tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x96x64xf32>, tensor<8x96x64xf32>, tensor<8x64x96xf32>, tensor<?x1xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @experts_shared_fewer_tokens(%x: tensor<4x64xf32>, %w: tensor<4x2xf32>, %e: tensor<4x2xi32>, %g: tensor<8x96x64xf32>, %u: tensor<8x96x64xf32>, %d: tensor<8x64x96xf32>, %s: tensor<4x64xf32>, %sg: tensor<3x1xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'attn.moe_experts' op dimension 0 of shared_gate (3) does not match dimension 0 of input (4)}}
+  %y = attn.moe_experts %x, %w, %e, %g, %u, %d shared(%s : tensor<4x64xf32>) shared_gate(%sg : tensor<3x1xf32>) swiglu : tensor<4x64xf32>, tensor<4x2xf32>, tensor<4x2xi32>, tensor<8x96x64xf32>, tensor<8x96x64xf32>, tensor<8x64x96xf32> -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
 }

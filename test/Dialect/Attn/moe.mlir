@@ -34,3 +34,16 @@ func.func @gpt_oss(%x: tensor<?x64xf32>, %router: tensor<32x64xf32>, %rb: tensor
   %y = attn.moe_experts %x, %w, %e, %gate, %up, %down biases(%gb, %ub, %db : tensor<32x48xf32>, tensor<32x48xf32>, tensor<32x64xf32>) clamped_swiglu alpha(1.702) limit(7.0) : tensor<?x64xf32>, tensor<?x4xf32>, tensor<?x4xi32>, tensor<32x48x64xf32>, tensor<32x48x64xf32>, tensor<32x64x48xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// Qwen2-MoE: a shared expert every token runs, its output scaled by the
+// sigmoid of its gate's logit and added to the routed sum.
+// CHECK-LABEL: func.func @shared_expert
+// CHECK: attn.moe_experts %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} shared(%{{.*}} : tensor<?x64xf32>) shared_gate(%{{.*}} : tensor<?x1xf32>) swiglu : tensor<?x64xf32>, tensor<?x4xf32>, tensor<?x4xi32>, tensor<60x24x64xf32>, tensor<60x24x64xf32>, tensor<60x64x24xf32> -> tensor<?x64xf32>
+// CHECK: attn.moe_experts %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} shared(%{{.*}} : tensor<?x64xf32>) swiglu :
+func.func @shared_expert(%x: tensor<?x64xf32>, %w: tensor<?x4xf32>, %e: tensor<?x4xi32>, %gate: tensor<60x24x64xf32>, %up: tensor<60x24x64xf32>, %down: tensor<60x64x24xf32>, %s: tensor<?x64xf32>, %sg: tensor<?x1xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %y = attn.moe_experts %x, %w, %e, %gate, %up, %down shared(%s : tensor<?x64xf32>) shared_gate(%sg : tensor<?x1xf32>) swiglu : tensor<?x64xf32>, tensor<?x4xf32>, tensor<?x4xi32>, tensor<60x24x64xf32>, tensor<60x24x64xf32>, tensor<60x64x24xf32> -> tensor<?x64xf32>
+  %z = attn.moe_experts %x, %w, %e, %gate, %up, %down shared(%s : tensor<?x64xf32>) swiglu : tensor<?x64xf32>, tensor<?x4xf32>, tensor<?x4xi32>, tensor<60x24x64xf32>, tensor<60x24x64xf32>, tensor<60x64x24xf32> -> tensor<?x64xf32>
+  return %y, %z : tensor<?x64xf32>, tensor<?x64xf32>
+}

@@ -1872,6 +1872,86 @@ TEST_P(PackedMoe, GroupedByExpertMatchesReference) {
   EXPECT_EQ(run("top2", 2, x, outside), run("top2", 2, x, clamped));
 }
 
+// A shared expert (Qwen2-MoE, Qwen3-Next) joins after the routed sum:
+// result = routed + sigmoid(logit) * shared, on the reference path (f32
+// [experts, ffn, hidden]) and on the grouped path (packed f32 slabs), with
+// gate logits from -12 to 12 (sigmoid near 0, 1/2 and near 1) and without
+// a gate (the shared output added whole).
+TEST(Moe, SharedExpertJoinsAfterTheRoutedSum) {
+  const int64_t hidden = 64, ffn = 96, experts = 6, topK = 2, nr = 32;
+  const std::string packed =
+      llvm::formatv("tensor<{0}x{1}x64x{2}xf32>", experts, ffn / nr, nr).str(),
+                    packedDown =
+      llvm::formatv("tensor<{0}x2x{1}x{2}xf32>", experts, ffn, nr).str();
+  auto function = [&](const char *name, const std::string &g, const std::string &d,
+                      bool gated) {
+    return llvm::formatv(R"mlir(
+    func.func @{0}(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: {1}, %u: {1}, %d: {2},
+                   %s: tensor<?x64xf32>, %sg: tensor<?x1xf32>) -> tensor<?x64xf32> {
+      %0 = attn.moe_experts %x, %w, %e, %g, %u, %d shared(%s : tensor<?x64xf32>) {3} swiglu
+          : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, {1}, {1}, {2} -> tensor<?x64xf32>
+      return %0 : tensor<?x64xf32>
+    })mlir",
+                         name, g, d,
+                         gated ? "shared_gate(%sg : tensor<?x1xf32>)" : "")
+        .str();
+  };
+  auto module = compileOrDie(
+      function("plain", "tensor<6x96x64xf32>", "tensor<6x64x96xf32>", true) +
+      function("packed", packed, packedDown, true) +
+      function("ungated", "tensor<6x96x64xf32>", "tensor<6x64x96xf32>", false));
+  ASSERT_TRUE(module);
+  std::vector<float> gate = weights(experts * ffn * hidden, hidden, 41),
+                     up = weights(experts * ffn * hidden, hidden, 42),
+                     down = weights(experts * hidden * ffn, ffn, 43),
+                     routerWeight = weights(experts * hidden, hidden, 44);
+  Buffer3D gPlain(gate, {experts, ffn, hidden}), uPlain(up, {experts, ffn, hidden}),
+      dPlain(down, {experts, hidden, ffn});
+  auto stack = [&](const std::vector<float> &w, int64_t out, int64_t in) {
+    return PackedExperts{packExperts(w, experts, out, in, nr, PackedFormat::F32),
+                         {experts, out / nr, in, nr}, {}};
+  };
+  PackedExperts gPacked = stack(gate, ffn, hidden), uPacked = stack(up, ffn, hidden),
+                dPacked = stack(down, hidden, ffn);
+  for (int64_t tokens : kSeqLengths) {
+    std::vector<float> x = random(tokens * hidden, 1.0f, 900 + tokens),
+                       shared = random(tokens * hidden, 1.0f, 1000 + tokens),
+                       logits(tokens);
+    for (int64_t t = 0; t < tokens; ++t)
+      logits[t] = -12.0f + 24.0f * static_cast<float>(t % 7) / 6.0f;
+    ref::MoeRouting routing =
+        ref::moeRouter(x, tokens, hidden, routerWeight, experts, nullptr, topK,
+                       ref::MoeScoring::SoftmaxTopK, true);
+    std::vector<float> routed =
+        ref::moeExperts(x, tokens, hidden, routing, topK, gate, up, down, experts,
+                        ffn, ref::MoeActivation::Swiglu);
+    std::vector<float> gated(routed.size()), ungated(routed.size());
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t c = 0; c < hidden; ++c) {
+        double s = shared[t * hidden + c];
+        double sigmoid = 1.0 / (1.0 + std::exp(-static_cast<double>(logits[t])));
+        gated[t * hidden + c] = static_cast<float>(routed[t * hidden + c] + sigmoid * s);
+        ungated[t * hidden + c] = static_cast<float>(routed[t * hidden + c] + s);
+      }
+    Buffer2D xBuf(x, {tokens, hidden}), wBuf(routing.weights, {tokens, topK}),
+        sBuf(shared, {tokens, hidden}), sgBuf(logits, {tokens, 1});
+    ExpertIds eBuf(routing.experts, {tokens, topK});
+    for (const char *name : {"plain", "packed", "ungated"}) {
+      const bool isPacked = std::string(name) == "packed";
+      Buffer2D out(std::vector<float>(tokens * hidden), {tokens, hidden});
+      ASSERT_TRUE(module->call(
+          name, xBuf.memref(), wBuf.memref(), eBuf.memref(),
+          isPacked ? gPacked.memref() : gPlain.memref(),
+          isPacked ? uPacked.memref() : uPlain.memref(),
+          isPacked ? dPacked.memref() : dPlain.memref(), sBuf.memref(),
+          sgBuf.memref(), out.memref()));
+      EXPECT_CLOSE(out.values(), std::string(name) == "ungated" ? ungated : gated,
+                   kOpTolerance)
+          << name << " tokens=" << tokens;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Weights, PackedMoe,
                          ::testing::Values(PackedFormat::F32, PackedFormat::BF16,
                                            PackedFormat::Q8_0, PackedFormat::Q4_0),

@@ -1167,6 +1167,25 @@ LogicalResult MoeExpertsOp::verify() {
       return failure();
   }
 
+  if (Value shared = getShared()) {
+    if (failed(verifyDimsMatch(*this, "shared", shapedType(shared), 0, "input",
+                               input, 0)) ||
+        failed(verifyDimsMatch(*this, "shared", shapedType(shared), 1, "input",
+                               input, 1)))
+      return failure();
+  }
+  if (Value sharedGate = getSharedGate()) {
+    if (!getShared())
+      return emitOpError("shared_gate requires the shared expert's output");
+    auto gateType = cast<RankedTensorType>(sharedGate.getType());
+    if (failed(verifyDimsMatch(*this, "shared_gate", gateType, 0, "input", input, 0)))
+      return failure();
+    if (gateType.getDimSize(1) != 1)
+      return emitOpError() << "requires shared_gate of one logit per token "
+                              "[tokens, 1], got "
+                           << gateType;
+  }
+
   bool clamped = getActivation() == MoeActivation::ClampedSwiglu;
   if (!clamped) {
     if (getAlphaAttr() || getLimitAttr())
