@@ -404,10 +404,13 @@ void readLayerTypeWindows(ConfigReader &reader, ModelConfig &config,
 /// error unless positive.
 double readSoftcap(ConfigReader &reader, llvm::StringRef key, double fallback);
 
-/// Qwen2's and Qwen3's windows: with use_sliding_window, `sliding_window`
-/// keys on the layers `layer_types` calls "sliding_attention" (by default
-/// those from max_window_layers on); otherwise none.
-void readQwenSlidingWindows(ConfigReader &reader, ModelConfig &config);
+/// Qwen2's, Qwen3's and Qwen2-MoE's windows: with use_sliding_window,
+/// `sliding_window` keys on the layers `layer_types` calls
+/// "sliding_attention" (by default those from max_window_layers on; with
+/// `alternating`, Qwen2-MoE's, the even layers below max_window_layers);
+/// otherwise none.
+void readQwenSlidingWindows(ConfigReader &reader, ModelConfig &config,
+                            bool alternating = false);
 
 /// Reads RoPE's base and frequency scaling into `config.positions`, for
 /// every family with rotary embeddings (RopeScaling.cpp):
@@ -494,6 +497,15 @@ ModelConfig readQwen3(ConfigReader &reader);
 /// qk-norm, attention_bias on q, k, v and o.
 void readQwen3Attention(ConfigReader &reader, ModelConfig &config);
 ModelConfig readQwen3Moe(ConfigReader &reader);
+ModelConfig readQwen2Moe(ConfigReader &reader);
+/// Qwen2-MoE's and Qwen3-MoE's experts (num_experts, 0: none;
+/// num_experts_per_tok, moe_intermediate_size, norm_topk_prob; mlp.gate,
+/// mlp.experts.{e}.{gate,up,down}_proj) in layer i unless i is in
+/// mlp_only_layers or (i + 1) is not a multiple of decoder_sparse_step;
+/// with no sparse layer left, no MoE at all.
+void readQwenExperts(ConfigReader &reader, ModelConfig &config,
+                     int64_t defaultExperts, int64_t defaultTopK,
+                     int64_t defaultFfn);
 ModelConfig readSmolLM3(ConfigReader &reader);
 ModelConfig readXglm(ConfigReader &reader);
 

@@ -36,6 +36,14 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
         {"name", weight.name}, {"dtype", "F32"}, {"shape", std::move(shape)}};
     if (!layout.usedAtRunTime[index])
       entry["used_at_run_time"] = false;
+    if (const WeightSpec::Slice &slice = weight.orSliceOf; !slice.name.empty()) {
+      llvm::json::Array sliceShape;
+      for (int64_t dim : slice.shape)
+        sliceShape.push_back(dim);
+      entry["or_slice_of"] = llvm::json::Object{{"name", slice.name},
+                                                {"shape", std::move(sliceShape)},
+                                                {"offset", slice.offset}};
+    }
     weights.push_back(std::move(entry));
   }
   llvm::json::Array packed;

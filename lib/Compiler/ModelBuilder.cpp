@@ -31,7 +31,7 @@ struct LayerValues {
       down, downBias, attentionOutputNorm, attentionOutputNormBias,
       mlpOutputNorm, mlpOutputNormBias, router, expertGate, expertUp,
       expertDown, routerBias, expertGateBias, expertUpBias, expertDownBias,
-      sinks;
+      sinks, sharedExpertGate;
 
   /// Binds `values` (the present entries of `entries`, in order).
   static LayerValues bind(const LayerEntries &entries, ValueRange values) {
@@ -46,7 +46,7 @@ struct LayerValues {
                        &w.mlpOutputNormBias, &w.router,        &w.expertGate,
                        &w.expertUp,      &w.expertDown,        &w.routerBias,
                        &w.expertGateBias, &w.expertUpBias,     &w.expertDownBias,
-                       &w.sinks};
+                       &w.sinks,          &w.sharedExpertGate};
     size_t field = 0, next = 0;
     const_cast<LayerEntries &>(entries).forEachField([&](int64_t &entry) {
       if (entry >= 0)
@@ -511,11 +511,22 @@ public:
       alpha = b.getF32FloatAttr(static_cast<float>(moe.alpha));
       limit = b.getF32FloatAttr(static_cast<float>(moe.limit));
     }
+    // The shared expert (its SwiGLU MLP in the gate, up and down entries)
+    // and its gate's logit, which the experts op adds after the routed sum.
+    Value shared, sharedGate;
+    if (w.down) {
+      Value gate = linear(h, w.gate, Value(), WeightLayout::Packed, moe.sharedFfn);
+      Value up = linear(h, w.up, Value(), WeightLayout::Packed, moe.sharedFfn);
+      shared = linear(SwigluOp::create(b, loc, gate, up), w.down, Value(),
+                      WeightLayout::Packed, config.hiddenSize);
+      if (w.sharedExpertGate)
+        sharedGate = linear(h, w.sharedExpertGate, Value(), WeightLayout::OutIn, 1);
+    }
     return MoeExpertsOp::create(
         b, loc, activations(rows, config.hiddenSize), h, routed.getWeights(),
         routed.getExperts(), w.expertGate, w.expertUp, w.expertDown,
-        w.expertGateBias, w.expertUpBias, w.expertDownBias, /*shared=*/Value(),
-        /*shared_gate=*/Value(), moe.activation, alpha, limit);
+        w.expertGateBias, w.expertUpBias, w.expertDownBias, shared, sharedGate,
+        moe.activation, alpha, limit);
   }
 
   /// One decoder layer as the description says. `w` holds the layer's

@@ -88,8 +88,9 @@ const FamilyEntry families[] = {
     {"gptj", readGptj},            {"llama", readLlama},
     {"mistral", readMistral},      {"mixtral", readMixtral},
     {"opt", readOpt},              {"phi3", readPhi3},
-    {"qwen2", readQwen2},          {"qwen3", readQwen3},
-    {"qwen3_moe", readQwen3Moe},   {"smollm3", readSmolLM3},
+    {"qwen2", readQwen2},          {"qwen2_moe", readQwen2Moe},
+    {"qwen3", readQwen3},          {"qwen3_moe", readQwen3Moe},
+    {"smollm3", readSmolLM3},
     {"xglm", readXglm},
 };
 
@@ -229,7 +230,10 @@ mlir::attn::parseModelConfig(llvm::StringRef json, llvm::StringRef fileName) {
     return llvm::createStringError(
         fileName + ": model_type " + ConfigReader::quote(modelType) +
         " is not supported (supported: " + supported + ")");
-  if (modelType != "mixtral" && modelType != "qwen3_moe" && modelType != "gpt_oss")
+  // The families whose readers take the mixture-of-experts keys.
+  static constexpr llvm::StringLiteral moeFamilies[] = {"gpt_oss", "mixtral",
+                                                        "qwen2_moe", "qwen3_moe"};
+  if (!llvm::is_contained(moeFamilies, modelType))
     rejectMixtureOfExperts(reader);
   // gemma3's reader takes its text model and leaves the image part.
   for (const char *key : {"vision_config", "text_config", "audio_config"})
@@ -312,7 +316,7 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
   auto add = [&](std::string name, llvm::ArrayRef<int64_t> shape,
                  WeightRole role, int64_t layer = -1) {
     weights.push_back(
-        {std::move(name), llvm::SmallVector<int64_t, 2>(shape), role, layer});
+        {std::move(name), llvm::SmallVector<int64_t, 2>(shape), role, layer, {}});
   };
   // A projection module: its weight in the checkpoint's layout, its bias.
   auto projection = [&](const std::string &module, int64_t out, int64_t in,
@@ -371,6 +375,17 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
     if (config.isMoeLayer(i)) {
       const MoeSpec &moe = config.moe;
       projection(p + names.router, moe.numExperts, d, moe.routerBias, WeightRole::Mlp, i);
+      if (!names.stackedRouter.empty()) // the whole tensor, renamed
+        weights[weights.size() - (moe.routerBias ? 2 : 1)].orSliceOf = {
+            p + names.stackedRouter + names.weightSuffix, {moe.numExperts, d}, 0};
+      if (moe.sharedFfn > 0) {
+        std::string shared = p + names.sharedExpert;
+        projection(shared + names.expertGate, moe.sharedFfn, d, false, WeightRole::Mlp, i);
+        projection(shared + names.expertUp, moe.sharedFfn, d, false, WeightRole::Mlp, i);
+        projection(shared + names.expertDown, d, moe.sharedFfn, false, WeightRole::Mlp, i);
+        if (moe.sharedGate)
+          projection(p + names.sharedExpertGate, 1, d, false, WeightRole::Mlp, i);
+      }
       if (moe.stacked) {
         // x @ W: [experts, in, out], biases [experts, out].
         int64_t experts = moe.numExperts, ffn = moe.expertFfn;
@@ -384,11 +399,25 @@ std::vector<WeightSpec> mlir::attn::modelWeights(const ModelConfig &config) {
           add(down + "_bias", {experts, d}, WeightRole::Mlp, i);
         continue;
       }
-      for (int64_t e = 0; e < moe.numExperts; ++e) {
+      int64_t experts = moe.numExperts, ffn = moe.expertFfn;
+      // Expert e's projection, or rows [row, row + rows) of its slab of a
+      // stacked [experts, slabRows, columns] tensor.
+      auto expertProjection = [&](const std::string &module, int64_t rows,
+                                  int64_t columns, const char *stacked,
+                                  int64_t slabRows, int64_t row, int64_t e) {
+        projection(module, rows, columns, false, WeightRole::Mlp, i);
+        if (names.stackedExperts.empty())
+          return;
+        WeightSpec::Slice &slice = weights.back().orSliceOf;
+        slice.name = p + names.stackedExperts + stacked;
+        slice.shape = {experts, slabRows, columns};
+        slice.offset = (e * slabRows + row) * columns;
+      };
+      for (int64_t e = 0; e < experts; ++e) {
         std::string expert = p + expertPrefix(names, e);
-        projection(expert + names.expertGate, moe.expertFfn, d, false, WeightRole::Mlp, i);
-        projection(expert + names.expertUp, moe.expertFfn, d, false, WeightRole::Mlp, i);
-        projection(expert + names.expertDown, d, moe.expertFfn, false, WeightRole::Mlp, i);
+        expertProjection(expert + names.expertGate, ffn, d, "gate_up_proj", 2 * ffn, 0, e);
+        expertProjection(expert + names.expertUp, ffn, d, "gate_up_proj", 2 * ffn, ffn, e);
+        expertProjection(expert + names.expertDown, d, ffn, "down_proj", d, 0, e);
       }
       continue;
     }

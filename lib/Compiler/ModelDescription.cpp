@@ -345,7 +345,7 @@ void readMoe(ConfigReader &reader, ModelConfig &config) {
       section(reader, "moe", {"experts", "top_k", "ffn", "scoring",
                               "normalize", "dense_layers", "router_bias",
                               "expert_bias", "activation", "alpha", "limit",
-                              "stacked"});
+                              "stacked", "shared_ffn", "shared_gate"});
   if (!section_)
     return;
   ConfigReader &r = *section_;
@@ -382,6 +382,12 @@ void readMoe(ConfigReader &reader, ModelConfig &config) {
     m.limit = r.positiveNumber("limit", 1.0);
   }
   m.stacked = r.boolean("stacked", false);
+  if (r.has("shared_ffn"))
+    m.sharedFfn = r.positive("shared_ffn", std::nullopt, 4 * kMaxWidth);
+  m.sharedGate = r.boolean("shared_gate", false);
+  if (m.sharedGate && m.sharedFfn == 0)
+    r.fail("key '" + r.name("shared_gate") + "' needs a shared expert ('" +
+           r.name("shared_ffn") + "')");
 }
 
 void readBlock(ConfigReader &reader, ModelConfig &config) {
@@ -439,6 +445,8 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
       {"expert_down", &WeightNames::expertDown},
       {"expert_gate_up", &WeightNames::expertGateUp},
       {"sinks", &WeightNames::sinks},
+      {"shared_expert", &WeightNames::sharedExpert},
+      {"shared_expert_gate", &WeightNames::sharedExpertGate},
   };
   llvm::SmallVector<llvm::StringRef> known = {"layout", "weight_suffix",
                                               "bias_suffix", "prefixes",
@@ -495,8 +503,13 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
     bool moe = c.moe.numExperts > 0;
     if (key == "router" || key == "expert" || key == "expert_down")
       return moe;
+    // A shared expert's projections are named as an expert's.
     if (key == "expert_gate" || key == "expert_up")
-      return moe && !c.moe.stacked;
+      return moe && (!c.moe.stacked || c.moe.sharedFfn > 0);
+    if (key == "shared_expert")
+      return moe && c.moe.sharedFfn > 0;
+    if (key == "shared_expert_gate")
+      return moe && c.moe.sharedGate;
     if (key == "expert_gate_up")
       return moe && c.moe.stacked;
     if (key == "sinks")
@@ -746,6 +759,10 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
         }
         if (c.moe.stacked)
           j.attribute("stacked", true);
+        if (c.moe.sharedFfn > 0)
+          j.attribute("shared_ffn", c.moe.sharedFfn);
+        if (c.moe.sharedGate)
+          j.attribute("shared_gate", true);
       });
     j.attributeObject("block", [&] {
       j.attribute("pre_norm", c.block.preNorm);
@@ -805,11 +822,14 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       name("down", n.down, dense);
       name("router", n.router, moe);
       name("expert", n.expert, moe);
-      name("expert_gate", n.expertGate, moe && !c.moe.stacked);
-      name("expert_up", n.expertUp, moe && !c.moe.stacked);
+      bool shared = moe && c.moe.sharedFfn > 0;
+      name("expert_gate", n.expertGate, moe && (!c.moe.stacked || shared));
+      name("expert_up", n.expertUp, moe && (!c.moe.stacked || shared));
       name("expert_gate_up", n.expertGateUp, moe && c.moe.stacked);
       name("expert_down", n.expertDown, moe);
       name("sinks", n.sinks, c.attention.sinks);
+      name("shared_expert", n.sharedExpert, shared);
+      name("shared_expert_gate", n.sharedExpertGate, moe && c.moe.sharedGate);
       name("final_norm", n.finalNorm, c.block.finalNorm);
       name("attention_output_norm", n.attentionOutputNorm, c.block.outputNorms);
       name("mlp_output_norm", n.mlpOutputNorm, c.block.outputNorms);

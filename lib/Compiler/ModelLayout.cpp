@@ -270,6 +270,15 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
       const MoeSpec &moe = config.moe;
       entries.router = weightOf(p + names.router);
       entries.routerBias = biasOf(p + names.router, moe.routerBias);
+      if (moe.sharedFfn > 0) {
+        // The shared expert is a dense MLP: the gate, up and down entries.
+        std::string shared = p + names.sharedExpert;
+        entries.gate = pack(shared + names.expertGate, {shared + names.expertGate}, outIn);
+        entries.up = pack(shared + names.expertUp, {shared + names.expertUp}, outIn);
+        entries.down = pack(shared + names.expertDown, {shared + names.expertDown}, outIn);
+        if (moe.sharedGate) // f32, as the router
+          entries.sharedExpertGate = weightOf(p + names.sharedExpertGate);
+      }
       if (moe.stacked) {
         // gpt-oss: gate and up are the even and odd columns of one
         // [experts, hidden, 2 ffn] tensor (x @ W), read per expert as a

@@ -137,6 +137,30 @@ static bool parseWeight(const Json &entry, size_t index, WeightSpec &weight,
     }
     weight.usedAtRunTime = used->get<bool>();
   }
+  if (const Json *slice = jsonFind(entry, "or_slice_of")) {
+    const Json *name = slice->is_object() ? jsonFind(*slice, "name") : nullptr;
+    const Json *offset = slice->is_object() ? jsonFind(*slice, "offset") : nullptr;
+    int64_t sliceElements = 0;
+    if (!name || !name->is_string() || name->get<std::string>().empty() ||
+        !offset || !jsonInteger(*offset, weight.sliceOffset) ||
+        weight.sliceOffset < 0) {
+      error = where + "\"or_slice_of\" must hold a \"name\", a \"shape\" and an "
+                      "\"offset\"";
+      return false;
+    }
+    weight.sliceOf = name->get<std::string>();
+    if (!readIndexArray(*slice, "shape", INT64_MAX, "a non-negative integer",
+                        where, weight.sliceShape, error))
+      return false;
+    if (!shapeElements(weight.sliceShape, sliceElements) ||
+        weight.sliceOffset > sliceElements - weight.elements) {
+      error = where + "\"or_slice_of\" " + quote(weight.sliceOf) + " " +
+              formatShape(weight.sliceShape) + format(" has no %lld elements from %lld",
+                                                      static_cast<long long>(weight.elements),
+                                                      static_cast<long long>(weight.sliceOffset));
+      return false;
+    }
+  }
   return true;
 }
 

@@ -22,6 +22,12 @@ struct WeightSpec {
   /// False for a weight the entry points never read (only attn_model_pack
   /// does): its memory is released after packing.
   bool usedAtRunTime = true;
+  /// When no tensor is named `name`: elements [sliceOffset, sliceOffset +
+  /// elements) of the tensor `sliceOf` of shape `sliceShape` (an expert's
+  /// projection within transformers 5's stacked experts). Empty: none.
+  std::string sliceOf;
+  std::vector<int64_t> sliceShape;
+  int64_t sliceOffset = 0;
 };
 
 /// A buffer the runtime allocates and attn_model_pack fills at load time.

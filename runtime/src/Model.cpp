@@ -418,19 +418,37 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
     size_t tensor;
     bool inPlace;
     size_t offset; // Into model.converted when !inPlace.
+    /// The weight's elements within the tensor: all of them, or a slice of
+    /// stacked experts (WeightSpec::sliceOf).
+    int64_t first, elements;
+  };
+  // Tensor `t` (or its elements from `first` on) in the file's bytes.
+  auto dataOf = [&](const Binding &binding) {
+    return files.tensorData(binding.tensor) +
+           binding.first * static_cast<int64_t>(dtypeSize(files.tensor(binding.tensor).dtype));
   };
   std::vector<Binding> bindings;
   bindings.reserve(manifest.weights.size());
   std::vector<bool> used(files.numTensors(), false);
   size_t convertedBytes = 0;
-  for (const WeightSpec &weight : manifest.weights) {
-    int64_t found = files.find(weight.name);
-    std::string tried = quote(weight.name);
+  // A tensor by `name`, or under one of the manifest's prefixes; -1.
+  auto lookUp = [&](const std::string &name, std::string &tried) {
+    int64_t found = files.find(name);
+    tried += (tried.empty() ? "" : ", ") + quote(name);
     for (size_t p = 0; found < 0 && p < manifest.namePrefixes.size(); ++p) {
-      std::string candidate = manifest.namePrefixes[p] + weight.name;
+      std::string candidate = manifest.namePrefixes[p] + name;
       found = files.find(candidate);
       tried += ", " + quote(candidate);
     }
+    return found;
+  };
+  for (const WeightSpec &weight : manifest.weights) {
+    std::string tried;
+    int64_t found = lookUp(weight.name, tried);
+    // Else its slice of stacked experts, as transformers 5 saves them.
+    const bool slice = found < 0 && !weight.sliceOf.empty();
+    if (slice)
+      found = lookUp(weight.sliceOf, tried);
     if (found < 0) {
       error = where + "missing tensor " + quote(weight.name) +
               " required by the model (tried " + tried + ")";
@@ -442,9 +460,10 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
         files.fileWhere(files.fileOf(index)) + "tensor " + quote(tensor.name);
     if (tensor.name != weight.name)
       tensorWhere += " (weight " + quote(weight.name) + ")";
-    if (tensor.shape != weight.shape) {
+    const std::vector<int64_t> &expected = slice ? weight.sliceShape : weight.shape;
+    if (tensor.shape != expected) {
       error = tensorWhere + " has shape " + formatShape(tensor.shape) +
-              ", the model expects " + formatShape(weight.shape);
+              ", the model expects " + formatShape(expected);
       return false;
     }
     if (tensor.dtype != DType::F32 && tensor.dtype != DType::F16 &&
@@ -454,13 +473,14 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
       return false;
     }
     used[index] = true;
-    Binding binding = {index, false, 0};
+    Binding binding = {index, false, 0, slice ? weight.sliceOffset : 0,
+                       weight.elements};
     binding.inPlace = tensor.dtype == DType::F32 &&
-                      files.fileOffset(index) % alignof(float) == 0;
-    if (!binding.inPlace && tensor.elements > 0) {
+                      (files.fileOffset(index) + 4 * binding.first) % alignof(float) == 0;
+    if (!binding.inPlace && binding.elements > 0) {
       binding.offset = convertedBytes;
       // 64-byte aligned starts: what vectorized kernels like to see.
-      size_t bytes = (static_cast<size_t>(tensor.elements) * 4 + 63) / 64 * 64;
+      size_t bytes = (static_cast<size_t>(binding.elements) * 4 + 63) / 64 * 64;
       if (__builtin_add_overflow(convertedBytes, bytes, &convertedBytes)) {
         error = where + "weights too large to convert";
         return false;
@@ -487,16 +507,16 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
     const Binding &binding = bindings[i];
     const TensorInfo &tensor = files.tensor(binding.tensor);
     const float *data = model.weights[i];
-    if (!binding.inPlace && tensor.elements > 0)
-      convertToF32(tensor.dtype, files.tensorData(binding.tensor),
-                   const_cast<float *>(data), tensor.elements);
-    int64_t bad = findNonFinite(data, tensor.elements);
+    if (!binding.inPlace && binding.elements > 0)
+      convertToF32(tensor.dtype, dataOf(binding), const_cast<float *>(data),
+                   binding.elements);
+    int64_t bad = findNonFinite(data, binding.elements);
     if (bad >= 0) {
       float value = data[bad];
       error = files.fileWhere(files.fileOf(binding.tensor)) + "tensor " +
               quote(tensor.name) +
-              format(" element %lld ", static_cast<long long>(bad)) +
-              unflatten(bad, tensor.shape) + " is " +
+              format(" element %lld ", static_cast<long long>(binding.first + bad)) +
+              unflatten(binding.first + bad, tensor.shape) + " is " +
               (value != value ? "NaN"
                : value > 0    ? "+Inf"
                               : "-Inf") +
@@ -508,11 +528,10 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
   model.weights.reserve(bindings.size());
   for (size_t i = 0; i < bindings.size(); ++i) {
     const Binding &binding = bindings[i];
-    const TensorInfo &tensor = files.tensor(binding.tensor);
     const float *data = emptyWeight;
-    if (tensor.elements > 0)
+    if (binding.elements > 0)
       data = binding.inPlace
-                 ? reinterpret_cast<const float *>(files.tensorData(binding.tensor))
+                 ? reinterpret_cast<const float *>(dataOf(binding))
                  : reinterpret_cast<const float *>(
                        static_cast<uint8_t *>(model.converted.data()) + binding.offset);
     model.weights.push_back(data);
@@ -524,7 +543,7 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
     // faults it back in from the page cache, one buffer at a time.
     if (binding.inPlace && !manifest.weights[i].usedAtRunTime &&
         data != emptyWeight)
-      releasePages(data, static_cast<size_t>(tensor.elements) * 4);
+      releasePages(data, static_cast<size_t>(binding.elements) * 4);
   }
 
   model.warnings += files.warnings();

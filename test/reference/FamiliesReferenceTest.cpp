@@ -4,7 +4,8 @@
 // (mistral, qwen2, qwen3, smollm3, gemma, gemma2, gemma3_text and gemma3's
 // text model,
 // phi3, gpt_neox, gptj, opt, bloom, xglm, and the mixture-of-experts
-// qwen3_moe and mixtral) and on
+// qwen3_moe, qwen2_moe and mixtral, their experts per expert or stacked as
+// transformers 5 saves them) and on
 // rope_scaling, without the model writer: configs are written here as JSON
 // text and parsed by the reader, weights are built in memory.
 //  - the reader: defaults of absent keys, errors naming the key, and the
@@ -87,7 +88,7 @@ struct Spec {
   int64_t rotaryDim = 8;
   double partial = 1.0;
   int64_t window = 0;                  ///< sliding_window (0: null / off)
-  int64_t maxWindowLayers = 0;         ///< qwen2, qwen3
+  int64_t maxWindowLayers = 0;         ///< qwen2, qwen3, qwen2_moe
   /// qwen2, qwen3, gemma2, gemma3_text layer_types if given
   std::vector<std::string> layerTypes;
   /// gemma2, gemma3_text: query_pre_attn_scalar, the softcaps (0: null),
@@ -102,7 +103,9 @@ struct Spec {
   bool parallelResidual = true;  ///< gpt_neox
   bool normBefore = true;        ///< opt
   bool residualFromNorm = false; ///< bloom
-  bool bias = true; ///< gemma, qwen3, smollm3 attention_bias, opt enable_bias
+  /// gemma, qwen3, smollm3 attention_bias, opt enable_bias, qwen2_moe
+  /// qkv_bias
+  bool bias = true;
   /// smollm3: no_rope_layers (empty: not written) and
   /// no_rope_layer_interval (0: not written, SmolLM3Config's 4).
   std::vector<int> noRopeLayers;
@@ -121,12 +124,13 @@ struct Spec {
   /// rope_theta inside, no top-level rope_theta.
   bool ropeParameters = false;
   std::string extraJson; ///< more keys, e.g. "\"layer_types\": [...]"
-  /// qwen3_moe and mixtral: num_experts (mixtral num_local_experts),
-  /// num_experts_per_tok, moe_intermediate_size (qwen3_moe; mixtral's
-  /// experts are `ffn` wide, qwen3_moe's dense layers), norm_topk_prob,
-  /// decoder_sparse_step (0: not written) and mlp_only_layers (empty: not
-  /// written): qwen3_moe only.
-  int64_t experts = 0, topK = 0, moeFfn = 0;
+  /// qwen3_moe, qwen2_moe and mixtral: num_experts (mixtral
+  /// num_local_experts), num_experts_per_tok, moe_intermediate_size
+  /// (qwen3_moe, qwen2_moe; mixtral's experts are `ffn` wide, the qwens'
+  /// dense layers), norm_topk_prob, decoder_sparse_step (0: not written)
+  /// and mlp_only_layers (empty: not written): the qwens only;
+  /// shared_expert_intermediate_size: qwen2_moe only.
+  int64_t experts = 0, topK = 0, moeFfn = 0, sharedFfn = 0;
   bool normTopK = false;
   int64_t sparseStep = 0;
   std::vector<int64_t> mlpOnly;
@@ -276,8 +280,8 @@ std::string configJson(const Spec &s) {
   const std::string &t = s.type;
   if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
       t == "smollm3" || t == "gemma" || t == "phi3" || t == "qwen3_moe" ||
-      t == "mixtral") {
-    const bool qwen = t == "qwen2" || t == "qwen3";
+      t == "qwen2_moe" || t == "mixtral") {
+    const bool qwen = t == "qwen2" || t == "qwen3" || t == "qwen2_moe";
     j << "\"hidden_size\": " << s.hidden
       << ", \"num_hidden_layers\": " << s.layers
       << ", \"num_attention_heads\": " << s.heads
@@ -289,16 +293,22 @@ std::string configJson(const Spec &s) {
       << ", \"hidden_act\": \"" << s.act << "\",\n";
     if (!s.ropeParameters)
       j << "\"rope_theta\": " << num(s.theta) << ",\n";
-    if (t != "phi3" && t != "qwen2")
+    if (t != "phi3" && t != "qwen2" && t != "qwen2_moe")
       j << "\"head_dim\": " << s.headDim << ",\n";
     if (t == "mistral" || t == "mixtral")
       j << "\"sliding_window\": "
         << (s.window ? std::to_string(s.window) : "null") << ",\n";
-    if (t == "qwen3_moe") {
-      // Qwen3MoeConfig: the window on every layer when use_sliding_window.
-      j << "\"use_sliding_window\": " << jsonBool(s.window > 0)
-        << ", \"sliding_window\": " << (s.window ? s.window : 4096)
-        << ",\n\"num_experts\": " << s.experts
+    if (t == "qwen3_moe" || t == "qwen2_moe") {
+      // Qwen3MoeConfig: the window on every layer when use_sliding_window
+      // (Qwen2MoeConfig: on the layers below, as qwen2's keys).
+      if (t == "qwen3_moe")
+        j << "\"use_sliding_window\": " << jsonBool(s.window > 0)
+          << ", \"sliding_window\": " << (s.window ? s.window : 4096)
+          << ",\n";
+      else
+        j << "\"shared_expert_intermediate_size\": " << s.sharedFfn
+          << ", \"qkv_bias\": " << jsonBool(s.bias) << ",\n";
+      j << "\"num_experts\": " << s.experts
         << ", \"num_experts_per_tok\": " << s.topK
         << ", \"moe_intermediate_size\": " << s.moeFfn
         << ", \"norm_topk_prob\": " << jsonBool(s.normTopK)
@@ -456,6 +466,25 @@ Spec baseSpec(const std::string &type) {
     s.experts = 6;
     s.topK = 2;
     s.moeFfn = 16;
+    s.mlpOnly = {1};
+  } else if (type == "qwen2_moe") {
+    // Qwen2's attention (GQA 4/2, head_dim 8, q/k/v biases), four layers:
+    // 0, 2 and 3 sparse, 1 dense (mlp_only_layers, 48 wide); 6 experts of
+    // 16, top 2, norm_topk_prob false, a shared expert 20 wide. A window of
+    // 5 by Qwen2MoeConfig's default layer_types: the even layers below
+    // max_window_layers 2, i.e. layer 0 only (qwen2's rule would slide 2
+    // and 3, no max_window_layers 0 and 2).
+    s.layers = 4;
+    s.kvHeads = 2;
+    s.act = "silu";
+    s.theta = 1000000.0;
+    s.eps = 1e-6;
+    s.window = 5;
+    s.maxWindowLayers = 2;
+    s.experts = 6;
+    s.topK = 2;
+    s.moeFfn = 16;
+    s.sharedFfn = 20;
     s.mlpOnly = {1};
   } else if (type == "mixtral") {
     // Mistral's attention (GQA 4/2, head_dim 8, no window: MixtralConfig's
@@ -752,6 +781,11 @@ struct Bugs {
   bool moeGateUpSwapped = false;  ///< MoE: silu(up) * gate (w3 for w1)
   bool moeStepShifted = false;    ///< qwen3_moe: sparse when i % step == 0
   bool moeMlpOnlyIgnored = false; ///< qwen3_moe: mlp_only_layers not read
+  bool sharedExpertDropped = false;  ///< qwen2_moe: the routed sum alone
+  bool sharedGateIgnored = false;    ///< qwen2_moe: the shared expert whole
+  bool sharedGateNoSigmoid = false;  ///< qwen2_moe: logit * shared
+  bool windowAsQwen2 = false;        ///< qwen2_moe: i >= max_window_layers
+  bool windowIgnoresMaxLayers = false; ///< qwen2_moe: every even layer
 };
 
 /// SmolLM3Config.no_rope_layers: the list, else int((i + 1) % interval !=
@@ -1088,9 +1122,9 @@ void splitPerHead(const Mat &qkv, int64_t heads, int64_t hd, bool wrong, Mat &q,
       }
 }
 
-/// Qwen3MoeDecoderLayer: the sparse block iff layer_idx not in
-/// mlp_only_layers and num_experts > 0 and (layer_idx + 1) %
-/// decoder_sparse_step == 0; Mixtral: every layer.
+/// Qwen3MoeDecoderLayer and Qwen2MoeDecoderLayer: the sparse block iff
+/// layer_idx not in mlp_only_layers and num_experts > 0 and (layer_idx + 1)
+/// % decoder_sparse_step == 0; Mixtral: every layer.
 bool moeLayerHF(const Spec &s, int64_t l, const Bugs &bugs) {
   if (s.type == "mixtral")
     return true;
@@ -1103,12 +1137,13 @@ bool moeLayerHF(const Spec &s, int64_t l, const Bugs &bugs) {
          (bugs.moeStepShifted ? l : l + 1) % step == 0;
 }
 
-/// Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock (transformers 4.57) on
-/// h [n, hidden] of layer prefix `p`: router_logits = gate(h);
-/// softmax over every expert; topk (largest first; equal values: the lower
-/// expert, this project's rule); / sum when norm_topk_prob (mixtral:
-/// always); then sum_j w_j down_e(silu(gate_e h) * up_e h), expert by
-/// expert and token by token, in double.
+/// Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock (transformers 4.57),
+/// Qwen2MoeSparseMoeBlock (5) on h [n, hidden] of layer prefix `p`:
+/// router_logits = gate(h); softmax over every expert; topk (largest first;
+/// equal values: the lower expert, this project's rule); / sum when
+/// norm_topk_prob (mixtral: always); then sum_j w_j down_e(silu(gate_e h) *
+/// up_e h), expert by expert and token by token, in double; qwen2_moe adds
+/// F.sigmoid(shared_expert_gate(h)) * shared_expert(h).
 Mat moeHF(const Mat &h, const Weights &w, const std::string &p, const Spec &s,
           const Bugs &bugs) {
   const bool mixtral = s.type == "mixtral";
@@ -1161,6 +1196,24 @@ Mat moeHF(const Mat &h, const Weights &w, const std::string &p, const Spec &s,
         out[r][i] += weight[j] * y[0][i];
     }
   }
+  if (s.type == "qwen2_moe" && !bugs.sharedExpertDropped) {
+    // shared_expert: a Qwen2MoeMLP; shared_expert_gate: nn.Linear(hidden, 1).
+    const std::string shared = block + "shared_expert.";
+    const Mat y = linearHF(
+        mul(activated(linearHF(h, w, shared + "gate_proj", false), "silu"),
+            linearHF(h, w, shared + "up_proj", false)),
+        w, shared + "down_proj", false);
+    const Mat logit = linearHF(h, w, block + "shared_expert_gate", false);
+    for (size_t r = 0; r < h.size(); ++r) {
+      double scale = 1 / (1 + std::exp(-logit[r][0]));
+      if (bugs.sharedGateIgnored)
+        scale = 1;
+      if (bugs.sharedGateNoSigmoid)
+        scale = logit[r][0];
+      for (size_t i = 0; i < out[r].size(); ++i)
+        out[r][i] += scale * y[r][i];
+    }
+  }
   return out;
 }
 
@@ -1195,11 +1248,11 @@ std::vector<float> independent(const Spec &s, const Weights &w,
 
   if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" ||
       t == "smollm3" || t == "gemma" || t == "phi3" || t == "qwen3_moe" ||
-      t == "mixtral") {
+      t == "qwen2_moe" || t == "mixtral") {
     const bool gemma = t == "gemma", phi3 = t == "phi3";
     // Qwen3MoeAttention is Qwen3Attention (q_norm / k_norm before RoPE).
     const bool qwen3 = t == "qwen3" || t == "qwen3_moe";
-    const bool moe = t == "qwen3_moe" || t == "mixtral";
+    const bool moe = t == "qwen3_moe" || t == "qwen2_moe" || t == "mixtral";
     const bool smol = t == "smollm3";
     const std::vector<bool> ropeLayers = smolRopeLayers(s, bugs);
     int64_t firstRope = -1;
@@ -1263,6 +1316,21 @@ std::vector<float> independent(const Spec &s, const Weights &w,
         bool sliding = s.layerTypes.empty()
                            ? (bugs.windowBelowMaxLayers ? below : !below)
                            : s.layerTypes[l] == "sliding_attention";
+        if (sliding || bugs.windowAllLayers)
+          window = s.window;
+      }
+      if (t == "qwen2_moe") {
+        // Qwen2MoeConfig layer_types, by default sliding_attention when
+        // bool((i + 1) % 2) and i < max_window_layers and use_sliding_window.
+        bool sliding =
+            s.layerTypes.empty()
+                ? s.window > 0 &&
+                      (bugs.windowAsQwen2
+                           ? l >= s.maxWindowLayers
+                           : (l + 1) % 2 != 0 &&
+                                 (bugs.windowIgnoresMaxLayers ||
+                                  l < s.maxWindowLayers))
+                : s.layerTypes[l] == "sliding_attention";
         if (sliding || bugs.windowAllLayers)
           window = s.window;
       }
@@ -1605,13 +1673,13 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
   auto ln = [&](const std::string &name) { linear(name, true); };
   if (type == "mistral" || type == "qwen2" || type == "qwen3" ||
       type == "smollm3" || type == "gemma" || type == "qwen3_moe" ||
-      type == "mixtral") {
+      type == "qwen2_moe" || type == "mixtral") {
     // Qwen3, Qwen3-MoE, SmolLM3 and Gemma: attention_bias on q, k, v and o;
-    // Qwen2: q, k, v.
+    // Qwen2: q, k, v; Qwen2-MoE: qkv_bias on q, k, v.
     bool oBias = (type == "qwen3" || type == "smollm3" || type == "gemma" ||
                   type == "qwen3_moe") &&
                  bias;
-    bool qkvBias = type == "qwen2" || oBias;
+    bool qkvBias = type == "qwen2" || oBias || (type == "qwen2_moe" && bias);
     n.insert("model.embed_tokens.weight");
     n.insert("model.layers.0.input_layernorm.weight");
     linear("model.layers.0.self_attn.q_proj", qkvBias);
@@ -1623,13 +1691,21 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
       n.insert("model.layers.0.self_attn.k_norm.weight");
     }
     n.insert("model.layers.0.post_attention_layernorm.weight");
-    if (type == "qwen3_moe") {
-      // Qwen3MoeSparseMoeBlock: gate (no bias), experts.E a Qwen3MoeMLP.
+    if (type == "qwen3_moe" || type == "qwen2_moe") {
+      // Qwen3MoeSparseMoeBlock: gate (no bias), experts.E a Qwen3MoeMLP;
+      // Qwen2MoeSparseMoeBlock (transformers 4) also shared_expert, a
+      // Qwen2MoeMLP, and shared_expert_gate, nn.Linear(hidden, 1, bias=False).
       n.insert("model.layers.0.mlp.gate.weight");
       for (int e = 0; e < 6; ++e)
         for (const char *proj : {"gate_proj", "up_proj", "down_proj"})
           n.insert("model.layers.0.mlp.experts." + std::to_string(e) + "." +
                    proj + ".weight");
+      if (type == "qwen2_moe") {
+        for (const char *proj : {"gate_proj", "up_proj", "down_proj"})
+          n.insert("model.layers.0.mlp.shared_expert." + std::string(proj) +
+                   ".weight");
+        n.insert("model.layers.0.mlp.shared_expert_gate.weight");
+      }
     } else if (type == "mixtral") {
       // MixtralSparseMoeBlock: gate, experts.E a MixtralBlockSparseTop2MLP.
       n.insert("model.layers.0.block_sparse_moe.gate.weight");
@@ -1746,7 +1822,7 @@ std::set<std::string> hfNames(const std::string &type, bool tie, bool bias) {
 const char *kFamilies[] = {
     "mistral", "qwen2",    "qwen3", "smollm3", "gemma",     "gemma2",
     "gemma3_text", "phi3", "gpt_neox", "gptj", "opt", "bloom", "xglm",
-    "qwen3_moe", "mixtral"};
+    "qwen3_moe", "qwen2_moe", "mixtral"};
 
 TEST(FamilyConfig, TensorNamesAreHFs) {
   for (const char *type : kFamilies)
@@ -1850,6 +1926,29 @@ TEST(FamilyConfig, TensorNamesAreHFs) {
   EXPECT_EQ(shapes.count("model.layers.1.mlp.gate.weight"), 0u);
   EXPECT_EQ(shapes.count("model.layers.0.mlp.gate_proj.weight"), 0u);
   EXPECT_EQ(shapes.count("model.layers.0.mlp.experts.6.up_proj.weight"), 0u);
+  // qwen2_moe: qwen3_moe's, and the shared expert's gate / up
+  // [shared_expert_intermediate_size, hidden], down its transpose, its gate
+  // [1, hidden]; no o_proj bias; the dense layer 1 has neither.
+  shapes.clear();
+  for (const auto &[name, shape] : ModelReference::expectedWeights(
+           parseOrDie(configJson(baseSpec("qwen2_moe")))))
+    shapes[name] = shape;
+  EXPECT_EQ(shapes["model.layers.3.mlp.gate.weight"], (Shape{6, 32}));
+  EXPECT_EQ(shapes["model.layers.3.mlp.experts.5.down_proj.weight"],
+            (Shape{32, 16}));
+  EXPECT_EQ(shapes["model.layers.3.mlp.shared_expert.gate_proj.weight"],
+            (Shape{20, 32}));
+  EXPECT_EQ(shapes["model.layers.3.mlp.shared_expert.up_proj.weight"],
+            (Shape{20, 32}));
+  EXPECT_EQ(shapes["model.layers.3.mlp.shared_expert.down_proj.weight"],
+            (Shape{32, 20}));
+  EXPECT_EQ(shapes["model.layers.3.mlp.shared_expert_gate.weight"],
+            (Shape{1, 32}));
+  EXPECT_EQ(shapes["model.layers.0.self_attn.k_proj.bias"], Shape{16});
+  EXPECT_EQ(shapes.count("model.layers.0.self_attn.o_proj.bias"), 0u);
+  EXPECT_EQ(shapes["model.layers.1.mlp.up_proj.weight"], (Shape{48, 32}));
+  EXPECT_EQ(shapes.count("model.layers.1.mlp.shared_expert_gate.weight"), 0u);
+  EXPECT_EQ(shapes.count("model.layers.1.mlp.gate.weight"), 0u);
   // mixtral: w1 / w3 [intermediate_size, hidden], w2 [hidden,
   // intermediate_size] on every layer.
   shapes.clear();
@@ -2389,6 +2488,171 @@ TEST(FamilyConfig, MoeKeysAndDefaults) {
   EXPECT_TRUE(contains(m.notes[1], "router_jitter_noise")) << m.notes[1];
 }
 
+/// Qwen2MoeConfig (transformers 5's configuration_qwen2_moe.py): its
+/// defaults, __post_init__'s layer_types (the even layers below
+/// max_window_layers slide, with use_sliding_window) and mlp_only_layers,
+/// decoder_sparse_step, qkv_bias, the shared expert, num_experts 0, and the
+/// keys' errors.
+TEST(FamilyConfig, Qwen2MoeKeysAndDefaults) {
+  auto parse = [](const std::string &body) {
+    return parseOrDie("{" + body + "}");
+  };
+  // 16 heads: Qwen2MoeConfig's 16 KV heads must divide them.
+  const std::string dims =
+      "\"model_type\": \"qwen2_moe\", \"hidden_size\": 64, "
+      "\"num_hidden_layers\": 4, \"num_attention_heads\": 16, "
+      "\"vocab_size\": 100, \"intermediate_size\": 96";
+  const std::string moe = dims +
+                          ", \"num_experts\": 8, \"num_experts_per_tok\": 2, "
+                          "\"moe_intermediate_size\": 24, "
+                          "\"shared_expert_intermediate_size\": 40";
+  // Qwen2MoeConfig: kv heads 16, head_dim hidden / heads, theta 1e4, eps
+  // 1e-6, 32768 positions, untied, q/k/v biases (qkv_bias), no qk-norm, no
+  // window, norm_topk_prob false, every layer sparse with its shared expert.
+  ModelConfig q = parse(moe);
+  EXPECT_EQ(q.architecture, Architecture::Qwen2Moe);
+  EXPECT_STREQ(ref::modelTypeName(q.architecture), "qwen2_moe");
+  EXPECT_EQ(q.kvHeads, 16);
+  EXPECT_EQ(q.headDim, 4);
+  EXPECT_EQ(q.rotaryDim, 4);
+  EXPECT_EQ(q.ropeTheta, 10000.0);
+  EXPECT_EQ(q.ropeScaling.type, ref::RopeScaling::Type::None);
+  EXPECT_EQ(q.normEps, 1e-6);
+  EXPECT_EQ(q.maxPositions, 32768);
+  EXPECT_FALSE(q.tieEmbeddings);
+  EXPECT_TRUE(q.attentionBias);
+  EXPECT_FALSE(q.qkNorm);
+  EXPECT_EQ(q.activation, ref::Activation::Silu);
+  EXPECT_EQ(q.slidingWindow, 0);
+  EXPECT_EQ(q.slidingLayers, std::vector<bool>(4, false));
+  EXPECT_EQ(q.ffn, 96);
+  EXPECT_EQ(q.experts, 8);
+  EXPECT_EQ(q.expertsPerToken, 2);
+  EXPECT_EQ(q.expertFfn, 24);
+  EXPECT_EQ(q.sharedExpertFfn, 40);
+  EXPECT_FALSE(q.normalizeTopK);
+  EXPECT_EQ(q.moeLayers, std::vector<bool>(4, true));
+  EXPECT_TRUE(q.notes.empty()) << q.notes.front();
+  auto names = [](const ModelConfig &c) {
+    std::set<std::string> out;
+    for (const auto &entry : ModelReference::expectedWeights(c))
+      out.insert(entry.first);
+    return out;
+  };
+  std::set<std::string> n = names(q);
+  EXPECT_TRUE(n.count("model.layers.0.self_attn.q_proj.bias"));
+  EXPECT_FALSE(n.count("model.layers.0.self_attn.o_proj.bias"));
+  EXPECT_TRUE(n.count("model.layers.3.mlp.shared_expert.down_proj.weight"));
+  EXPECT_TRUE(n.count("model.layers.3.mlp.shared_expert_gate.weight"));
+
+  // null KV heads: all heads (as transformers 4; 5 no longer maps None);
+  // qkv_bias false: no biases; norm_topk_prob; rope_parameters.
+  q = parse(moe + ", \"num_key_value_heads\": null, \"qkv_bias\": false, "
+                  "\"norm_topk_prob\": true, \"rope_parameters\": "
+                  "{\"rope_type\": \"default\", \"rope_theta\": 1e6}");
+  EXPECT_EQ(q.kvHeads, 16);
+  EXPECT_FALSE(q.attentionBias);
+  EXPECT_TRUE(q.normalizeTopK);
+  EXPECT_EQ(q.ropeTheta, 1e6);
+  n = names(q);
+  EXPECT_FALSE(n.count("model.layers.0.self_attn.q_proj.bias"));
+  EXPECT_FALSE(n.count("model.layers.0.self_attn.v_proj.bias"));
+
+  // layer_types' default: sliding_attention iff (i + 1) % 2 != 0 and
+  // i < max_window_layers (28) and use_sliding_window; sliding_window
+  // 4096 unless given, and unused without use_sliding_window.
+  q = parse(moe + ", \"use_sliding_window\": true");
+  EXPECT_EQ(q.slidingWindow, 4096);
+  EXPECT_EQ(q.slidingLayers, (std::vector<bool>{true, false, true, false}));
+  q = parse(moe + ", \"use_sliding_window\": true, \"sliding_window\": 16, "
+                  "\"max_window_layers\": 2");
+  EXPECT_EQ(q.slidingWindow, 16);
+  EXPECT_EQ(q.slidingLayers, (std::vector<bool>{true, false, false, false}));
+  q = parse(moe + ", \"use_sliding_window\": true, \"sliding_window\": 16, "
+                  "\"max_window_layers\": 0");
+  EXPECT_EQ(q.slidingLayers, std::vector<bool>(4, false));
+  q = parse(moe + ", \"use_sliding_window\": false, \"sliding_window\": 16, "
+                  "\"max_window_layers\": 4");
+  EXPECT_EQ(q.slidingWindow, 0);
+  EXPECT_EQ(q.slidingLayers, std::vector<bool>(4, false));
+  // Qwen1.5-MoE-A2.7B: window off, sliding_window null.
+  q = parse(moe + ", \"use_sliding_window\": false, \"sliding_window\": "
+                  "null, \"max_window_layers\": 21");
+  EXPECT_EQ(q.slidingWindow, 0);
+  // An explicit layer_types decides.
+  q = parse(moe + ", \"use_sliding_window\": true, \"sliding_window\": 16, "
+                  "\"max_window_layers\": 0, \"layer_types\": "
+                  "[\"full_attention\", \"sliding_attention\", "
+                  "\"full_attention\", \"sliding_attention\"]");
+  EXPECT_EQ(q.slidingLayers, (std::vector<bool>{false, true, false, true}));
+
+  // decoder_sparse_step 2: layers 1 and 3; mlp_only_layers takes 3 out (an
+  // index past the layers: a note); null is [].
+  q = parse(moe + ", \"decoder_sparse_step\": 2, \"mlp_only_layers\": [3, 9]");
+  EXPECT_EQ(q.moeLayers, (std::vector<bool>{false, true, false, false}));
+  ASSERT_EQ(q.notes.size(), 1u);
+  EXPECT_TRUE(contains(q.notes[0], "mlp_only_layers entry 9")) << q.notes[0];
+  q = parse(moe + ", \"mlp_only_layers\": [0, 2], \"decoder_sparse_step\": 1");
+  EXPECT_EQ(q.moeLayers, (std::vector<bool>{false, true, false, true}));
+  n = names(q);
+  EXPECT_TRUE(n.count("model.layers.0.mlp.gate_proj.weight"));
+  EXPECT_FALSE(n.count("model.layers.0.mlp.shared_expert_gate.weight"));
+  EXPECT_TRUE(n.count("model.layers.1.mlp.shared_expert.up_proj.weight"));
+  q = parse(moe + ", \"mlp_only_layers\": null, \"decoder_sparse_step\": 3");
+  EXPECT_EQ(q.moeLayers, (std::vector<bool>{false, false, true, false}));
+
+  // num_experts 0: every layer a dense MLP, no shared expert; the expert
+  // keys are not needed.
+  q = parse(dims + ", \"num_experts\": 0");
+  EXPECT_EQ(q.moeLayers, std::vector<bool>(4, false));
+  EXPECT_EQ(q.sharedExpertFfn, 0);
+  n = names(q);
+  EXPECT_TRUE(n.count("model.layers.2.mlp.down_proj.weight"));
+  for (const std::string &name : n)
+    EXPECT_FALSE(contains(name, "expert") || contains(name, "mlp.gate."))
+        << name;
+
+  const std::string k = dims + ", \"num_experts\": 8, \"num_experts_per_tok\": 2, "
+                               "\"moe_intermediate_size\": 24";
+  struct Case {
+    std::string json, expected;
+  };
+  const Case errors[] = {
+      {k, "missing key \"shared_expert_intermediate_size\""},
+      {dims + ", \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 24, "
+              "\"shared_expert_intermediate_size\": 40",
+       "missing key \"num_experts\""},
+      {k + ", \"shared_expert_intermediate_size\": 0",
+       "\"shared_expert_intermediate_size\" must be an integer in [1,"},
+      {dims + ", \"num_experts\": 8, \"num_experts_per_tok\": 9, "
+              "\"moe_intermediate_size\": 24, "
+              "\"shared_expert_intermediate_size\": 40",
+       "\"num_experts_per_tok\" (9) exceeds \"num_experts\" (8)"},
+      {moe + ", \"num_local_experts\": 8",
+       "\"num_local_experts\" is not a key of qwen2_moe's mixture of experts "
+       "(it reads moe_intermediate_size, num_experts, num_experts_per_tok, "
+       "shared_expert_intermediate_size)"},
+      {moe + ", \"hidden_act\": \"gelu\"",
+       "\"hidden_act\" must be silu for qwen2_moe"},
+      {moe + ", \"head_dim\": null", "\"head_dim\" must not be null for qwen2_moe"},
+      {moe + ", \"qkv_bias\": 1", "\"qkv_bias\" must be true or false"},
+      {moe + ", \"use_sliding_window\": true, \"sliding_window\": null",
+       "\"sliding_window\" must not be null with use_sliding_window for "
+       "qwen2_moe"},
+      {moe + ", \"layer_types\": [\"sliding_attention\", \"full_attention\", "
+             "\"full_attention\", \"full_attention\"]",
+       "\"layer_types\" has sliding_attention layers but use_sliding_window "
+       "is false"},
+      {moe + ", \"partial_rotary_factor\": 0.5",
+       "partial_rotary_factor < 1 is not supported for qwen2_moe"},
+  };
+  for (const Case &c : errors) {
+    std::string error = parseError("{" + c.json + "}");
+    EXPECT_TRUE(contains(error, c.expected))
+        << "error:    " << error << "\nexpected: " << c.expected;
+  }
+}
+
 /// The MoE keys' errors name them: a top k above the experts names both
 /// keys, a missing or malformed key names itself.
 // gpt_oss as openai/gpt-oss-20b's config.json has it (unquantized), and
@@ -2877,10 +3141,10 @@ TEST(FamilyConfig, UnsupportedSettingsNameTheKey) {
        "is false"},
       {dims("qwen2"), "num_key_value_heads (32) does not divide "
                       "num_attention_heads (4)"},
-      {"\"model_type\": \"qwen2_moe\"", "unsupported model_type \"qwen2_moe\""},
+      {"\"model_type\": \"qwen3_next\"", "unsupported model_type \"qwen3_next\""},
       {dims("qwen3") + ", \"num_key_value_heads\": 4, \"num_experts\": 4",
        "\"num_experts\": mixture-of-experts configs are not supported (only "
-       "model_type qwen3_moe, mixtral and gpt_oss)"},
+       "model_type qwen3_moe, qwen2_moe, mixtral and gpt_oss)"},
       // gemma2, gemma3_text, gemma3.
       {"\"model_type\": \"gemma2\", \"attn_logit_softcapping\": 0",
        "\"attn_logit_softcapping\" must be positive (or null)"},
@@ -3085,6 +3349,31 @@ std::vector<Case> cases() {
   s.factor = 4;
   s.originalMax = 16;
   add("qwen3_moe-top1-of-8-mha-yarn", s);
+  // qwen2_moe: norm_topk_prob, decoder_sparse_step 2 (layers 1 and 3
+  // sparse), explicit layer_types, no q/k/v biases, tied; every layer
+  // dense (num_experts 0: no shared expert either); no window, top 1 of 8
+  // with yarn.
+  s = baseSpec("qwen2_moe");
+  s.normTopK = true;
+  s.sparseStep = 2;
+  s.mlpOnly = {};
+  s.layerTypes = {"full_attention", "sliding_attention", "sliding_attention",
+                  "full_attention"};
+  s.bias = false;
+  s.tie = true;
+  add("qwen2_moe-norm-step2-layer-types-no-bias-tied", s);
+  s = baseSpec("qwen2_moe");
+  s.experts = 0;
+  add("qwen2_moe-no-experts", s);
+  s = baseSpec("qwen2_moe");
+  s.window = 0;
+  s.experts = 8;
+  s.topK = 1;
+  s.sharedFfn = 40;
+  s.rope = "yarn";
+  s.factor = 4;
+  s.originalMax = 16;
+  add("qwen2_moe-no-window-top1-of-8-yarn", s);
   // mixtral: a window on every layer, top 1 (weight 1 after the
   // renormalization), and top 4 of 4 (the whole softmax).
   s = baseSpec("mixtral");
@@ -3430,6 +3719,26 @@ TEST(FamilyForward, PlantedBugsAreVisible) {
        [](Bugs &b) { b.moeMlpOnlyIgnored = true; }, true},
       {"qwen3_moe sparse when i % step == 0", moeStep2,
        [](Bugs &b) { b.moeStepShifted = true; }, true},
+      // qwen2_moe: the shared expert and its sigmoid gate, the alternating
+      // windows below max_window_layers, the biases, the shared layers.
+      {"qwen2_moe shared expert dropped", spec("qwen2_moe"),
+       [](Bugs &b) { b.sharedExpertDropped = true; }},
+      {"qwen2_moe shared expert's gate ignored", spec("qwen2_moe"),
+       [](Bugs &b) { b.sharedGateIgnored = true; }},
+      {"qwen2_moe shared expert's gate without the sigmoid", spec("qwen2_moe"),
+       [](Bugs &b) { b.sharedGateNoSigmoid = true; }},
+      {"qwen2_moe window on qwen2's layers (i >= max_window_layers)",
+       spec("qwen2_moe"), [](Bugs &b) { b.windowAsQwen2 = true; }},
+      {"qwen2_moe window on every even layer", spec("qwen2_moe"),
+       [](Bugs &b) { b.windowIgnoresMaxLayers = true; }},
+      {"qwen2_moe window on every layer", spec("qwen2_moe"),
+       [](Bugs &b) { b.windowAllLayers = true; }},
+      {"qwen2_moe without q/k/v biases", spec("qwen2_moe"),
+       [](Bugs &b) { b.qkvBiasOff = true; }},
+      {"qwen2_moe mlp_only_layers ignored", spec("qwen2_moe"),
+       [](Bugs &b) { b.moeMlpOnlyIgnored = true; }, true},
+      {"qwen2_moe gate_proj and up_proj swapped", spec("qwen2_moe"),
+       [](Bugs &b) { b.moeGateUpSwapped = true; }},
       {"mixtral top-k weights not renormalized", spec("mixtral"),
        [](Bugs &b) { b.moeNoRenorm = true; }},
       {"mixtral w1 and w3 swapped", spec("mixtral"),
@@ -3718,12 +4027,19 @@ TEST(FamilyMoe, SparseBlockByHand) {
 /// rounding); every MLP maps a row along its own axis, so every layer's
 /// input norms to them again. A dense MLP (gate, up, down the identity)
 /// adds s. Each layer's MLP output is its residual difference (inspect).
+/// qwen2_moe's shared expert is such a dense MLP, so its sparse layers add
+/// sigmoid(g) s to the routed sum, g the logit of shared_expert_gate [g, g]
+/// on either row: 0.75 s for g = ln 3, 0.5 s for g = 0 (the whole s if the
+/// gate were ignored, g s without the sigmoid, 0 without the expert).
 TEST(FamilyMoe, LayersByHand) {
   using namespace moehand;
   struct Model {
     std::string what, json;
     /// Per layer: "dense", "moe" (norm_topk_prob off) or "moe-norm".
     std::vector<std::string> layers;
+    /// qwen2_moe: the logit g of the shared expert's gate, and sigmoid(g).
+    float sharedLogit = 0;
+    double sharedScale = 0;
   };
   const std::string attn =
       "\"vocab_size\": 2, \"hidden_size\": 2, \"num_attention_heads\": 1, "
@@ -3733,6 +4049,11 @@ TEST(FamilyMoe, LayersByHand) {
       "\"model_type\": \"qwen3_moe\", " + attn +
       "\"num_experts\": 4, \"num_experts_per_tok\": 2, "
       "\"moe_intermediate_size\": 2, ";
+  const std::string qwen2 =
+      "\"model_type\": \"qwen2_moe\", " + attn +
+      "\"num_experts\": 4, \"num_experts_per_tok\": 2, "
+      "\"moe_intermediate_size\": 2, \"shared_expert_intermediate_size\": 2, "
+      "\"qkv_bias\": false, ";
   const std::vector<Model> models = {
       {"qwen3_moe decoder_sparse_step 2",
        "{" + qwen + "\"num_hidden_layers\": 2, \"decoder_sparse_step\": 2}",
@@ -3750,6 +4071,18 @@ TEST(FamilyMoe, LayersByHand) {
            "\"num_hidden_layers\": 2, \"num_local_experts\": 4, "
            "\"num_experts_per_tok\": 2}",
        {"moe-norm", "moe-norm"}},
+      {"qwen2_moe decoder_sparse_step 2, shared gate ln 3",
+       "{" + qwen2 + "\"num_hidden_layers\": 2, \"decoder_sparse_step\": 2}",
+       {"dense", "moe"},
+       static_cast<float>(std::log(3.0)),
+       0.75},
+      {"qwen2_moe mlp_only_layers [1], norm_topk_prob, shared gate 0",
+       "{" + qwen2 +
+           "\"num_hidden_layers\": 3, \"mlp_only_layers\": [1], "
+           "\"norm_topk_prob\": true}",
+       {"moe-norm", "dense", "moe-norm"},
+       0.0f,
+       0.5},
   };
   const float halfRoot = static_cast<float>(1 / std::sqrt(2.0));
   for (const Model &m : models) {
@@ -3768,6 +4101,8 @@ TEST(FamilyMoe, LayersByHand) {
         v = {1, 1}; // input_layernorm, q_norm, k_norm, model.norm
       else if (has("o_proj"))
         v = {0, 0, 0, 0};
+      else if (has("shared_expert_gate"))
+        v = {m.sharedLogit, m.sharedLogit};
       else if (has(".gate.weight"))
         v = kRouter;
       else if (has("experts.")) {
@@ -3777,7 +4112,7 @@ TEST(FamilyMoe, LayersByHand) {
         bool isUp = has("up_proj") || has(".w3.");
         v = isUp ? scaledIdentity(static_cast<float>(e + 1)) : kIdentity;
       } else {
-        v = kIdentity; // q/k/v_proj, the dense gate/up/down_proj
+        v = kIdentity; // q/k/v_proj, the dense and shared gate/up/down_proj
       }
       ASSERT_EQ(v.size(), static_cast<size_t>(shape.size() == 1
                                                   ? shape[0]
@@ -3798,8 +4133,9 @@ TEST(FamilyMoe, LayersByHand) {
       for (int i = 0; i < 4; ++i)
         mlp[i] = seen.residual[(l + 1) * 4 + i] - seen.residual[l * 4 + i];
       const std::string &kind = m.layers[l];
-      double y0 = kind == "dense" ? S : token0(kind == "moe-norm");
-      double y1 = kind == "dense" ? S : token1(kind == "moe-norm");
+      const double shared = kind == "dense" ? 0 : m.sharedScale * S;
+      double y0 = kind == "dense" ? S : token0(kind == "moe-norm") + shared;
+      double y1 = kind == "dense" ? S : token1(kind == "moe-norm") + shared;
       std::vector<float> expected = {float(y0), 0, 0, float(y1)};
       EXPECT_LE(ref::maxAbsError(mlp, expected), 2e-6)
           << m.what << ", layer " << l << " (" << kind << "): " << mlp[0]
@@ -3807,12 +4143,92 @@ TEST(FamilyMoe, LayersByHand) {
       if (kind != "dense") {
         // The planted tie order is far from it.
         std::vector<float> other = {
-            float(token0(kind == "moe-norm", true)), 0, 0,
-            float(token1(kind == "moe-norm", true))};
+            float(token0(kind == "moe-norm", true) + shared), 0, 0,
+            float(token1(kind == "moe-norm", true) + shared)};
         EXPECT_GT(ref::maxAbsError(mlp, other), 0.05) << m.what << " " << l;
       }
     }
   }
+}
+
+/// qwen2_moe's shared expert packed as a dense MLP (q8_0): its products
+/// read int8-quantized rows, the token's before gate_proj and up_proj, the
+/// SwiGLU's before down_proj, as the dense MLP's do. One sparse layer whose
+/// attention adds nothing (o_proj zero), so its MLP reads rmsNorm(x) of the
+/// recorded input x; its output (the residual difference) is the routed sum
+/// of ref::sparseMoeBlock plus sigmoid(x . shared_expert_gate) times the
+/// shared expert composed here of the op references.
+TEST(FamilyMoe, Qwen2MoeSharedExpertReadsQuantizedRows) {
+  Spec s = baseSpec("qwen2_moe");
+  s.layers = 1;
+  s.mlpOnly = {};
+  s.window = 0;
+  s.moeFfn = s.sharedFfn = 32; // whole blocks of 32 along down_proj's input
+  const ModelConfig config = parseOrDie(configJson(s));
+  Weights w = makeWeights(config, 5);
+  const std::string l = "model.layers.0.";
+  std::fill(w.at(l + "self_attn.o_proj.weight").begin(),
+            w.at(l + "self_attn.o_proj.weight").end(), 0.0f);
+  std::string error;
+  auto model = ModelReference::create(config, toStored(config, w), error);
+  ASSERT_TRUE(model) << error;
+  const int64_t n = 6, d = s.hidden, S = s.sharedFfn;
+  const ref::QuantFormat q8 = ref::QuantFormat::Q8_0;
+  const std::string shared = l + "mlp.shared_expert.";
+  ASSERT_TRUE(model->quantizeWeight(shared + "gate_proj.weight", d, true, q8));
+  ASSERT_TRUE(model->quantizeWeight(shared + "up_proj.weight", d, true, q8));
+  ASSERT_TRUE(model->quantizeWeight(shared + "down_proj.weight", S, true, q8));
+  ref::Inspection seen;
+  std::vector<float> logits;
+  ASSERT_TRUE(model->inspect(someTokens(n, s.vocab), seen, logits, error)) << error;
+  const std::vector<float> x(seen.residual.begin(), seen.residual.begin() + n * d);
+  std::vector<float> mlp(n * d);
+  for (int64_t i = 0; i < n * d; ++i)
+    mlp[i] = seen.residual[n * d + i] - x[i];
+
+  const std::vector<float> h = ref::rmsNorm(
+      x, n, d, w.at(l + "post_attention_layernorm.weight"), static_cast<float>(s.eps));
+  ref::ExpertWeights experts;
+  for (int64_t e = 0; e < s.experts; ++e) {
+    const std::string m = l + "mlp.experts." + std::to_string(e) + ".";
+    experts.gate.push_back(&w.at(m + "gate_proj.weight"));
+    experts.up.push_back(&w.at(m + "up_proj.weight"));
+    experts.down.push_back(&w.at(m + "down_proj.weight"));
+  }
+  const std::vector<float> routed = ref::sparseMoeBlock(
+      h, n, d, w.at(l + "mlp.gate.weight"), experts, s.moeFfn, s.topK, false);
+  auto rounded = [&](const std::string &name, int64_t in) {
+    std::vector<float> v = w.at(name);
+    ref::roundThroughFormat(v, in, true, q8);
+    return v;
+  };
+  const std::vector<float> gate = rounded(shared + "gate_proj.weight", d),
+                           up = rounded(shared + "up_proj.weight", d),
+                           down = rounded(shared + "down_proj.weight", S);
+  const std::vector<float> gateLogit = ref::linear(
+      h, n, d, w.at(l + "mlp.shared_expert_gate.weight"), 1, ref::WeightLayout::OutIn);
+  auto expert = [&](bool quantizedRows) {
+    auto rows = [&](const std::vector<float> &v, int64_t width) {
+      return quantizedRows ? ref::quantizeActivationRows(v, n, width) : v;
+    };
+    const ref::WeightLayout outIn = ref::WeightLayout::OutIn;
+    const std::vector<float> act = ref::swiglu(ref::linear(rows(h, d), n, d, gate, S, outIn),
+                                               ref::linear(rows(h, d), n, d, up, S, outIn));
+    const std::vector<float> y = ref::linear(rows(act, S), n, S, down, d, outIn);
+    std::vector<float> out(n * d);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t i = 0; i < d; ++i)
+        out[t * d + i] = static_cast<float>(
+            routed[t * d + i] + y[t * d + i] / (1 + std::exp(-double(gateLogit[t]))));
+    return out;
+  };
+  // The residual add rounds once more: within 1e-6 of the largest output.
+  const double quantized = ref::maxRelError(mlp, expert(true)),
+               f32Rows = ref::maxRelError(mlp, expert(false));
+  EXPECT_LE(quantized, 1e-6);
+  EXPECT_GT(f32Rows, 1e-4);
+  RecordProperty("quantized rows", sci(quantized));
+  RecordProperty("f32 rows", sci(f32Rows));
 }
 
 //===----------------------------------------------------------------------===//
@@ -3974,13 +4390,13 @@ TEST(FamilyFiles, Gemma3MultimodalCheckpointsInBothLayouts) {
   }
 }
 
-/// Reading qwen3_moe and mixtral folders by HF names: a missing expert
+/// Reading qwen3_moe, qwen2_moe and mixtral folders by HF names: a missing expert
 /// tensor is an error naming it, a misshapen one too; attn-ref-model runs
 /// them.
 TEST(FamilyFiles, MoeFoldersAndErrors) {
   TempDir dir;
   std::string tool = std::string(ATTN_TOOLS_DIR) + "/attn-ref-model";
-  for (const char *type : {"qwen3_moe", "mixtral"}) {
+  for (const char *type : {"qwen3_moe", "qwen2_moe", "mixtral"}) {
     Spec s = baseSpec(type);
     Built b = build(s);
     ASSERT_TRUE(b.model) << type;
@@ -4036,6 +4452,310 @@ TEST(FamilyFiles, MoeFoldersAndErrors) {
     EXPECT_TRUE(contains(r.output, "attn-ref-model: error: ") &&
                 contains(r.output, "missing tensor '" + missing + "'"))
         << r.output;
+  }
+}
+
+/// transformers 5 saves MixtralExperts / Qwen2MoeExperts / Qwen3MoeExperts
+/// stacked, renaming block_sparse_moe. to mlp. (its conversion mapping, run
+/// backwards here by hand): mlp.experts.gate_up_proj [experts, 2 ffn,
+/// hidden] = torch.cat([w1 | gate_proj, w3 | up_proj], dim=1) of the
+/// experts stacked (dim 0), mlp.experts.down_proj [experts, hidden, ffn],
+/// the router mlp.gate.weight. `layers`: the sparse layers to stack.
+std::map<std::string, StoredTensor>
+stackedLikeTransformers5(const Spec &s, std::map<std::string, StoredTensor> stored,
+                         const std::vector<int64_t> &layers,
+                         bool renameRouter = true) {
+  const bool mixtral = s.type == "mixtral";
+  const int64_t F = mixtral ? s.ffn : s.moeFfn;
+  for (int64_t l : layers) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::string old = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    StoredTensor gateUp, down;
+    gateUp.dtype = down.dtype = "F32";
+    gateUp.shape = {s.experts, 2 * F, s.hidden};
+    down.shape = {s.experts, s.hidden, F};
+    for (int64_t e = 0; e < s.experts; ++e) {
+      const std::string x = old + "experts." + std::to_string(e) + ".";
+      auto take = [&](const char *proj, StoredTensor &into) {
+        auto it = stored.find(x + proj + ".weight");
+        EXPECT_NE(it, stored.end()) << x << proj;
+        if (it == stored.end())
+          return;
+        into.data.insert(into.data.end(), it->second.data.begin(),
+                         it->second.data.end());
+        stored.erase(it);
+      };
+      take(mixtral ? "w1" : "gate_proj", gateUp);
+      take(mixtral ? "w3" : "up_proj", gateUp);
+      take(mixtral ? "w2" : "down_proj", down);
+    }
+    stored[p + "mlp.experts.gate_up_proj"] = std::move(gateUp);
+    stored[p + "mlp.experts.down_proj"] = std::move(down);
+    if (mixtral && renameRouter) {
+      stored[p + "mlp.gate.weight"] = stored.at(old + "gate.weight");
+      stored.erase(old + "gate.weight");
+    }
+  }
+  return stored;
+}
+
+/// The sparse layers of the tiny models of baseSpec.
+std::vector<int64_t> sparseLayers(const Spec &s) {
+  std::vector<int64_t> out;
+  for (int64_t l = 0; l < s.layers; ++l)
+    if (moeLayerHF(s, l, {}))
+      out.push_back(l);
+  return out;
+}
+
+/// qwen3_moe, qwen2_moe and mixtral checkpoints with transformers 5's
+/// stacked experts (and mixtral's mlp. names) give the logits of the same
+/// weights stored per expert, bit for bit: in memory, in a folder, on the
+/// command line, one layer stacked and another per expert, mixtral's
+/// router under either name, names without the base prefix. A layer
+/// holding both forms, one stacked tensor without the other, a misshapen
+/// one and a router under both names are errors naming the tensors; a
+/// stacked tensor of a dense layer is unknown (a warning).
+TEST(FamilyFiles, StackedExpertsAsTransformers5SavesThem) {
+  TempDir dir;
+  std::string tool = std::string(ATTN_TOOLS_DIR) + "/attn-ref-model";
+  for (const char *type : {"qwen3_moe", "qwen2_moe", "mixtral"}) {
+    SCOPED_TRACE(type);
+    const Spec s = baseSpec(type);
+    const bool mixtral = std::string(type) == "mixtral";
+    Built b = build(s);
+    ASSERT_TRUE(b.model);
+    const std::vector<int64_t> tokens = someTokens(16, s.vocab);
+    const std::vector<float> expected = forwardOrDie(*b.model, tokens);
+    const std::map<std::string, StoredTensor> perExpert =
+        toStored(b.config, b.weights);
+    const std::vector<int64_t> sparse = sparseLayers(s);
+    ASSERT_GE(sparse.size(), 2u);
+    auto logitsOf = [&](const std::map<std::string, StoredTensor> &stored) {
+      std::string error;
+      std::vector<std::string> warnings;
+      auto model = ModelReference::create(b.config, stored, error, &warnings);
+      EXPECT_TRUE(model) << error;
+      EXPECT_TRUE(warnings.empty()) << warnings.front();
+      return model ? forwardOrDie(*model, tokens) : std::vector<float>();
+    };
+    auto errorOf = [&](const std::map<std::string, StoredTensor> &stored) {
+      std::string error;
+      EXPECT_FALSE(ModelReference::create(b.config, stored, error));
+      return error;
+    };
+    const std::map<std::string, StoredTensor> stacked =
+        stackedLikeTransformers5(s, perExpert, sparse);
+    const std::string l0 = "model.layers." + std::to_string(sparse[0]) + ".";
+    ASSERT_TRUE(stacked.count(l0 + "mlp.experts.gate_up_proj"));
+    ASSERT_FALSE(stacked.count(l0 + (mixtral ? "block_sparse_moe.experts.0.w1.weight"
+                                             : "mlp.experts.0.gate_proj.weight")));
+    EXPECT_EQ(logitsOf(stacked), expected);
+    // One layer stacked, the others per expert; mixtral's router by its
+    // transformers 4 name beside stacked experts (HF renames it apart).
+    EXPECT_EQ(logitsOf(stackedLikeTransformers5(s, perExpert, {sparse.back()})),
+              expected);
+    if (mixtral)
+      EXPECT_EQ(logitsOf(stackedLikeTransformers5(s, perExpert, sparse, false)),
+                expected);
+    // Saved from the bare model: no "model." prefix.
+    std::map<std::string, StoredTensor> bare;
+    for (const auto &[name, t] : stacked)
+      bare[name.rfind("model.", 0) == 0 ? name.substr(6) : name] = t;
+    EXPECT_EQ(logitsOf(bare), expected);
+
+    // A folder and attn-ref-model.
+    const std::string folder = dir.sub(std::string(type) + "-v5");
+    fs::create_directories(folder);
+    std::ofstream(folder + "/config.json") << configJson(s);
+    writeSafetensors(folder + "/model.safetensors", stacked);
+    std::string error;
+    std::vector<std::string> warnings;
+    auto loaded = ModelReference::load(folder, error, &warnings);
+    ASSERT_TRUE(loaded) << error;
+    EXPECT_EQ(forwardOrDie(*loaded, tokens), expected);
+    std::string tokenText;
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokenText += (i ? "," : "") + std::to_string(tokens[i]);
+    const std::string npy = dir.sub(std::string(type) + "-v5.npy");
+    CommandResult r = run(tool + " --model " + folder + " --tokens " + tokenText +
+                          " --dump-logits " + npy);
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    std::vector<float> dumped;
+    std::vector<int64_t> shape;
+    ASSERT_TRUE(ref::readNpy(npy, dumped, shape, error)) << error;
+    EXPECT_EQ(dumped, expected);
+
+    // Both forms in one layer: the stacked tensors and one expert's.
+    const std::string perExpertName =
+        l0 + (mixtral ? "block_sparse_moe.experts.3.w2.weight"
+                      : "mlp.experts.3.down_proj.weight");
+    std::map<std::string, StoredTensor> both = stacked;
+    both[perExpertName] = perExpert.at(perExpertName);
+    error = errorOf(both);
+    EXPECT_TRUE(contains(error, "tensors '" + perExpertName + "' and '" + l0 +
+                                    "mlp.experts.gate_up_proj' hold the same "
+                                    "layer's experts, per expert and stacked"))
+        << error;
+    // gate_up_proj stacked, down_proj per expert: both forms again.
+    std::map<std::string, StoredTensor> half = stackedLikeTransformers5(s, perExpert, {sparse[0]});
+    half.erase(l0 + "mlp.experts.down_proj");
+    for (int64_t e = 0; e < s.experts; ++e) {
+      const std::string down =
+          l0 + (mixtral ? "block_sparse_moe.experts." + std::to_string(e) + ".w2.weight"
+                        : "mlp.experts." + std::to_string(e) + ".down_proj.weight");
+      half[down] = perExpert.at(down);
+    }
+    error = errorOf(half);
+    EXPECT_TRUE(contains(error, "per expert and stacked")) << error;
+    // One stacked tensor alone.
+    std::map<std::string, StoredTensor> lone = stacked;
+    lone.erase(l0 + "mlp.experts.gate_up_proj");
+    const int64_t F = mixtral ? s.ffn : s.moeFfn;
+    error = errorOf(lone);
+    EXPECT_TRUE(contains(error, "missing tensor '" + l0 +
+                                    "mlp.experts.gate_up_proj' (shape [" +
+                                    std::to_string(s.experts) + ", " +
+                                    std::to_string(2 * F) + ", 32]), stacked with '" +
+                                    l0 + "mlp.experts.down_proj'"))
+        << error;
+    // Misshapen: [experts, ffn, hidden], the gate alone.
+    std::map<std::string, StoredTensor> narrow = stacked;
+    StoredTensor &gateUp = narrow.at(l0 + "mlp.experts.gate_up_proj");
+    gateUp.shape[1] = F;
+    gateUp.data.resize(gateUp.data.size() / 2);
+    error = errorOf(narrow);
+    EXPECT_TRUE(contains(error, "tensor '" + l0 + "mlp.experts.gate_up_proj' has shape [" +
+                                    std::to_string(s.experts) + ", " + std::to_string(F) +
+                                    ", 32], expected [" + std::to_string(s.experts) +
+                                    ", " + std::to_string(2 * F) + ", 32]"))
+        << error;
+    if (mixtral) {
+      std::map<std::string, StoredTensor> twice = stacked;
+      twice[l0 + "block_sparse_moe.gate.weight"] = twice.at(l0 + "mlp.gate.weight");
+      error = errorOf(twice);
+      EXPECT_TRUE(contains(error, "tensor '" + l0 +
+                                      "block_sparse_moe.gate.weight' is stored twice"))
+          << error;
+    } else {
+      // qwen3_moe's and qwen2_moe's layer 1 is dense (mlp_only_layers).
+      std::map<std::string, StoredTensor> dense = perExpert;
+      dense["model.layers.1.mlp.experts.down_proj"] = stacked.at(l0 + "mlp.experts.down_proj");
+      warnings.clear();
+      ASSERT_TRUE(ModelReference::create(b.config, dense, error, &warnings)) << error;
+      ASSERT_EQ(warnings.size(), 1u);
+      EXPECT_TRUE(contains(warnings[0], "ignoring unknown tensor "
+                                        "'model.layers.1.mlp.experts.down_proj'"))
+          << warnings[0];
+    }
+  }
+}
+
+/// Quantized (q8_0) and bf16 experts read alike from either form: the
+/// stacked names round each slab's experts as the per-expert names do,
+/// idempotently; a checkpoint's per-expert names work on a stacked one and
+/// the stacked names on a per-expert one. Mixtral's router under its v5
+/// name, and qwen2_moe's shared_expert_gate, are never quantized (the
+/// forward names them); the shared expert's projections quantize as a
+/// dense MLP's.
+TEST(FamilyFiles, StackedExpertsQuantizeAsPerExpert) {
+  for (const char *type : {"qwen2_moe", "mixtral"}) {
+    SCOPED_TRACE(type);
+    Spec s = baseSpec(type);
+    const bool mixtral = s.type == "mixtral";
+    // Whole q8_0 blocks along every input: hidden 32, experts 32 wide.
+    s.moeFfn = s.sharedFfn = 32;
+    if (mixtral)
+      s.ffn = 32;
+    Built b = build(s);
+    ASSERT_TRUE(b.model);
+    const std::vector<int64_t> tokens = someTokens(12, s.vocab);
+    const std::vector<float> exact = forwardOrDie(*b.model, tokens);
+    const std::vector<int64_t> sparse = sparseLayers(s);
+    const int64_t d = s.hidden, F = mixtral ? s.ffn : s.moeFfn, E = s.experts;
+    std::string error;
+    auto perExpert = ModelReference::create(b.config, toStored(b.config, b.weights), error);
+    ASSERT_TRUE(perExpert) << error;
+    auto stacked = ModelReference::create(
+        b.config, stackedLikeTransformers5(s, toStored(b.config, b.weights), sparse), error);
+    ASSERT_TRUE(stacked) << error;
+    // A stacked checkpoint quantized by the per-expert names, and the
+    // other way round.
+    auto stackedByExpert = ModelReference::create(
+        b.config, stackedLikeTransformers5(s, toStored(b.config, b.weights), sparse), error);
+    ASSERT_TRUE(stackedByExpert) << error;
+    auto perExpertByStack = ModelReference::create(b.config, toStored(b.config, b.weights), error);
+    ASSERT_TRUE(perExpertByStack) << error;
+    const ref::QuantFormat q8 = ref::QuantFormat::Q8_0;
+    for (int64_t l : sparse) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      for (ModelReference *m : {stacked.get(), perExpertByStack.get()}) {
+        EXPECT_TRUE(m->quantizeWeight(p + "mlp.experts.gate_up_proj", d, true, q8, E));
+        EXPECT_TRUE(m->quantizeWeight(p + "mlp.experts.down_proj", F, true, q8, E));
+        EXPECT_FALSE(m->quantizeWeight(p + "mlp.experts.down_proj", F, false, q8, E));
+      }
+      for (int64_t e = 0; e < E; ++e) {
+        const std::string x = p + (mixtral ? "block_sparse_moe." : "mlp.") + "experts." +
+                              std::to_string(e) + ".";
+        for (ModelReference *m : {perExpert.get(), stackedByExpert.get()}) {
+          EXPECT_TRUE(m->quantizeWeight(x + (mixtral ? "w1" : "gate_proj") + ".weight", d,
+                                        true, q8, E));
+          EXPECT_TRUE(m->quantizeWeight(x + (mixtral ? "w3" : "up_proj") + ".weight", d,
+                                        true, q8, E));
+          EXPECT_TRUE(m->quantizeWeight(x + (mixtral ? "w2" : "down_proj") + ".weight", F,
+                                        true, q8, E));
+        }
+      }
+    }
+    const std::vector<float> quantized = forwardOrDie(*perExpert, tokens);
+    EXPECT_GT(ref::maxAbsError(quantized, exact), 1e-4);
+    EXPECT_EQ(forwardOrDie(*stacked, tokens), quantized);
+    EXPECT_EQ(forwardOrDie(*stackedByExpert, tokens), quantized);
+    EXPECT_EQ(forwardOrDie(*perExpertByStack, tokens), quantized);
+    // Again: already rounded, left as it is.
+    const std::string p0 = "model.layers." + std::to_string(sparse[0]) + ".";
+    EXPECT_TRUE(stacked->quantizeWeight(p0 + "mlp.experts.gate_up_proj", d, true, q8, E));
+    EXPECT_EQ(forwardOrDie(*stacked, tokens), quantized);
+
+    // bf16 through either name.
+    auto bf16Stacked = ModelReference::create(
+        b.config, stackedLikeTransformers5(s, toStored(b.config, b.weights), sparse), error);
+    auto bf16PerExpert = ModelReference::create(b.config, toStored(b.config, b.weights), error);
+    ASSERT_TRUE(bf16Stacked && bf16PerExpert);
+    EXPECT_TRUE(bf16Stacked->roundWeightToBf16(p0 + "mlp.experts.gate_up_proj"));
+    for (int64_t e = 0; e < E; ++e)
+      for (const char *proj : {mixtral ? "w1" : "gate_proj", mixtral ? "w3" : "up_proj"})
+        EXPECT_TRUE(bf16PerExpert->roundWeightToBf16(
+            p0 + (mixtral ? "block_sparse_moe." : "mlp.") + "experts." +
+            std::to_string(e) + "." + proj + ".weight"));
+    const std::vector<float> rounded = forwardOrDie(*bf16PerExpert, tokens);
+    EXPECT_GT(ref::maxAbsError(rounded, exact), 0.0);
+    EXPECT_EQ(forwardOrDie(*bf16Stacked, tokens), rounded);
+
+    std::vector<float> logits;
+    if (mixtral) {
+      // The router by its transformers 5 name: never quantized.
+      EXPECT_TRUE(stacked->quantizeWeight(p0 + "mlp.gate.weight", d, true, q8));
+      EXPECT_FALSE(stacked->forward(tokens, logits, error));
+      EXPECT_TRUE(contains(error, "'" + p0 + "block_sparse_moe.gate.weight': a layer's "
+                                  "experts are quantized alike"))
+          << error;
+      continue;
+    }
+    // qwen2_moe's shared expert: its projections quantize as a dense MLP's
+    // (the forward runs, other logits); its gate never.
+    for (const char *proj : {"gate_proj", "up_proj"})
+      EXPECT_TRUE(stacked->quantizeWeight(p0 + "mlp.shared_expert." + proj + ".weight", d,
+                                          true, q8));
+    EXPECT_TRUE(
+        stacked->quantizeWeight(p0 + "mlp.shared_expert.down_proj.weight", s.sharedFfn, true, q8));
+    std::vector<float> sharedQuantized = forwardOrDie(*stacked, tokens);
+    EXPECT_GT(ref::maxAbsError(sharedQuantized, quantized), 1e-5);
+    EXPECT_TRUE(stacked->quantizeWeight(p0 + "mlp.shared_expert_gate.weight", d, true, q8));
+    EXPECT_FALSE(stacked->forward(tokens, logits, error));
+    EXPECT_TRUE(contains(error, "'" + p0 + "mlp.shared_expert_gate.weight': the shared "
+                                "expert's gate is never quantized"))
+        << error;
   }
 }
 

@@ -544,12 +544,16 @@ std::string headName(const ModelConfig &c) {
 }
 
 /// The tensors of layer `layer`'s sparse MoE block, canonical names: the
-/// router and each expert's gate, up and down projections (qwen3_moe
-/// mlp.gate and mlp.experts.E.{gate,up,down}_proj; mixtral
-/// block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}).
+/// router and each expert's gate, up and down projections (qwen3_moe and
+/// qwen2_moe mlp.gate and mlp.experts.E.{gate,up,down}_proj; mixtral
+/// block_sparse_moe.gate and block_sparse_moe.experts.E.{w1,w3,w2}), and
+/// qwen2_moe's shared expert: the module prefix of its gate_proj, up_proj
+/// and down_proj (mlp.shared_expert.) and its gate's weight
+/// (mlp.shared_expert_gate.weight); empty without one.
 struct MoeNames {
   std::string router;
   std::vector<std::string> gate, up, down;
+  std::string shared, sharedGate;
 };
 
 /// gpt_oss's stacked expert tensors of layer `layer`, canonical names.
@@ -564,6 +568,11 @@ StackedExpertNames stackedExpertNames(int64_t layer) {
           m + "experts.down_proj",      m + "experts.down_proj_bias"};
 }
 
+bool isMoeLayer(const ModelConfig &c, int64_t layer) {
+  return layer < static_cast<int64_t>(c.moeLayers.size()) &&
+         c.moeLayers[layer];
+}
+
 MoeNames moeNames(const ModelConfig &c, int64_t layer) {
   const bool mixtral = c.architecture == Architecture::Mixtral;
   const std::string block = basePrefix(c) + "layers." + std::to_string(layer) +
@@ -576,12 +585,51 @@ MoeNames moeNames(const ModelConfig &c, int64_t layer) {
     names.up.push_back(expert + (mixtral ? "w3" : "up_proj") + ".weight");
     names.down.push_back(expert + (mixtral ? "w2" : "down_proj") + ".weight");
   }
+  if (c.sharedExpertFfn > 0) {
+    names.shared = block + "shared_expert.";
+    names.sharedGate = block + "shared_expert_gate.weight";
+  }
   return names;
 }
 
-bool isMoeLayer(const ModelConfig &c, int64_t layer) {
-  return layer < static_cast<int64_t>(c.moeLayers.size()) &&
-         c.moeLayers[layer];
+/// Whether the family's experts may be stored as transformers 5 stacks them
+/// (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts).
+bool readsStackedExperts(const ModelConfig &c) {
+  return c.architecture == Architecture::Qwen3Moe ||
+         c.architecture == Architecture::Qwen2Moe ||
+         c.architecture == Architecture::Mixtral;
+}
+
+/// transformers 5's names of the sparse layers' weights (its conversion
+/// mapping, read backwards): mlp.experts.gate_up_proj [experts, 2 ffn,
+/// hidden], whose slab e is expert e's gate rows then its up rows
+/// (torch.cat([w1 | gate_proj, w3 | up_proj], dim=1)), and
+/// mlp.experts.down_proj [experts, hidden, ffn]; mixtral's router renamed
+/// from block_sparse_moe.gate to mlp.gate.
+std::map<std::string, WeightAlias> weightAliases(const ModelConfig &c) {
+  std::map<std::string, WeightAlias> out;
+  if (!readsStackedExperts(c))
+    return out;
+  for (int64_t i = 0; i < c.layers; ++i) {
+    if (!isMoeLayer(c, i))
+      continue;
+    const MoeNames names = moeNames(c, i);
+    const std::string m = basePrefix(c) + "layers." + std::to_string(i) + ".mlp.";
+    WeightAlias gateUp, down;
+    gateUp.stacked = down.stacked = true;
+    gateUp.shape = {c.experts, 2 * c.expertFfn, c.hidden};
+    down.shape = {c.experts, c.hidden, c.expertFfn};
+    for (int64_t e = 0; e < c.experts; ++e) {
+      gateUp.weights.push_back(names.gate[e]);
+      gateUp.weights.push_back(names.up[e]);
+      down.weights.push_back(names.down[e]);
+    }
+    out[m + "experts.gate_up_proj"] = std::move(gateUp);
+    out[m + "experts.down_proj"] = std::move(down);
+    if (c.architecture == Architecture::Mixtral)
+      out[m + "gate.weight"] = {{names.router}, {c.experts, c.hidden}, false};
+  }
+  return out;
 }
 
 /// The non-weight buffers real checkpoints carry, canonical names.
@@ -615,6 +663,7 @@ std::set<std::string> bufferNames(const ModelConfig &c) {
     case Architecture::Gemma3:
     case Architecture::Phi3:
     case Architecture::Qwen3Moe:
+    case Architecture::Qwen2Moe:
     case Architecture::Mixtral:
     case Architecture::GptOss:
       out.insert(basePrefix(c) + "layers." + l +
@@ -744,6 +793,8 @@ const char *modelTypeName(Architecture architecture) {
     return "xglm";
   case Architecture::Qwen3Moe:
     return "qwen3_moe";
+  case Architecture::Qwen2Moe:
+    return "qwen2_moe";
   case Architecture::Mixtral:
     return "mixtral";
   case Architecture::GptOss:
@@ -783,6 +834,9 @@ void readActivation(ConfigReader &r, const std::string &key,
 std::set<std::string> moeKeysOf(Architecture a) {
   if (a == Architecture::Qwen3Moe)
     return {"num_experts", "num_experts_per_tok", "moe_intermediate_size"};
+  if (a == Architecture::Qwen2Moe)
+    return {"num_experts", "num_experts_per_tok", "moe_intermediate_size",
+            "shared_expert_intermediate_size"};
   if (a == Architecture::Mixtral ||
       a == Architecture::GptOss) // num_experts: the attribute_map alias
     return {"num_local_experts", "num_experts", "num_experts_per_tok"};
@@ -814,7 +868,7 @@ void rejectUnsupportedKeys(ConfigReader &r, const ModelConfig *moeFamily =
     } else {
       r.setError("\"" + r.name(key) +
                  "\": mixture-of-experts configs are not supported (only "
-                 "model_type qwen3_moe, mixtral and gpt_oss)");
+                 "model_type qwen3_moe, qwen2_moe, mixtral and gpt_oss)");
     }
   }
   const char *multimodal[] = {"vision_config", "text_config", "audio_config",
@@ -1223,9 +1277,10 @@ void readNoRopeLayers(ConfigReader &r, ModelConfig &c) {
     c.ropeLayers[i] = (i + 1) % interval != 0;
 }
 
-/// qwen3_moe's and mixtral's experts (Qwen3MoeConfig, MixtralConfig of
-/// transformers 4.57; mixtral's num_experts is v5's attribute_map alias of
-/// num_local_experts): their count, top k and width, the renormalization,
+/// qwen3_moe's, qwen2_moe's and mixtral's experts (Qwen3MoeConfig,
+/// MixtralConfig of transformers 4.57, Qwen2MoeConfig of 5; mixtral's
+/// num_experts is v5's attribute_map alias of num_local_experts): their
+/// count, top k and width, the renormalization, qwen2_moe's shared expert,
 /// and which layers are sparse.
 void readExperts(ConfigReader &r, ModelConfig &c) {
   if (c.architecture == Architecture::GptOss) {
@@ -1249,6 +1304,7 @@ void readExperts(ConfigReader &r, ModelConfig &c) {
     return;
   }
   const bool mixtral = c.architecture == Architecture::Mixtral;
+  const bool qwen2 = c.architecture == Architecture::Qwen2Moe;
   c.moeLayers.assign(c.layers > 0 ? c.layers : 0, false);
   std::string expertsKey = "num_experts";
   if (mixtral) {
@@ -1257,13 +1313,14 @@ void readExperts(ConfigReader &r, ModelConfig &c) {
                      : "num_local_experts";
     c.experts = r.aliased("num_local_experts", "num_experts");
   } else {
-    // Qwen3MoeDecoderLayer: num_experts 0 makes every layer dense.
+    // Qwen3MoeDecoderLayer, Qwen2MoeDecoderLayer: num_experts 0 makes every
+    // layer dense.
     c.experts = r.integer("num_experts", -1, 0);
   }
   const bool sparse = c.experts > 0;
   // Required where some layer routes: dimension keys, as the others.
   c.expertsPerToken = sparse ? r.integer("num_experts_per_tok")
-                             : r.integer("num_experts_per_tok", 8);
+                             : r.integer("num_experts_per_tok", qwen2 ? 4 : 8);
   if (!r.failed() && sparse && c.expertsPerToken > c.experts)
     r.setError("\"" + r.name("num_experts_per_tok") + "\" (" +
                std::to_string(c.expertsPerToken) + ") exceeds \"" +
@@ -1287,7 +1344,15 @@ void readExperts(ConfigReader &r, ModelConfig &c) {
     return;
   }
   c.expertFfn = sparse ? r.integer("moe_intermediate_size")
-                       : r.integer("moe_intermediate_size", 768);
+                       : r.integer("moe_intermediate_size", qwen2 ? 1408 : 768);
+  if (qwen2) {
+    // Qwen2MoeSparseMoeBlock: a shared expert beside the routed ones (no
+    // layer has one when num_experts is 0).
+    const int64_t shared =
+        sparse ? r.integer("shared_expert_intermediate_size")
+               : r.integer("shared_expert_intermediate_size", 5632);
+    c.sharedExpertFfn = sparse ? shared : 0;
+  }
   c.normalizeTopK = r.boolean("norm_topk_prob", false);
   // decoder_sparse_step 0 divides by zero in HF.
   const int64_t step = r.integer("decoder_sparse_step", 1);
@@ -1317,7 +1382,7 @@ void readExperts(ConfigReader &r, ModelConfig &c) {
       mlpOnly.insert(layer);
     }
   }
-  if (r.has("shared_expert_intermediate_size"))
+  if (!qwen2 && r.has("shared_expert_intermediate_size"))
     c.notes.push_back("config.json: " +
                       r.name("shared_expert_intermediate_size") +
                       " is ignored: qwen3_moe has no shared expert "
@@ -1329,12 +1394,12 @@ void readExperts(ConfigReader &r, ModelConfig &c) {
 }
 
 /// llama, mistral, qwen2, qwen3, smollm3, gemma, and the mixture-of-experts
-/// qwen3_moe and mixtral: the LlamaDecoderLayer shape.
+/// qwen3_moe, qwen2_moe, mixtral and gpt_oss: the LlamaDecoderLayer shape.
 void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   const Architecture a = c.architecture;
   const bool qwen = a == Architecture::Qwen2 || a == Architecture::Qwen3;
-  const bool moe = a == Architecture::Qwen3Moe || a == Architecture::Mixtral ||
-                   a == Architecture::GptOss;
+  const bool moe = a == Architecture::Qwen3Moe || a == Architecture::Qwen2Moe ||
+                   a == Architecture::Mixtral || a == Architecture::GptOss;
   const bool gptOss = a == Architecture::GptOss;
   if (gptOss && r.value("quantization_config") &&
       r.value("quantization_config")->kind != JsonValue::Kind::Null)
@@ -1351,7 +1416,8 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   // 16 (None is not handled).
   const std::string kv = "num_key_value_heads";
   // Qwen3MoeConfig default 4 (None is not handled); MixtralConfig default
-  // 8 and None -> heads.
+  // 8 and None -> heads; Qwen2MoeConfig default 16 and None -> heads
+  // (transformers 4; 5's Qwen2MoeConfig no longer maps None).
   switch (a) {
   case Architecture::Mistral:
   case Architecture::Mixtral:
@@ -1366,6 +1432,9 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   case Architecture::Qwen2:
   case Architecture::Qwen3:
     c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 32;
+    break;
+  case Architecture::Qwen2Moe:
+    c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 16;
     break;
   case Architecture::SmolLM3:
     c.kvHeads = r.present(kv) ? r.integer(kv, c.heads) : 4;
@@ -1382,7 +1451,8 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
       "max_position_embeddings",
       a == Architecture::Mistral || a == Architecture::Mixtral ? 4096 * 32
       : gptOss ? 131072
-      : qwen || a == Architecture::SmolLM3 || a == Architecture::Qwen3Moe
+      : qwen || a == Architecture::SmolLM3 || a == Architecture::Qwen3Moe ||
+              a == Architecture::Qwen2Moe
           ? 32768
       : a == Architecture::Gemma ? 8192
                                  : 2048);
@@ -1401,12 +1471,14 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
                  modelTypeName(a));
     c.headDim = r.integer("head_dim", a == Architecture::Gemma ? 256 : 128);
   } else {
-    // Qwen3MoeAttention: getattr(config, "head_dim", hidden // heads), so
-    // null fails there (Qwen3MoeConfig has no head_dim default, unlike
-    // Qwen3Config); MixtralAttention: head_dim or hidden // heads.
-    if (a == Architecture::Qwen3Moe && r.present("head_dim") &&
-        !r.has("head_dim"))
-      r.setError("\"head_dim\" must not be null for qwen3_moe");
+    // Qwen3MoeAttention and Qwen2MoeAttention (LlamaAttention):
+    // getattr(config, "head_dim", hidden // heads), so null fails there
+    // (their configs have no head_dim default, unlike Qwen3Config);
+    // MixtralAttention: head_dim or hidden // heads.
+    if ((a == Architecture::Qwen3Moe || a == Architecture::Qwen2Moe) &&
+        r.present("head_dim") && !r.has("head_dim"))
+      r.setError(std::string("\"head_dim\" must not be null for ") +
+                 modelTypeName(a));
     // GptOssConfig: head_dim 64 when absent, hidden // heads when null.
     if (!r.failed() && !r.has("head_dim") && !(gptOss && !r.present("head_dim")))
       requireDivides(r, c.heads, c.hidden, "num_attention_heads",
@@ -1443,6 +1515,8 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
   }
   if (a == Architecture::Qwen2)
     c.attentionBias = true; // q/k/v always, o_proj never
+  if (a == Architecture::Qwen2Moe) // Qwen2MoeAttention: q/k/v, o_proj never
+    c.attentionBias = r.boolean("qkv_bias", true);
   if (gptOss)
     c.attentionBias = r.boolean("attention_bias", true); // q/k/v and o
   if (a == Architecture::Qwen3 || a == Architecture::Qwen3Moe) {
@@ -1503,15 +1577,21 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
                         r.name("layer_types") +
                         ": every layer slides when use_sliding_window, "
                         "none otherwise");
-  } else if (qwen) {
+  } else if (qwen || a == Architecture::Qwen2Moe) {
     // Qwen2Config and Qwen3Config: sliding_window is None unless
-    // use_sliding_window.
+    // use_sliding_window. Qwen2MoeConfig: 0 unless use_sliding_window; a
+    // null one with it fails HF's forward (Qwen2MoeModel builds the sliding
+    // mask whatever the layers).
+    const bool qwen2Moe = a == Architecture::Qwen2Moe;
     bool use = r.boolean("use_sliding_window", false);
+    const bool nullWindow =
+        r.present("sliding_window") && !r.has("sliding_window");
+    if (qwen2Moe && use && nullWindow)
+      r.setError("\"sliding_window\" must not be null with "
+                 "use_sliding_window for qwen2_moe (Qwen2MoeModel's sliding "
+                 "mask reads it)");
     int64_t window = r.integer("sliding_window", 4096);
-    c.slidingWindow =
-        use && r.present("sliding_window") && !r.has("sliding_window")
-            ? 0
-            : (use ? window : 0);
+    c.slidingWindow = use && nullWindow ? 0 : (use ? window : 0);
     int64_t maxWindowLayers = r.integer("max_window_layers", 28, 0);
     if (readLayerTypes(r, c)) {
       if (anySliding(c) && c.slidingWindow == 0)
@@ -1519,9 +1599,12 @@ void parseLlamaFamily(ConfigReader &r, ModelConfig &c) {
                    "use_sliding_window is false or sliding_window null");
     } else if (c.slidingWindow > 0) {
       // layer_types' default: "sliding_attention" for layer i >=
-      // max_window_layers.
+      // max_window_layers (qwen2, qwen3); for qwen2_moe when
+      // bool((i + 1) % 2) and i < max_window_layers.
       for (int64_t i = 0; i < c.layers; ++i)
-        c.slidingLayers[i] = i >= maxWindowLayers;
+        c.slidingLayers[i] = qwen2Moe
+                                 ? (i + 1) % 2 != 0 && i < maxWindowLayers
+                                 : i >= maxWindowLayers;
     }
   } else if (a == Architecture::SmolLM3) {
     // SmolLM3Config: sliding_window (default None) applies only with
@@ -1952,6 +2035,7 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
       {"bloom", Architecture::Bloom},
       {"xglm", Architecture::XGLM},
       {"qwen3_moe", Architecture::Qwen3Moe},
+      {"qwen2_moe", Architecture::Qwen2Moe},
       {"mixtral", Architecture::Mixtral},
       {"gpt_oss", Architecture::GptOss},
   };
@@ -1967,11 +2051,12 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     r.setError("unsupported model_type \"" + type +
                "\" (expected gpt2, llama, mistral, qwen2, qwen3, smollm3, "
                "gemma, gemma2, gemma3_text, gemma3, phi3, gpt_neox, gptj, opt, "
-               "bloom, xglm, qwen3_moe, mixtral or gpt_oss)");
+               "bloom, xglm, qwen3_moe, qwen2_moe, mixtral or gpt_oss)");
   } else if (type == "gemma3") {
     parseGemma3Multimodal(r, c);
   } else {
     const bool moe = c.architecture == Architecture::Qwen3Moe ||
+                     c.architecture == Architecture::Qwen2Moe ||
                      c.architecture == Architecture::Mixtral ||
                      c.architecture == Architecture::GptOss;
     rejectUnsupportedKeys(r, moe ? &c : nullptr);
@@ -1986,6 +2071,7 @@ bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
     case Architecture::SmolLM3:
     case Architecture::Gemma:
     case Architecture::Qwen3Moe:
+    case Architecture::Qwen2Moe:
     case Architecture::Mixtral:
     case Architecture::GptOss:
       parseLlamaFamily(r, c);
@@ -2300,6 +2386,7 @@ ModelReference::expectedWeights(const ModelConfig &c) {
   case Architecture::Gemma:
   case Architecture::Phi3:
   case Architecture::Qwen3Moe:
+  case Architecture::Qwen2Moe:
   case Architecture::Mixtral:
   case Architecture::GptOss: {
     bool phi3 = c.architecture == Architecture::Phi3;
@@ -2341,13 +2428,21 @@ ModelReference::expectedWeights(const ModelConfig &c) {
         continue;
       }
       if (isMoeLayer(c, i)) {
-        // The router, then each expert's gate, up and down (forward order).
+        // The router, then each expert's gate, up and down (forward order);
+        // qwen2_moe's shared expert (a Qwen2MoeMLP) and its gate
+        // (nn.Linear(hidden, 1, bias=False)) after them.
         const MoeNames names = moeNames(c, i);
         add(names.router, {c.experts, d});
         for (int64_t e = 0; e < c.experts; ++e) {
           add(names.gate[e], {c.expertFfn, d});
           add(names.up[e], {c.expertFfn, d});
           add(names.down[e], {d, c.expertFfn});
+        }
+        if (c.sharedExpertFfn > 0) {
+          linear(names.shared + "gate_proj", c.sharedExpertFfn, d, false);
+          linear(names.shared + "up_proj", c.sharedExpertFfn, d, false);
+          linear(names.shared + "down_proj", d, c.sharedExpertFfn, false);
+          add(names.sharedGate, {1, d});
         }
         continue;
       }
@@ -2474,10 +2569,12 @@ ModelReference::expectedWeights(const ModelConfig &c) {
 namespace {
 
 /// Shared by load and create: matches stored names to the expected weights
-/// and checks shapes. `fetch` supplies the data of a stored tensor.
+/// (or to their transformers 5 names: `aliases`) and checks shapes. `fetch`
+/// supplies the data of a stored tensor.
 template <typename Fetch>
 bool collectWeights(
     const ModelConfig &config,
+    const std::map<std::string, WeightAlias> &aliases,
     const std::vector<std::pair<std::string, std::string>> &storedNameAndDtype,
     const std::map<std::string, std::vector<int64_t>> &shapes,
     const std::string &where, Fetch fetch,
@@ -2489,6 +2586,10 @@ bool collectWeights(
   for (const auto &[name, shape] : expected) {
     weightNames.insert(name);
     expectedShape[name] = shape;
+  }
+  for (const auto &[name, alias] : aliases) {
+    weightNames.insert(name);
+    expectedShape[name] = alias.shape;
   }
   std::set<std::string> buffers = bufferNames(config);
   std::map<std::string, std::string> storedFor; // canonical -> stored
@@ -2505,6 +2606,10 @@ bool collectWeights(
     case NameKind::Weight:
       break;
     }
+    // Mixtral's router under its transformers 5 name is the router.
+    auto alias = aliases.find(canonical);
+    if (alias != aliases.end() && !alias->second.stacked)
+      canonical = alias->second.weights.front();
     auto [it, inserted] = storedFor.emplace(canonical, stored);
     if (!inserted) {
       error = where + ": tensor '" + canonical + "' is stored twice, as '" +
@@ -2524,7 +2629,62 @@ bool collectWeights(
       return false;
     }
   }
+  // A sparse layer's experts stacked as transformers 5 saves them: both
+  // tensors, and none of the per-expert ones; their slabs are the
+  // per-expert weights.
+  std::set<std::string> fromStacked;
+  const std::string gateUpSuffix = "experts.gate_up_proj";
+  for (const auto &[gateUpName, gateUp] : aliases) {
+    if (!gateUp.stacked || gateUpName.size() < gateUpSuffix.size() ||
+        gateUpName.compare(gateUpName.size() - gateUpSuffix.size(),
+                           gateUpSuffix.size(), gateUpSuffix) != 0)
+      continue;
+    const std::string downName =
+        gateUpName.substr(0, gateUpName.size() - gateUpSuffix.size()) +
+        "experts.down_proj";
+    const WeightAlias &down = aliases.at(downName);
+    const auto gateUpIt = storedFor.find(gateUpName);
+    const auto downIt = storedFor.find(downName);
+    if (gateUpIt == storedFor.end() && downIt == storedFor.end())
+      continue; // per expert
+    const std::string &stacked =
+        (gateUpIt != storedFor.end() ? gateUpIt : downIt)->second;
+    for (const WeightAlias *part : {&gateUp, &down})
+      for (const std::string &piece : part->weights)
+        if (storedFor.count(piece)) {
+          error = where + ": tensors '" + storedFor.at(piece) + "' and '" +
+                  stacked +
+                  "' hold the same layer's experts, per expert and stacked "
+                  "(transformers 5): a layer's experts are stored one way";
+          return false;
+        }
+    if (gateUpIt == storedFor.end() || downIt == storedFor.end()) {
+      const bool noGateUp = gateUpIt == storedFor.end();
+      error = where + ": missing tensor '" +
+              (noGateUp ? gateUpName : downName) + "' (shape " +
+              shapeText((noGateUp ? gateUp : down).shape) +
+              "), stacked with '" + stacked + "'";
+      return false;
+    }
+    // gate_up_proj slab e: expert e's gate rows, then its up rows; the
+    // per-expert weights in slab order.
+    for (const auto &[part, storedName] :
+         {std::make_pair(&gateUp, gateUpIt->second),
+          std::make_pair(&down, downIt->second)}) {
+      std::vector<float> data;
+      if (!fetch(storedName, data, error))
+        return false;
+      const size_t piece = data.size() / part->weights.size();
+      for (size_t k = 0; k < part->weights.size(); ++k) {
+        weights[part->weights[k]].assign(data.begin() + k * piece,
+                                         data.begin() + (k + 1) * piece);
+        fromStacked.insert(part->weights[k]);
+      }
+    }
+  }
   for (const auto &[name, shape] : expected) {
+    if (fromStacked.count(name))
+      continue;
     auto it = storedFor.find(name);
     if (it == storedFor.end()) {
       error = where + ": missing tensor '" + name + "' (shape " +
@@ -2566,8 +2726,9 @@ ModelReference::load(const std::string &dir, std::string &error,
                    std::string &err) {
     return file->read(*entries.at(stored), data, err);
   };
-  if (!collectWeights(model->modelConfig, names, shapes, file->path(), fetch,
-                      model->weights, error, warnings))
+  model->aliases = weightAliases(model->modelConfig);
+  if (!collectWeights(model->modelConfig, model->aliases, names, shapes,
+                      file->path(), fetch, model->weights, error, warnings))
     return nullptr;
   return model;
 }
@@ -2598,8 +2759,9 @@ ModelReference::create(const ModelConfig &config,
     data = t.data;
     return true;
   };
-  if (!collectWeights(config, names, shapes, "tensors", fetch, model->weights,
-                      error, warnings))
+  model->aliases = weightAliases(config);
+  if (!collectWeights(config, model->aliases, names, shapes, "tensors", fetch,
+                      model->weights, error, warnings))
     return nullptr;
   return model;
 }
@@ -2620,6 +2782,11 @@ static float roundToBf16(float value) {
 }
 
 bool ModelReference::roundWeightToBf16(const std::string &name) {
+  if (auto alias = aliases.find(name); alias != aliases.end()) {
+    for (const std::string &piece : alias->second.weights)
+      roundWeightToBf16(piece);
+    return true;
+  }
   auto it = weights.find(name);
   if (it == weights.end())
     return false;
@@ -2630,13 +2797,32 @@ bool ModelReference::roundWeightToBf16(const std::string &name) {
 
 bool ModelReference::quantizeWeight(const std::string &name, int64_t in, bool outIn,
                                     QuantFormat format, int64_t experts) {
+  if (auto alias = aliases.find(name); alias != aliases.end()) {
+    if (!alias->second.stacked) // mixtral's router, renamed
+      return quantizeWeight(alias->second.weights.front(), in, outIn, format,
+                            experts);
+    // transformers 5's stacked [experts, out, in] tensor, held as the
+    // per-expert weights of its slabs: each block of `in` is one row's, so
+    // slab e rounds as its pieces do (gate_up_proj: expert e's gate rows,
+    // then its up rows).
+    if (!outIn)
+      return false;
+    for (const std::string &piece : alias->second.weights)
+      quantizeWeight(piece, in, outIn, format);
+    return true;
+  }
   auto it = weights.find(name);
   if (it == weights.end())
     return false;
   if (quantizedInputs.count(&it->second))
     return true;
   std::vector<float> &all = it->second;
-  const size_t slab = all.size() / static_cast<size_t>(std::max<int64_t>(experts, 1));
+  // [..., out, in]: each row rounds on its own, slab by slab or whole (a
+  // per-expert weight the caller names with the layer's `experts` too);
+  // [experts, in, out] (x @ W): slab by slab.
+  const size_t slab =
+      outIn ? all.size()
+            : all.size() / static_cast<size_t>(std::max<int64_t>(experts, 1));
   for (size_t begin = 0; begin < all.size(); begin += slab) {
     std::vector<float> part(all.begin() + begin, all.begin() + begin + slab);
     roundThroughFormat(part, in, outIn, format);
@@ -3007,6 +3193,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
   case Architecture::Gemma:
   case Architecture::Phi3:
   case Architecture::Qwen3Moe:
+  case Architecture::Qwen2Moe:
   case Architecture::Mixtral:
   case Architecture::GptOss: {
     const bool phi3 = arch == Architecture::Phi3;
@@ -3086,6 +3273,41 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
                             gateUp ? quantize : RowRounding(),
                             down ? quantize : RowRounding());
     };
+    // A gated MLP (`m` gate_proj, up_proj, down_proj, no biases) of `width`
+    // on h: down(act(gate h) * up h). The dense MLP (LlamaMLP, Qwen3MoeMLP,
+    // Qwen2MoeMLP), and qwen2_moe's shared expert.
+    auto gatedMlp = [&](const std::vector<float> &h, const std::string &m,
+                        int64_t width) {
+      return dense(gated(dense(h, d, m + "gate_proj", width),
+                         dense(h, d, m + "up_proj", width)),
+                   width, m + "down_proj", d);
+    };
+    // Qwen2MoeSparseMoeBlock: routed + sigmoid(h shared_expert_gate^T) *
+    // shared_expert(h), added in one rounding as attn.moe_experts adds its
+    // shared expert. The gate stays f32, as the router.
+    auto withSharedExpert = [&](const std::vector<float> &routed,
+                                const std::vector<float> &h, int64_t layer) {
+      const MoeNames names = moeNames(c, layer);
+      const std::vector<float> shared =
+          gatedMlp(h, names.shared, c.sharedExpertFfn);
+      const std::vector<float> &gate = w(names.sharedGate);
+      if (quantizedInputs.count(&gate))
+        throw std::invalid_argument(
+            "'" + names.sharedGate +
+            "': the shared expert's gate is never quantized (the compiler "
+            "keeps it f32, as the router)");
+      const std::vector<float> logits = ref::linear(h, n, d, gate, 1, outIn);
+      std::vector<float> out(routed.size());
+      for (int64_t t = 0; t < n; ++t) {
+        const double sigmoid =
+            1.0 / (1.0 + std::exp(-static_cast<double>(logits[t])));
+        for (int64_t i = 0; i < d; ++i)
+          out[t * d + i] = static_cast<float>(
+              static_cast<double>(routed[t * d + i]) +
+              sigmoid * static_cast<double>(shared[t * d + i]));
+      }
+      return out;
+    };
     x = embedding(w("model.embed_tokens.weight"), c.vocab, d, ids);
     if (arch == Architecture::Gemma)
       x = scaled(x, c.embeddingScale); // hidden_states * normalizer
@@ -3128,20 +3350,21 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
         continue;
       }
       if (isMoeLayer(c, i)) {
-        x = residualAdd(x, sparseMoe(h2, i));
+        std::vector<float> y = sparseMoe(h2, i);
+        if (c.sharedExpertFfn > 0)
+          y = withSharedExpert(y, h2, i);
+        x = residualAdd(x, y);
         continue;
       }
-      std::vector<float> gate, up;
       if (phi3) {
         // gate, up_states = gate_up_proj(x).chunk(2): gate first.
         std::vector<float> gu = dense(h2, d, l + "mlp.gate_up_proj", 2 * f);
-        gate = columns(gu, n, 2 * f, 0, f);
-        up = columns(gu, n, 2 * f, f, f);
+        x = residualAdd(x, dense(gated(columns(gu, n, 2 * f, 0, f),
+                                       columns(gu, n, 2 * f, f, f)),
+                                 f, l + "mlp.down_proj", d));
       } else {
-        gate = dense(h2, d, l + "mlp.gate_proj", f);
-        up = dense(h2, d, l + "mlp.up_proj", f);
+        x = residualAdd(x, gatedMlp(h2, l + "mlp.", f));
       }
-      x = residualAdd(x, dense(gated(gate, up), f, l + "mlp.down_proj", d));
     }
     record(x); // the last layer's output
     x = rmsNormOf(x, "model.norm");

@@ -9,8 +9,9 @@
 // call per step with a KV cache. Families: gpt2, llama, mistral, qwen2,
 // qwen3, smollm3, gemma, gemma2, gemma3_text (and gemma3's text_config),
 // phi3, gpt_neox, gptj, opt, bloom, xglm, and the mixture-of-experts
-// qwen3_moe and mixtral (docs/reference.md has the keys each reads and the
-// HF subtleties it follows; README.md those of the two MoE families).
+// qwen3_moe, qwen2_moe, mixtral and gpt_oss (docs/reference.md has the keys
+// each reads and the HF subtleties it follows; README.md those of the MoE
+// families).
 //
 // Independent of the compiler and the runtime on purpose: it shares no code
 // with them, so that a misreading of a checkpoint in one cannot be hidden by
@@ -68,6 +69,9 @@ enum class Architecture {
   Qwen3Moe, ///< qwen3_moe: qwen3's attention, a sparse MoE MLP (mlp.gate,
             ///< mlp.experts.E.*) on the layers decoder_sparse_step and
             ///< mlp_only_layers pick, a dense one on the others
+  Qwen2Moe, ///< qwen2_moe: qwen2's attention (qkv_bias), qwen3_moe's sparse
+            ///< layers plus a shared expert (mlp.shared_expert.*) under
+            ///< its sigmoid gate (mlp.shared_expert_gate)
   Mixtral,  ///< mixtral: mistral's attention, a sparse MoE MLP
             ///< (block_sparse_moe.gate, experts.E.w1/w2/w3) on every layer
   GptOss,   ///< gpt_oss: q/k/v/o biases, attention sinks, windows on the
@@ -190,11 +194,12 @@ struct ModelConfig {
   /// XGLM: the sinusoidal table row that is zeroed (pad_token_id); -1 = none.
   int64_t positionPaddingIndex = -1;
 
-  /// Mixture of experts (qwen3_moe, mixtral). moeLayers[i]: layer i's MLP
-  /// is the sparse block (qwen3_moe: i not in mlp_only_layers,
-  /// num_experts > 0 and (i + 1) % decoder_sparse_step == 0; mixtral: every
-  /// layer); the other layers have the dense MLP of `ffn` (qwen3_moe's
-  /// intermediate_size). Empty for the dense families.
+  /// Mixture of experts (qwen3_moe, qwen2_moe, mixtral, gpt_oss).
+  /// moeLayers[i]: layer i's MLP is the sparse block (qwen3_moe,
+  /// qwen2_moe: i not in mlp_only_layers, num_experts > 0 and (i + 1) %
+  /// decoder_sparse_step == 0; mixtral, gpt_oss: every layer); the other
+  /// layers have the dense MLP of `ffn` (intermediate_size). Empty for the
+  /// dense families.
   std::vector<bool> moeLayers;
   /// The routed experts of a sparse layer (num_experts; mixtral
   /// num_local_experts), the experts each token uses (num_experts_per_tok,
@@ -203,9 +208,14 @@ struct ModelConfig {
   int64_t experts = 0;
   int64_t expertsPerToken = 0;
   int64_t expertFfn = 0;
-  /// The chosen probabilities are divided by their sum: qwen3_moe
-  /// norm_topk_prob (default false), mixtral always.
+  /// The chosen probabilities are divided by their sum: qwen3_moe and
+  /// qwen2_moe norm_topk_prob (default false), mixtral always.
   bool normalizeTopK = false;
+  /// qwen2_moe: every sparse layer also runs a shared expert, a gated MLP
+  /// of this width (shared_expert_intermediate_size; mlp.shared_expert.*),
+  /// on every token and adds it to the routed sum times
+  /// sigmoid(x . mlp.shared_expert_gate); 0 = none.
+  int64_t sharedExpertFfn = 0;
   /// gpt_oss's clamped SwiGLU: swiglu_alpha (1.702), swiglu_limit (7).
   double swigluAlpha = 1.702, swigluLimit = 7.0;
 
@@ -222,7 +232,7 @@ const char *modelTypeName(Architecture architecture);
 
 /// Parses the text of a config.json. Unsupported settings (another
 /// model_type, unsupported rope types (any but longrope for phi3),
-/// mixture-of-experts keys outside qwen3_moe and mixtral, vision keys, OPT's
+/// mixture-of-experts keys outside the MoE families, vision keys, OPT's
 /// word_embed_proj_dim != hidden_size, num_experts_per_tok above the
 /// experts, ...) are errors that name the key.
 bool parseModelConfig(const std::string &jsonText, ModelConfig &config,
@@ -309,6 +319,15 @@ struct Inspection {
   std::vector<float> finalNorm;
 };
 
+/// A transformers 5 name of canonical weights: a stacked experts tensor
+/// (`stacked`; the per-expert weights its slabs hold, in slab order) or
+/// mixtral's renamed router (one weight).
+struct WeightAlias {
+  std::vector<std::string> weights;
+  std::vector<int64_t> shape; ///< of the tensor under this name
+  bool stacked = false;
+};
+
 class ModelReference {
 public:
   /// Loads DIR/config.json and DIR/model.safetensors. Tensor names are
@@ -320,6 +339,14 @@ public:
   /// are skipped; other unknown tensors are skipped with a warning appended
   /// to `warnings` (when given), as are the config's notes. Missing tensors,
   /// wrong shapes and unsupported dtypes are errors naming the tensor.
+  /// qwen3_moe, qwen2_moe and mixtral: a sparse layer's experts may be
+  /// stored per expert (expectedWeights) or, as transformers 5 saves them,
+  /// stacked: mlp.experts.gate_up_proj [experts, 2 ffn, hidden] (each
+  /// expert's gate rows, then its up rows) and mlp.experts.down_proj
+  /// [experts, hidden, ffn], read into the per-expert weights; mixtral's
+  /// router may be named mlp.gate.weight (transformers 5). Both forms in
+  /// one layer, or one of the two stacked tensors alone, is an error
+  /// naming the tensors.
   static std::unique_ptr<ModelReference>
   load(const std::string &dir, std::string &error,
        std::vector<std::string> *warnings = nullptr);
@@ -333,7 +360,9 @@ public:
   /// The weights the forward pass reads, by canonical name, with their
   /// expected shapes, in forward order (per layer: norm, attention, norm,
   /// MLP). Canonical names are HF's *ForCausalLM state_dict names, except
-  /// GPT-2's, which are bare (wte.weight, h.0.ln_1.weight, ...).
+  /// GPT-2's, which are bare (wte.weight, h.0.ln_1.weight, ...), and the
+  /// MoE experts', which are the per-expert ones of transformers 4 (see
+  /// load for the stacked form).
   static std::vector<std::pair<std::string, std::vector<int64_t>>>
   expectedWeights(const ModelConfig &config);
 
@@ -344,7 +373,9 @@ public:
 
   /// Rounds a weight (canonical name) to the nearest bf16, ties to even:
   /// the model as a bf16 checkpoint or bf16-packed weights hold it. False
-  /// when there is no such weight.
+  /// when there is no such weight. The transformers 5 names of load (a
+  /// stacked experts tensor, mixtral's mlp.gate.weight) round the weights
+  /// they hold, whichever form the checkpoint had.
   bool roundWeightToBf16(const std::string &name);
 
   /// The model as the q8_0 / q4_0 kernels compute it: rounds a weight
@@ -356,9 +387,14 @@ public:
   /// when there is no such weight. A sparse MoE block's experts are
   /// quantized alike (every gate and up, every down) and its router never
   /// (the compiler keeps it f32): a forward pass over a mix fails with an
-  /// error naming the weight. A stacked [experts, ...] tensor (gpt_oss's
-  /// experts, `experts` > 1) is rounded slab by slab; a weight already
-  /// rounded is left as it is (several packed buffers read one tensor).
+  /// error naming the weight, as does a quantized shared_expert_gate
+  /// (qwen2_moe; its shared expert's projections are dense ones). A
+  /// stacked [experts, ...] tensor (gpt_oss's experts, `experts` > 1) is
+  /// rounded slab by slab; a weight already rounded is left as it is
+  /// (several packed buffers read one tensor). transformers 5's stacked
+  /// mlp.experts.gate_up_proj / down_proj (qwen3_moe, qwen2_moe, mixtral;
+  /// [experts, out, in], so `outIn` must be true) round each slab's
+  /// per-expert weights alike, whichever form the checkpoint had.
   bool quantizeWeight(const std::string &name, int64_t in, bool outIn,
                       QuantFormat format, int64_t experts = 1);
 
@@ -409,6 +445,8 @@ private:
 
   ModelConfig modelConfig;
   std::map<std::string, std::vector<float>> weights;
+  /// transformers 5's names of canonical weights (load).
+  std::map<std::string, WeightAlias> aliases;
   /// Weights whose projections read int8-quantized inputs.
   std::set<const std::vector<float> *> quantizedInputs;
   CacheFormat cacheFormat = CacheFormat::F32;
@@ -423,15 +461,16 @@ private:
 std::vector<float> xglmSinusoidalPositions(int64_t positions, int64_t dim,
                                            int64_t paddingIndex);
 
-/// The experts of one sparse MoE layer as the checkpoint stores them, one
-/// entry per expert: gate and up [ffn, hidden] (qwen3_moe gate_proj /
-/// up_proj, mixtral w1 / w3), down [hidden, ffn] (down_proj, w2).
+/// The experts of one sparse MoE layer, one entry per expert: gate and up
+/// [ffn, hidden] (qwen3_moe / qwen2_moe gate_proj / up_proj, mixtral w1 /
+/// w3), down [hidden, ffn] (down_proj, w2).
 struct ExpertWeights {
   std::vector<const std::vector<float> *> gate, up, down;
 };
 
 /// The sparse MoE block of qwen3_moe and mixtral (HF's
-/// Qwen3MoeSparseMoeBlock, MixtralSparseMoeBlock) on x [tokens, hidden]:
+/// Qwen3MoeSparseMoeBlock, MixtralSparseMoeBlock; qwen2_moe's routed part)
+/// on x [tokens, hidden]:
 /// p = softmax(x router^T) over every expert (router [experts, hidden], no
 /// bias), the `topK` largest p best first (equal p: the lower expert first,
 /// this project's choice; NaN above every number), divided by their sum

@@ -51,9 +51,10 @@ const char *kUsage =
     "\n"
     "model_type: gpt2, llama, mistral, qwen2, qwen3, smollm3, gemma, gemma2,\n"
     "gemma3_text, gemma3, phi3, gpt_neox, gptj, opt, bloom, xglm, and the\n"
-    "mixture-of-experts qwen3_moe and mixtral; rope_scaling linear, dynamic,\n"
-    "yarn, llama3 (the llama-shaped families), longrope (phi3). See\n"
-    "docs/reference.md and test/reference/README.md.\n";
+    "mixture-of-experts qwen3_moe, qwen2_moe, mixtral and gpt_oss (experts\n"
+    "per expert or stacked as transformers 5 saves them); rope_scaling\n"
+    "linear, dynamic, yarn, llama3 (the llama-shaped families), longrope\n"
+    "(phi3). See docs/reference.md and test/reference/README.md.\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::cerr << "attn-ref-model: error: " << message << "\n";

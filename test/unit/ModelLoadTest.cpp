@@ -509,6 +509,16 @@ TEST_F(LibraryTest, BadManifests) {
       manifestError(mockManifestWith("\"shape\": [40]}", "\"shape\": [-40]}")),
       where() + "manifest weight 'head.bias': \"shape\" holds something "
                 "other than a non-negative integer");
+  // A stacked-experts slice must name its tensor and fit inside it.
+  EXPECT_EQ(manifestError(mockManifestWith(
+                "\"shape\": [40]}", "\"shape\": [40], \"or_slice_of\": {\"shape\": [80]}}")),
+            where() + "manifest weight 'head.bias': \"or_slice_of\" must hold a \"name\", "
+                      "a \"shape\" and an \"offset\"");
+  EXPECT_EQ(manifestError(mockManifestWith(
+                "\"shape\": [40]}", "\"shape\": [40], \"or_slice_of\": {\"name\": "
+                                    "\"heads\", \"shape\": [2, 40], \"offset\": 41}}")),
+            where() + "manifest weight 'head.bias': \"or_slice_of\" 'heads' [2, 40] has no "
+                      "40 elements from 41");
   EXPECT_EQ(manifestError(mockManifestWith("\"name\": \"head.bias\"",
                                            "\"name\": \"wte.weight\"")),
             where() + "manifest weight 'wte.weight' is listed twice");

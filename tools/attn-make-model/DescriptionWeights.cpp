@@ -243,6 +243,47 @@ bool planTensors(const ModelSpec &spec, std::vector<TensorDesc> &tensors,
     plan.push_back(std::move(norm));
     plan.push_back(std::move(projector));
   }
+  if (spec.stackedExperts) {
+    const mlir::attn::WeightNames &n = config->names;
+    if (config->moe.numExperts == 0 || n.stackedExperts.empty()) {
+      error = "stacked experts apply only to qwen3_moe, qwen2_moe and mixtral "
+              "models";
+      return false;
+    }
+    const int64_t experts = config->moe.numExperts, ffn = config->moe.expertFfn,
+                  d = config->hiddenSize;
+    for (int64_t i = 0; i < config->numLayers; ++i) {
+      if (!config->isMoeLayer(i))
+        continue;
+      const std::string layer = base + n.layerPrefix(i);
+      auto take = [&](int64_t e, const std::string &module) {
+        auto it = std::find_if(plan.begin(), plan.end(), [&](const TensorDesc &t) {
+          return t.name == layer + mlir::attn::expertPrefix(n, e) + module + n.weightSuffix;
+        });
+        TensorDesc part = *it;
+        plan.erase(it);
+        return part;
+      };
+      TensorDesc gateUp, down;
+      gateUp.name = gateUp.canonicalName = layer + n.stackedExperts + "gate_up_proj";
+      gateUp.shape = {experts, 2 * ffn, d};
+      down.name = down.canonicalName = layer + n.stackedExperts + "down_proj";
+      down.shape = {experts, d, ffn};
+      auto at = std::find_if(plan.begin(), plan.end(), [&](const TensorDesc &t) {
+        return t.name == layer + mlir::attn::expertPrefix(n, 0) + n.expertGate + n.weightSuffix;
+      }) - plan.begin();
+      for (int64_t e = 0; e < experts; ++e) {
+        gateUp.parts.push_back(take(e, n.expertGate));
+        gateUp.parts.push_back(take(e, n.expertUp));
+        down.parts.push_back(take(e, n.expertDown));
+      }
+      plan.insert(plan.begin() + at, {gateUp, down});
+      if (!n.stackedRouter.empty())
+        for (TensorDesc &t : plan)
+          if (t.name == layer + n.router + n.weightSuffix)
+            t.name = layer + n.stackedRouter + n.weightSuffix;
+    }
+  }
   for (TensorDesc &t : plan)
     t.name = spec.prefix + t.name;
 

@@ -509,6 +509,8 @@ const char *familyName(Family family) {
     return "qwen3";
   case Family::Qwen3Moe:
     return "qwen3_moe";
+  case Family::Qwen2Moe:
+    return "qwen2_moe";
   case Family::Mixtral:
     return "mixtral";
   case Family::GptOss:
@@ -561,15 +563,18 @@ namespace {
 bool isLlamaLike(Family f) {
   return f == Family::Llama || f == Family::Mistral || f == Family::Qwen2 ||
          f == Family::Qwen3 || f == Family::SmolLM3 || f == Family::Gemma ||
-         f == Family::Qwen3Moe || f == Family::Mixtral || f == Family::GptOss;
+         f == Family::Qwen3Moe || f == Family::Qwen2Moe || f == Family::Mixtral ||
+         f == Family::GptOss;
 }
 /// use_sliding_window, max_window_layers (and qwen3's layer_types).
 bool isQwen(Family f) {
-  return f == Family::Qwen2 || f == Family::Qwen3 || f == Family::Qwen3Moe;
+  return f == Family::Qwen2 || f == Family::Qwen3 || f == Family::Qwen3Moe ||
+         f == Family::Qwen2Moe;
 }
 /// A mixture of experts in (some of) the layers.
 bool isMoe(Family f) {
-  return f == Family::Qwen3Moe || f == Family::Mixtral || f == Family::GptOss;
+  return f == Family::Qwen3Moe || f == Family::Qwen2Moe || f == Family::Mixtral ||
+         f == Family::GptOss;
 }
 /// Gemma's block with four norms, query_pre_attn_scalar, softcaps and
 /// windows by pattern or layer_types.
@@ -764,6 +769,7 @@ std::vector<std::string> presetNames() {
           "tiny-qwen3-bias",
           "tiny-qwen3-moe",
           "tiny-qwen3-moe-sparse",
+          "tiny-qwen2-moe",
           "tiny-mixtral",
           "tiny-gpt-oss",
           "qwen3-0.6b",
@@ -880,6 +886,19 @@ bool presetSpec(const std::string &name, ModelSpec &spec) {
       s.layers = 4, s.normTopkProb = false, s.mlpOnlyLayers = {};
       s.decoderSparseStep = 2, s.slidingWindow = 8;
     }
+  } else if (name == "tiny-qwen2-moe") {
+    // Qwen1.5-MoE's layer: q/k/v biases, 8 experts of 48, 3 per token, not
+    // renormalized (norm_topk_prob false, as Qwen1.5-MoE-A2.7B), a shared
+    // expert of 96 under its sigmoid gate, layer 1 dense, and a window of
+    // 8 on layer 0 (Qwen2-MoE's default layer_types: even layers below
+    // max_window_layers 2).
+    s.family = Family::Qwen2Moe;
+    s.layers = 3, s.hidden = 64, s.heads = 4, s.kvHeads = 2, s.ffn = 172;
+    s.vocab = 101, s.maxPositions = 64;
+    s.ropeTheta = 1000000.0, s.normEps = 1e-6;
+    s.experts = 8, s.expertsPerToken = 3, s.moeFfn = 48, s.sharedExpertFfn = 96;
+    s.mlpOnlyLayers = {1};
+    s.slidingWindow = 8, s.maxWindowLayers = 2;
   } else if (name == "tiny-mixtral") {
     // Mixtral's layer with 4 experts of 96, 2 per token, and a window of 8.
     s.family = Family::Mixtral;
@@ -1210,7 +1229,7 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
   if (!isMoe(f) && (spec.experts || spec.expertsPerToken || spec.moeFfn ||
                     spec.normTopkProb || spec.decoderSparseStep ||
                     !spec.mlpOnlyLayers.empty()))
-    return "experts apply only to qwen3_moe, mixtral and gpt_oss models";
+    return "experts apply only to qwen3_moe, qwen2_moe, mixtral and gpt_oss models";
   if (isMoe(f)) {
     if (spec.experts < 1 || spec.experts > 4096 || spec.expertsPerToken < 1 ||
         spec.expertsPerToken > spec.experts)
@@ -1222,14 +1241,20 @@ std::string validateFamilyOptions(const ModelSpec &spec) {
                                  !spec.mlpOnlyLayers.empty()))
       return "mixtral's experts are ffn wide, always renormalized, in every "
              "layer";
-    if (f == Family::Qwen3Moe && (spec.moeFfn < 1 || spec.moeFfn > kMaxDim))
-      return "qwen3_moe needs a moe_intermediate_size";
+    if ((f == Family::Qwen3Moe || f == Family::Qwen2Moe) &&
+        (spec.moeFfn < 1 || spec.moeFfn > kMaxDim))
+      return std::string(familyName(f)) + " needs a moe_intermediate_size";
+    if (f == Family::Qwen2Moe &&
+        (spec.sharedExpertFfn < 1 || spec.sharedExpertFfn > kMaxDim))
+      return "qwen2_moe needs a shared_expert_intermediate_size";
     if (spec.decoderSparseStep < 0 || spec.decoderSparseStep > spec.layers)
       return "decoder_sparse_step out of range";
     for (int64_t layer : spec.mlpOnlyLayers)
       if (layer < 0 || layer >= spec.layers)
         return "mlp_only_layers entries must be layer indices";
   }
+  if (spec.sharedExpertFfn != 0 && f != Family::Qwen2Moe)
+    return "a shared expert applies only to qwen2_moe models";
   if (spec.swigluLimit != 7.0 && f != Family::GptOss)
     return "swiglu_limit applies only to gpt_oss models";
   if (!(spec.swigluLimit > 0) || !std::isfinite(spec.swigluLimit))
@@ -1619,6 +1644,15 @@ int64_t numElements(const TensorDesc &tensor) {
 std::vector<float> tensorValues(const ModelSpec &spec,
                                 const TensorDesc &tensor) {
   std::vector<float> out(static_cast<size_t>(numElements(tensor)));
+  if (!tensor.parts.empty()) {
+    size_t at = 0;
+    for (const TensorDesc &part : tensor.parts) {
+      std::vector<float> values = tensorValues(spec, part);
+      std::copy(values.begin(), values.end(), out.begin() + at);
+      at += values.size();
+    }
+    return out;
+  }
   TensorFiller filler(spec, tensor);
   filler.fill(out.data(), out.size());
   return out;
@@ -1719,6 +1753,22 @@ void writeQwenStyleWindow(const ModelSpec &spec,
   if (!c.count("rope_scaling"))
     c["rope_scaling"] = "null";
   writeLayerTypes(spec, c);
+}
+
+/// qwen2_moe's and qwen3_moe's expert keys, as their checkpoints write them.
+void writeQwenMoeKeys(const ModelSpec &spec, std::map<std::string, std::string> &c) {
+  c["num_experts"] = jsonInt(spec.experts);
+  c["num_experts_per_tok"] = jsonInt(spec.expertsPerToken);
+  c["moe_intermediate_size"] = jsonInt(spec.moeFfn);
+  c["norm_topk_prob"] = jsonBool(spec.normTopkProb);
+  c["decoder_sparse_step"] =
+      jsonInt(spec.decoderSparseStep > 0 ? spec.decoderSparseStep : 1);
+  std::string list;
+  for (int64_t layer : spec.mlpOnlyLayers)
+    list += (list.empty() ? "" : ", ") + std::to_string(layer);
+  c["mlp_only_layers"] = "[" + list + "]";
+  c["router_aux_loss_coef"] = "0.001";
+  c["output_router_logits"] = "false";
 }
 
 /// gemma2 (as google/gemma-2-2b's config.json, transformers 4.42) and
@@ -1924,22 +1974,21 @@ std::string familyConfigJson(const ModelSpec &spec,
                                                          : spec.maxPositions);
     c["max_window_layers"] = jsonInt(effectiveMaxWindowLayers(spec));
     break;
+  case Family::Qwen2Moe:
+    // As Qwen/Qwen1.5-MoE-A2.7B's (no qkv_bias key: true).
+    c["architectures"] = "[\"Qwen2MoeForCausalLM\"]";
+    c["use_sliding_window"] = jsonBool(spec.slidingWindow > 0);
+    c["sliding_window"] = jsonInt(spec.slidingWindow > 0 ? spec.slidingWindow
+                                                         : spec.maxPositions);
+    c["max_window_layers"] = jsonInt(effectiveMaxWindowLayers(spec));
+    c["rope_theta"] = jsonIntegralOrDouble(spec.ropeTheta);
+    writeQwenMoeKeys(spec, c);
+    c["shared_expert_intermediate_size"] = jsonInt(spec.sharedExpertFfn);
+    writeLayerTypes(spec, c);
+    break;
   case Family::Qwen3Moe:
     // As Qwen/Qwen3-30B-A3B's, with the qwen3 keys below.
-    c["num_experts"] = jsonInt(spec.experts);
-    c["num_experts_per_tok"] = jsonInt(spec.expertsPerToken);
-    c["moe_intermediate_size"] = jsonInt(spec.moeFfn);
-    c["norm_topk_prob"] = jsonBool(spec.normTopkProb);
-    c["decoder_sparse_step"] =
-        jsonInt(spec.decoderSparseStep > 0 ? spec.decoderSparseStep : 1);
-    {
-      std::string list;
-      for (int64_t layer : spec.mlpOnlyLayers)
-        list += (list.empty() ? "" : ", ") + std::to_string(layer);
-      c["mlp_only_layers"] = "[" + list + "]";
-    }
-    c["router_aux_loss_coef"] = "0.001";
-    c["output_router_logits"] = "false";
+    writeQwenMoeKeys(spec, c);
     [[fallthrough]];
   case Family::Qwen3:
     // As Qwen3's checkpoints (transformers 4.51): head_dim always (absent
@@ -2237,7 +2286,8 @@ bool writeSafetensors(const ModelSpec &spec,
   const size_t kBlock = size_t(1) << 20;
   std::vector<float> values(kBlock);
   std::vector<unsigned char> bytes(kBlock * 4);
-  for (const TensorDesc &t : tensors) {
+  // A tensor's values from its stream (or its parts', one after another).
+  auto write = [&](const TensorDesc &t) -> bool {
     TensorFiller filler(spec, t);
     size_t remaining = static_cast<size_t>(numElements(t));
     while (remaining > 0) {
@@ -2258,9 +2308,17 @@ bool writeSafetensors(const ModelSpec &spec,
       }
       size_t byteCount = n * elemSize;
       if (std::fwrite(bytes.data(), 1, byteCount, f.get()) != byteCount)
-        return fail(errnoText());
+        return false;
       remaining -= n;
     }
+    return true;
+  };
+  for (const TensorDesc &t : tensors) {
+    bool written = t.parts.empty() ? write(t) : true;
+    for (const TensorDesc &part : t.parts)
+      written = written && write(part);
+    if (!written)
+      return fail(errnoText());
   }
   if (std::fclose(f.release()) != 0)
     return fail(errnoText());

@@ -51,6 +51,9 @@ enum class Family {
   Qwen3Moe, ///< "qwen3_moe": qwen3 with a mixture of experts (mlp.gate,
             ///< mlp.experts.{e}.{gate,up,down}_proj), dense layers by
             ///< mlp_only_layers and decoder_sparse_step.
+  Qwen2Moe, ///< "qwen2_moe": qwen2's attention (qkv_bias), qwen3_moe's
+            ///< experts, and a shared expert (mlp.shared_expert.*_proj)
+            ///< scaled by sigmoid(mlp.shared_expert_gate).
   Mixtral, ///< "mixtral": mistral with a mixture of experts in every layer
            ///< (block_sparse_moe.gate, block_sparse_moe.experts.{e}.w1/w2/w3).
   GptOss,  ///< "gpt_oss": q/k/v/o biases, attention sinks, windows on the
@@ -230,6 +233,12 @@ struct ModelSpec {
   /// With `multimodal`: the names transformers >= 4.52 saves instead
   /// (model.language_model.*, lm_head.weight, model.vision_tower.*).
   bool multimodalCurrentNames = false;
+  /// qwen3_moe, qwen2_moe, mixtral: the experts as transformers 5 saves
+  /// them, mlp.experts.gate_up_proj [experts, 2 ffn, hidden] (each
+  /// expert's gate rows, then its up rows) and mlp.experts.down_proj
+  /// [experts, hidden, ffn] (and mixtral's router as mlp.gate), holding the
+  /// same values as the per-expert tensors.
+  bool stackedExperts = false;
   /// llama, mistral, qwen2, qwen3, gemma, gemma2 rope_scaling; gemma3's
   /// applies to its global layers only; phi3: longrope only.
   RopeScaling ropeScaling;
@@ -244,6 +253,8 @@ struct ModelSpec {
   /// experts are `ffn` wide), norm_topk_prob, decoder_sparse_step (0 = not
   /// written: 1) and mlp_only_layers (dense layers of `ffn`).
   int64_t experts = 0, expertsPerToken = 0, moeFfn = 0;
+  /// qwen2_moe shared_expert_intermediate_size.
+  int64_t sharedExpertFfn = 0;
   bool normTopkProb = false;
   int64_t decoderSparseStep = 0;
   std::vector<int64_t> mlpOnlyLayers;
@@ -346,6 +357,9 @@ struct TensorDesc {
   /// Elements overwritten after generation (ModelSpec::poison): flat index
   /// and value.
   std::vector<std::pair<int64_t, float>> overrides;
+  /// When non-empty, the tensor is these, concatenated (each from its own
+  /// stream): transformers 5's stacked experts made of the per-expert ones.
+  std::vector<TensorDesc> parts;
 };
 
 int64_t numElements(const TensorDesc &tensor);

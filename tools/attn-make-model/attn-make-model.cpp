@@ -39,7 +39,7 @@ const char *kUsage =
     "  gpt2-small, llama-15m, llama-110m, tiny-mistral, tiny-mistral-mqa,\n"
     "  tiny-qwen2, tiny-qwen2-swa, tiny-qwen3, tiny-qwen3-swa,\n"
     "  tiny-qwen3-bias, qwen3-0.6b, tiny-qwen3-moe, tiny-qwen3-moe-sparse,\n"
-    "  qwen3-30b-a3b, tiny-mixtral, tiny-gpt-oss, tiny-smollm3, tiny-smollm3-list,\n"
+    "  tiny-qwen2-moe, qwen3-30b-a3b, tiny-mixtral, tiny-gpt-oss, tiny-smollm3, tiny-smollm3-list,\n"
     "  tiny-gemma, tiny-gemma-mqa, tiny-gemma2,\n"
     "  tiny-gemma3, tiny-gemma3-mm, gemma3-1b, tiny-phi3,\n"
     "  tiny-phi3-partial, tiny-phi3-longrope, phi4-mini, tiny-gpt_neox,\n"
@@ -96,6 +96,9 @@ const char *kUsage =
     "  --prefix P          prepend P to every name (gpt2, e.g. transformer.)\n"
     "  --extra-buffers     add the non-weight buffers real checkpoints carry\n"
     "                      (gpt2, llama)\n"
+    "  --stacked-experts   qwen3_moe, qwen2_moe, mixtral: the experts as\n"
+    "                      transformers 5 saves them (mlp.experts.gate_up_proj,\n"
+    "                      down_proj; mixtral's router as mlp.gate)\n"
     "  --extra-tensor NAME add an unknown tensor (repeatable)\n"
     "  --omit-tensor NAME  leave a tensor out (repeatable)\n"
     "  --poison NAME:I:V   set element I (flat) of a tensor to V: nan, inf,\n"
@@ -224,7 +227,7 @@ int main(int argc, char **argv) {
   std::optional<DType> dtype;
   std::optional<uint64_t> seed;
   std::optional<int64_t> shards;
-  bool extraBuffers = false, quiet = false, sharp = false;
+  bool extraBuffers = false, quiet = false, sharp = false, stackedExperts = false;
   std::vector<std::string> extraTensors, omitTensors;
   std::vector<ModelSpec::Poison> poison;
 
@@ -390,6 +393,9 @@ int main(int argc, char **argv) {
       sharp = true;
     } else if (flag == "--prefix") {
       prefix = takeValue();
+    } else if (flag == "--stacked-experts") {
+      noValue();
+      stackedExperts = true;
     } else if (flag == "--extra-buffers") {
       noValue();
       extraBuffers = true;
@@ -603,6 +609,7 @@ int main(int argc, char **argv) {
   if (scaleEmbedding)
     spec.scaleEmbedding = *scaleEmbedding;
   spec.sharp = sharp;
+  spec.stackedExperts = stackedExperts;
   if (prefix)
     spec.prefix = *prefix;
   if (dtype)

@@ -177,6 +177,12 @@ struct MoeSpec {
   /// in alternate columns, expertDown [experts, ffn, hidden]: gpt-oss's
   /// x @ W layout; their biases under the same names + "_bias").
   bool stacked = false;
+  /// A shared expert every token runs beside the routed ones (Qwen2-MoE,
+  /// Qwen3-Next): a SwiGLU MLP of this width (0: none), its output scaled
+  /// by sigmoid(x . w) with WeightNames::sharedExpertGate's [1, hidden] w
+  /// when `sharedGate`, and added to the routed sum.
+  int64_t sharedFfn = 0;
+  bool sharedGate = false;
 };
 
 /// Where q, k and v come from in the checkpoint.
@@ -252,6 +258,15 @@ struct WeightNames {
   /// Stacked experts (MoeSpec::stacked): the fused gate|up tensor (the
   /// down one is expertDown), whole tensor names within `expert`.
   std::string expertGateUp;
+  /// The shared expert's module (its projections named as an expert's:
+  /// expertGate, expertUp, expertDown) and its gate's module, within a layer.
+  std::string sharedExpert, sharedExpertGate;
+  /// transformers 5's stacked experts (MixtralExperts, Qwen3MoeExperts),
+  /// read where a checkpoint has no per-expert tensors: the module holding
+  /// gate_up_proj [experts, 2 ffn, hidden] (gate rows, then up rows) and
+  /// down_proj [experts, hidden, ffn] (`mlp.experts.`), and the router's
+  /// name there when it differs from `router` (Mixtral's `mlp.gate.`).
+  std::string stackedExperts, stackedRouter;
   /// The attention sinks tensor, a whole name within a layer.
   std::string sinks;
   std::string finalNorm; ///< a prefix, as the layer norms
@@ -369,6 +384,15 @@ struct WeightSpec {
   WeightRole role;
   /// Transformer layer, or -1 for embeddings, final norm and output.
   int64_t layer = -1;
+  /// Where else a checkpoint may hold the weight, when `name` is absent: a
+  /// contiguous run of `numElements()` elements from `offset` within the
+  /// tensor `name` of shape `shape` (an expert's projection within the
+  /// stacked experts tensors transformers 5 saves). Empty name: none.
+  struct Slice {
+    std::string name;
+    llvm::SmallVector<int64_t, 3> shape;
+    int64_t offset = 0;
+  } orSliceOf;
 
   int64_t numElements() const;
 };

@@ -131,6 +131,9 @@ struct LayerEntries {
           expertDownBias = -1;
   /// gpt-oss's attention sinks, [heads].
   int64_t sinks = -1;
+  /// A MoE layer's shared expert is packed in gate, up and down (no dense
+  /// MLP there); the checkpoint's [1, hidden] weight of its gate.
+  int64_t sharedExpertGate = -1;
 
   /// The fields in their fixed order, present or not.
   template <typename F> void forEachField(F &&f) {
@@ -140,7 +143,8 @@ struct LayerEntries {
           &gateBias, &up, &upBias, &down, &downBias, &attentionOutputNorm,
           &attentionOutputNormBias, &mlpOutputNorm, &mlpOutputNormBias,
           &router, &expertGate, &expertUp, &expertDown, &routerBias,
-          &expertGateBias, &expertUpBias, &expertDownBias, &sinks})
+          &expertGateBias, &expertUpBias, &expertDownBias, &sinks,
+          &sharedExpertGate})
       f(*field);
   }
   /// The present entries in that order: what a block function takes.

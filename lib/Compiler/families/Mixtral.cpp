@@ -38,5 +38,8 @@ ModelConfig mlir::attn::readMixtral(ConfigReader &reader) {
   n.expertGate = "w1.";
   n.expertUp = "w3.";
   n.expertDown = "w2.";
+  // transformers 5 saves the block as mlp: mlp.gate, mlp.experts.*_proj.
+  n.stackedExperts = "mlp.experts.";
+  n.stackedRouter = "mlp.gate.";
   return config;
 }

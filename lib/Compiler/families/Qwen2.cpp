@@ -13,14 +13,16 @@ using namespace mlir;
 using namespace mlir::attn;
 
 void mlir::attn::readQwenSlidingWindows(ConfigReader &reader,
-                                        ModelConfig &config) {
+                                        ModelConfig &config, bool alternating) {
   // layer_types is read even where no window applies: a misspelled type
   // would otherwise pass unnoticed.
-  int64_t firstWindowed =
+  int64_t maxWindowLayers =
       reader.nonNegative("max_window_layers", 28, kMaxLayers);
-  std::vector<bool> sliding = readLayerTypes(
-      reader, config.numLayers,
-      [&](int64_t layer) { return layer >= firstWindowed; });
+  std::vector<bool> sliding =
+      readLayerTypes(reader, config.numLayers, [&](int64_t layer) {
+        return alternating ? (layer + 1) % 2 != 0 && layer < maxWindowLayers
+                           : layer >= maxWindowLayers;
+      });
   if (!reader.boolean("use_sliding_window", false))
     return;
   int64_t window = reader.positive("sliding_window", 4096, kMaxPositions);

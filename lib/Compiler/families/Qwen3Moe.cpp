@@ -17,35 +17,26 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-ModelConfig mlir::attn::readQwen3Moe(ConfigReader &reader) {
-  LlamaStyleDefaults defaults{"qwen3_moe"};
-  defaults.kvHeads = 4;
-  defaults.kvHeadsNullIsAllHeads = true;
-  defaults.maxPositions = 32768;
-  ModelConfig config = readLlamaStyle(reader, defaults);
-  readQwen3Attention(reader, config);
-  if (reader.boolean("use_sliding_window", false)) {
-    int64_t window = reader.positive("sliding_window", 4096, kMaxPositions);
-    config.attention.windows.assign(config.numLayers, window);
-    for (const char *key : {"max_window_layers", "layer_types"})
-      if (reader.has(key))
-        config.notes.push_back(std::string("qwen3_moe slides every layer when "
-                                           "use_sliding_window is set, as "
-                                           "transformers does: '") +
-                               key + "' is not used");
-  }
-
-  // num_experts 0: every layer dense, as Qwen3MoeDecoderLayer builds it.
+void mlir::attn::readQwenExperts(ConfigReader &reader, ModelConfig &config,
+                                 int64_t defaultExperts, int64_t defaultTopK,
+                                 int64_t defaultFfn) {
+  // num_experts 0: every layer dense, as the decoder layers build it.
   if (reader.entries().get("num_experts") &&
-      reader.nonNegative("num_experts", 128, kMaxExperts) == 0)
-    return config;
+      reader.nonNegative("num_experts", defaultExperts, kMaxExperts) == 0)
+    return;
   readMixtureOfExperts(reader, config, "num_experts", "moe_intermediate_size",
-                       /*defaultExperts=*/128, /*defaultTopK=*/8,
-                       /*defaultFfn=*/768);
+                       defaultExperts, defaultTopK, defaultFfn);
   MoeSpec &moe = config.moe;
   moe.normalize = reader.boolean("norm_topk_prob", false);
+  WeightNames &n = config.names;
+  n.router = "mlp.gate.";
+  n.expert = "mlp.experts.{}.";
+  n.expertGate = "gate_proj.";
+  n.expertUp = "up_proj.";
+  n.expertDown = "down_proj.";
+  n.stackedExperts = "mlp.experts.";
   int64_t step = reader.positive("decoder_sparse_step", 1, kMaxLayers);
-  // Qwen3MoeDecoderLayer only asks whether a layer is in the list: entries
+  // The decoder layers only ask whether a layer is in the list: entries
   // that are no layer change nothing (a note says so).
   std::vector<int64_t> mlpOnly;
   if (const JsonValue *list = reader.entries().get("mlp_only_layers");
@@ -75,12 +66,27 @@ ModelConfig mlir::attn::readQwen3Moe(ConfigReader &reader) {
       moe.denseLayers.push_back(layer);
   if (static_cast<int64_t>(moe.denseLayers.size()) == config.numLayers)
     moe = MoeSpec();
+}
 
-  WeightNames &n = config.names;
-  n.router = "mlp.gate.";
-  n.expert = "mlp.experts.{}.";
-  n.expertGate = "gate_proj.";
-  n.expertUp = "up_proj.";
-  n.expertDown = "down_proj.";
+ModelConfig mlir::attn::readQwen3Moe(ConfigReader &reader) {
+  LlamaStyleDefaults defaults{"qwen3_moe"};
+  defaults.kvHeads = 4;
+  defaults.kvHeadsNullIsAllHeads = true;
+  defaults.maxPositions = 32768;
+  ModelConfig config = readLlamaStyle(reader, defaults);
+  readQwen3Attention(reader, config);
+  if (reader.boolean("use_sliding_window", false)) {
+    int64_t window = reader.positive("sliding_window", 4096, kMaxPositions);
+    config.attention.windows.assign(config.numLayers, window);
+    for (const char *key : {"max_window_layers", "layer_types"})
+      if (reader.has(key))
+        config.notes.push_back(std::string("qwen3_moe slides every layer when "
+                                           "use_sliding_window is set, as "
+                                           "transformers does: '") +
+                               key + "' is not used");
+  }
+
+  readQwenExperts(reader, config, /*defaultExperts=*/128, /*defaultTopK=*/8,
+                  /*defaultFfn=*/768);
   return config;
 }

@@ -132,6 +132,11 @@
  *     {"name": "h.0.ln_1.weight", "dtype": "F32", "shape": [768]},
  *     {"name": "h.0.attn.c_attn.weight", "dtype": "F32", "shape": [768, 2304],
  *      "used_at_run_time": false},       // optional, default true
+ *     {"name": "l.0.mlp.experts.1.up_proj.weight", "dtype": "F32",
+ *      "shape": [768, 2048], "or_slice_of": {  // optional: when no tensor has
+ *        "name": "l.0.mlp.experts.gate_up_proj", // the name, `elements` of
+ *        "shape": [128, 1536, 2048],             // this one from `offset`
+ *        "offset": 4718592}},                    // (stacked experts)
  *     ...
  *   ],
  *   "packed": [                          // optional: table[#weights ..)

@@ -352,7 +352,8 @@ std::vector<Case> cases() {
                            "tiny-qwen3-swa", "tiny-qwen3-bias", "tiny-gemma2",
                            "tiny-gemma3", "tiny-gemma3-mm", "tiny-smollm3",
                            "tiny-smollm3-list", "tiny-qwen3-moe",
-                           "tiny-qwen3-moe-sparse", "tiny-mixtral", "tiny-gpt-oss"}) {
+                           "tiny-qwen3-moe-sparse", "tiny-qwen2-moe", "tiny-mixtral",
+                           "tiny-gpt-oss"}) {
     modelgen::ModelSpec spec = preset(name);
     spec.sharp = true;
     std::string id = std::string(name + 5) + "_sharp";
@@ -1247,6 +1248,12 @@ TEST(ModelE2EPlantedBugs, EachFamilysDistinctiveFeatureMatters) {
       {"tiny-mixtral", "one expert fewer per token", [](ModelConfig &c) { c.moe.topK -= 1; }},
       {"tiny-qwen3-moe", "gate and up swapped",
        [](ModelConfig &c) { std::swap(c.names.expertGate, c.names.expertUp); }},
+      // Qwen2-MoE's shared expert added whole, its sigmoid gate ignored.
+      {"tiny-qwen2-moe", "the shared expert's gate ignored",
+       [](ModelConfig &c) {
+         c.moe.sharedGate = false;
+         c.names.ignoredSuffixes.push_back("shared_expert_gate.weight");
+       }},
       // gpt-oss: its sinks, its experts' and router's biases, its clamp.
       {"tiny-gpt-oss", "sinks dropped",
        [](ModelConfig &c) {
@@ -1376,6 +1383,76 @@ std::unique_ptr<CompiledModel> prepareTutorial(std::shared_ptr<TutorialDecoder> 
 
 } // namespace
 
+// transformers 5 saves a MixtralExperts / Qwen3MoeExperts block stacked
+// (mlp.experts.gate_up_proj [experts, 2 ffn, hidden], down_proj; Mixtral's
+// router renamed mlp.gate): the library compiled from config.json reads
+// each expert's projection as its slice there, and computes the logits of
+// the per-expert checkpoint holding the same values, bit for bit. A missing
+// per-expert tensor names the stacked one it also looked for, and a
+// stacked tensor of the wrong shape is named with the shape expected.
+TEST(ModelE2EStackedExperts, LoadAsThePerExpertTensors) {
+  for (const char *name : {"tiny-qwen3-moe", "tiny-qwen2-moe", "tiny-mixtral"}) {
+    SCOPED_TRACE(name);
+    modelgen::ModelSpec spec = preset(name);
+    spec.sharp = true;
+    CompiledModel perExpert, stacked;
+    std::string error;
+    ASSERT_TRUE(modelgen::writeModel(spec, perExpert.dir.path, error)) << error;
+    ASSERT_TRUE(compileAndLoad(perExpert, 0, nullptr));
+    spec.stackedExperts = true;
+    ASSERT_TRUE(modelgen::writeModel(spec, stacked.dir.path, error)) << error;
+    char message[512] = "";
+    stacked.model.reset(attnrt_model_load((perExpert.dir.path + "/libmodel.so").c_str(),
+                                          (stacked.dir.path + "/model.safetensors").c_str(),
+                                          message, sizeof message));
+    ASSERT_TRUE(stacked.model) << message;
+    EXPECT_STREQ(attnrt_model_warnings(stacked.model.get()), "");
+    stacked.vocab = perExpert.vocab;
+    std::vector<int32_t> prompt = promptTokens(40, perExpert.vocab);
+    std::vector<float> expected, logits;
+    prefillRows(perExpert, prompt, expected);
+    prefillRows(stacked, prompt, logits);
+    EXPECT_EQ(logits, expected);
+  }
+
+  // The per-expert tiny-mixtral's library, on a checkpoint that lacks one
+  // expert's tensor, then on stacked experts one feature narrower.
+  modelgen::ModelSpec spec = preset("tiny-mixtral");
+  CompiledModel m;
+  std::string error;
+  ASSERT_TRUE(modelgen::writeModel(spec, m.dir.path, error)) << error;
+  ASSERT_TRUE(compileAndLoad(m, 0, nullptr));
+  auto loadError = [&](const modelgen::ModelSpec &variant) {
+    TempDir dir;
+    std::string written;
+    EXPECT_TRUE(modelgen::writeModel(variant, dir.path, written)) << written;
+    char message[512] = "";
+    ModelPtr model(attnrt_model_load((m.dir.path + "/libmodel.so").c_str(),
+                                     (dir.path + "/model.safetensors").c_str(), message,
+                                     sizeof message));
+    EXPECT_FALSE(model);
+    return std::string(message);
+  };
+  modelgen::ModelSpec missing = spec;
+  missing.omitTensors = {"model.layers.1.block_sparse_moe.experts.2.w3.weight"};
+  std::string message = loadError(missing);
+  EXPECT_NE(message.find("missing tensor 'model.layers.1.block_sparse_moe.experts.2.w3.weight' "
+                         "required by the model (tried "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("'model.layers.1.mlp.experts.gate_up_proj'"), std::string::npos)
+      << message;
+  modelgen::ModelSpec narrow = spec;
+  narrow.stackedExperts = true;
+  narrow.ffn -= 1;
+  message = loadError(narrow);
+  EXPECT_NE(message.find("tensor 'model.layers.0.mlp.experts.gate_up_proj' (weight "
+                         "'model.layers.0.block_sparse_moe.experts.0.w1.weight') has shape "
+                         "[4, 190, 64], the model expects [4, 192, 64]"),
+            std::string::npos)
+      << message;
+}
+
 TEST(ModelE2EDescription, TheTutorialDecoderMatchesItsDefinition) {
   std::shared_ptr<TutorialDecoder> decoder;
   std::unique_ptr<CompiledModel> m = prepareTutorial(decoder);
@@ -1471,7 +1548,7 @@ TEST(ModelE2EWeightFormats, Bf16MatchesTheReferenceOnRoundedWeights) {
   for (const char *name : {"tiny-llama", "tiny-llama-tied", "tiny-gpt2", "tiny-phi3",
                            "tiny-gpt_neox", "tiny-bloom", "tiny-qwen3", "tiny-gemma2",
                            "tiny-smollm3", "tiny-phi3-longrope", "tiny-qwen3-moe",
-                           "tiny-gpt-oss"}) {
+                           "tiny-qwen2-moe", "tiny-gpt-oss"}) {
     SCOPED_TRACE(name);
     modelgen::ModelSpec spec = preset(name);
     spec.sharp = true;
@@ -1684,7 +1761,7 @@ TEST(ModelE2EWeightFormats, QuantizedMatchTheReferenceComputedAlike) {
     for (const char *name : {"tiny-llama", "tiny-llama-tied", "tiny-gpt2", "tiny-phi3",
                              "tiny-gpt_neox", "tiny-bloom", "tiny-qwen3", "tiny-gemma3",
                              "tiny-smollm3", "tiny-phi3-longrope", "tiny-qwen3-moe",
-                             "tiny-mixtral", "tiny-gpt-oss"}) {
+                             "tiny-qwen2-moe", "tiny-mixtral", "tiny-gpt-oss"}) {
       std::string label = std::string(name) + " " + mlir::attn::weightFormatName(format);
       SCOPED_TRACE(label);
       modelgen::ModelSpec spec = preset(name);

@@ -272,7 +272,8 @@ Shapes expectedTensors(const Json &c) {
   }
   if (type == "llama" || type == "mistral" || type == "qwen2" ||
       type == "qwen3" || type == "smollm3" || type == "gemma" ||
-      type == "phi3" || type == "qwen3_moe" || type == "mixtral") {
+      type == "phi3" || type == "qwen3_moe" || type == "qwen2_moe" ||
+      type == "mixtral") {
     const bool qwen3 = type == "qwen3" || type == "qwen3_moe";
     int64_t d = num(c, "hidden_size"), v = num(c, "vocab_size");
     int64_t heads = num(c, "num_attention_heads");
@@ -280,7 +281,9 @@ Shapes expectedTensors(const Json &c) {
     // Qwen3Config's head_dim defaults to 128, not hidden / heads.
     int64_t hd = numOr(c, "head_dim", type == "qwen3" ? 128 : d / heads);
     int64_t f = num(c, "intermediate_size");
+    // Qwen2MoeAttention: q/k/v biases by qkv_bias (default true).
     bool qkvBias = type == "qwen2" ||
+                   (type == "qwen2_moe" && flagOr(c, "qkv_bias", true)) ||
                    (type != "phi3" && flagOr(c, "attention_bias", false));
     // Qwen3Attention: attention_bias covers o_proj too; q_norm, k_norm are
     // RMSNorm(head_dim).
@@ -292,7 +295,7 @@ Shapes expectedTensors(const Json &c) {
     auto sparse = [&](int64_t i) {
       if (type == "mixtral")
         return true;
-      if (type != "qwen3_moe")
+      if (type != "qwen3_moe" && type != "qwen2_moe")
         return false;
       for (const Json &layer : c.at("mlp_only_layers"))
         if (layer.get<int64_t>() == i)
@@ -328,6 +331,16 @@ Shapes expectedTensors(const Json &c) {
           s[ex + (mixtral ? "w1" : "gate_proj") + ".weight"] = {ef, d};
           s[ex + (mixtral ? "w3" : "up_proj") + ".weight"] = {ef, d};
           s[ex + (mixtral ? "w2" : "down_proj") + ".weight"] = {d, ef};
+        }
+        // Qwen2MoeSparseMoeBlock: shared_expert (a Qwen2MoeMLP of
+        // shared_expert_intermediate_size) and shared_expert_gate
+        // (Linear(hidden, 1, bias=False)).
+        if (type == "qwen2_moe") {
+          int64_t sf = num(c, "shared_expert_intermediate_size");
+          s[moe + "shared_expert.gate_proj.weight"] = {sf, d};
+          s[moe + "shared_expert.up_proj.weight"] = {sf, d};
+          s[moe + "shared_expert.down_proj.weight"] = {d, sf};
+          s[moe + "shared_expert_gate.weight"] = {1, d};
         }
         continue;
       }
@@ -589,6 +602,15 @@ ConfigKeys configKeys(Family family) {
               "output_router_logits", "rope_scaling", "router_aux_loss_coef",
               "sliding_window", "tie_word_embeddings", "use_sliding_window"}),
         {}};
+  case Family::Qwen2Moe:
+    // Qwen/Qwen1.5-MoE-A2.7B's keys.
+    return {join(join(common, llamaLike),
+                 {"decoder_sparse_step", "max_window_layers", "mlp_only_layers",
+                  "moe_intermediate_size", "norm_topk_prob", "num_experts",
+                  "num_experts_per_tok", "output_router_logits",
+                  "router_aux_loss_coef", "shared_expert_intermediate_size",
+                  "sliding_window", "tie_word_embeddings", "use_sliding_window"}),
+            {"head_dim", "layer_types", "rope_scaling"}};
   case Family::Mixtral:
     return {join(join(common, llamaLike),
                  {"num_experts_per_tok", "num_local_experts",
@@ -805,7 +827,7 @@ TEST(WriterFamilies, EveryPresetWritesItsFamilysLayout) {
     EXPECT_LE(std::abs(spec.vocab - 100), 5) << name;
     checkFolder(spec, writeOrDie(spec, dir.sub(name)), name);
   }
-  EXPECT_EQ(families.size(), 18u) << "a tiny preset of every family";
+  EXPECT_EQ(families.size(), 19u) << "a tiny preset of every family";
 }
 
 /// A benchmark preset's shape against its checkpoint's config.json.
