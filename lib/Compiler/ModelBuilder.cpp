@@ -522,11 +522,13 @@ public:
       if (w.sharedExpertGate)
         sharedGate = linear(h, w.sharedExpertGate, Value(), WeightLayout::OutIn, 1);
     }
-    return MoeExpertsOp::create(
+    // Split, each rank's experts (and shared expert) hold a slice of the
+    // MLP width: their down projections' partial sums are all-reduced.
+    return allReduce(MoeExpertsOp::create(
         b, loc, activations(rows, config.hiddenSize), h, routed.getWeights(),
         routed.getExperts(), w.expertGate, w.expertUp, w.expertDown,
         w.expertGateBias, w.expertUpBias, w.expertDownBias, shared, sharedGate,
-        moe.activation, alpha, limit);
+        moe.activation, alpha, limit));
   }
 
   /// One decoder layer as the description says. `w` holds the layer's

@@ -62,9 +62,14 @@ llvm::Error mlir::attn::checkTensorParallel(const ModelConfig &config,
   if (config.positions.kind == PositionKind::Alibi)
     return fail("ALiBi's per-head slopes (" + config.architecture +
                 ") are not split across ranks yet");
-  if (config.moe.numExperts > 0)
-    return fail("mixture-of-experts layers (" + config.architecture +
-                ") are not split across ranks yet");
+  // A mixture of experts splits every expert's MLP width (and the shared
+  // expert's) as a dense MLP's; the router is whole on every rank.
+  if (config.moe.numExperts > 0) {
+    if (llvm::Error err = divides(config.moe.expertFfn, "experts' MLP width"))
+      return err;
+    if (llvm::Error err = divides(config.moe.sharedFfn, "shared expert's MLP width"))
+      return err;
+  }
   return llvm::Error::success();
 }
 
@@ -73,6 +78,8 @@ ModelConfig mlir::attn::rankLocalConfig(const ModelConfig &config, int64_t ranks
   local.numHeads /= ranks;
   local.numKvHeads /= ranks;
   local.intermediateSize /= ranks;
+  local.moe.expertFfn /= ranks;
+  local.moe.sharedFfn /= ranks;
   return local;
 }
 
@@ -248,8 +255,15 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
       entries.queryNorm = weightOf(p + names.queryNorm);
       entries.keyNorm = weightOf(p + names.keyNorm);
     }
-    if (config.attention.sinks) // whole: no split of MoE models yet
-      entries.sinks = index.lookup(p + names.sinks);
+    if (config.attention.sinks) {
+      // One logit per head: a rank's heads' slice.
+      int64_t weight = index.lookup(p + names.sinks);
+      entries.sinks =
+          split ? packSources(p + names.sinks,
+                              {rowSlice({weight, true, config.numHeads}, 0, config.numHeads)},
+                              true)
+                : weight;
+    }
     entries.output = packSources(
         p + names.output, {columnSlice(whole(p + names.output, outIn), qf)}, false);
     entries.outputBias = onceBias(p + names.output, config.attention.outputBias);
@@ -272,10 +286,14 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
       entries.routerBias = biasOf(p + names.router, moe.routerBias);
       if (moe.sharedFfn > 0) {
         // The shared expert is a dense MLP: the gate, up and down entries.
-        std::string shared = p + names.sharedExpert;
-        entries.gate = pack(shared + names.expertGate, {shared + names.expertGate}, outIn);
-        entries.up = pack(shared + names.expertUp, {shared + names.expertUp}, outIn);
-        entries.down = pack(shared + names.expertDown, {shared + names.expertDown}, outIn);
+        // Split, it is split as one.
+        std::string gate = p + names.sharedExpert + names.expertGate,
+                    up = p + names.sharedExpert + names.expertUp,
+                    down = p + names.sharedExpert + names.expertDown;
+        int64_t sf = moe.sharedFfn;
+        entries.gate = packSources(gate, {rowSlice(whole(gate, outIn), 0, sf)}, false);
+        entries.up = packSources(up, {rowSlice(whole(up, outIn), 0, sf)}, false);
+        entries.down = packSources(down, {columnSlice(whole(down, outIn), sf)}, false);
         if (moe.sharedGate) // f32, as the router
           entries.sharedExpertGate = weightOf(p + names.sharedExpertGate);
       }
@@ -284,47 +302,71 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
         // [experts, hidden, 2 ffn] tensor (x @ W), read per expert as a
         // per-head layout of ffn heads of 2 features; its biases alike.
         std::string gateUp = p + names.expert + names.expertGateUp,
-                    down = p + names.expert + names.expertDown;
+                    downName = p + names.expert + names.expertDown;
+        // Expert e's source of `tensor` as `part` shapes it (its rows, and
+        // one rank's slice when split).
         auto stackedExperts = [&](const std::string &name, const std::string &tensor,
-                                  int64_t first, bool interleaved, int64_t rows,
-                                  bool vector) {
+                                  bool vector, auto part) {
           llvm::SmallVector<PackedWeight::Source, 3> sources;
           for (int64_t e = 0; e < moe.numExperts; ++e) {
-            PackedWeight::Source source{index.lookup(tensor), /*outIn=*/false, rows};
+            PackedWeight::Source source{index.lookup(tensor), /*outIn=*/false, 0};
             source.expert = e;
-            source.rowBegin = first;
-            if (interleaved) {
-              source.heads = rows;
-              source.groups = 2;
-              source.headDim = 1;
-            }
-            sources.push_back(source);
+            sources.push_back(part(source));
           }
           int64_t entry = packSources(name, sources, vector);
           PackedWeight &packed = layout.packed.back();
           packed.experts = moe.numExperts;
-          packed.outFeatures = rows;
+          packed.outFeatures = sources.front().rows;
           return entry;
         };
         int64_t ffn = moe.expertFfn, d = config.hiddenSize;
+        // The gate (first 0) or up (first 1) halves of the interleaved
+        // pairs; a rank's ffn / ranks pairs are contiguous.
+        auto interleaved = [&](int64_t first) {
+          return [=](PackedWeight::Source source) {
+            source.rowBegin = first;
+            source.rows = source.heads = ffn / ranks;
+            source.groups = 2;
+            source.headDim = 1;
+            if (split)
+              source.rankRows = 2 * source.rows;
+            return source;
+          };
+        };
+        auto down = [&](PackedWeight::Source source) {
+          source.rows = d;
+          return columnSlice(source, ffn);
+        };
         std::string experts = p + names.expert;
-        entries.expertGate = stackedExperts(experts + "gate_proj", gateUp, 0, true, ffn, false);
-        entries.expertUp = stackedExperts(experts + "up_proj", gateUp, 1, true, ffn, false);
-        entries.expertDown = stackedExperts(experts + "down_proj", down, 0, false, d, false);
+        entries.expertGate = stackedExperts(experts + "gate_proj", gateUp, false, interleaved(0));
+        entries.expertUp = stackedExperts(experts + "up_proj", gateUp, false, interleaved(1));
+        entries.expertDown = stackedExperts(experts + "down_proj", downName, false, down);
         if (moe.expertBias) {
-          entries.expertGateBias = stackedExperts(experts + "gate_proj_bias",
-                                                  gateUp + "_bias", 0, true, ffn, true);
-          entries.expertUpBias = stackedExperts(experts + "up_proj_bias",
-                                                gateUp + "_bias", 1, true, ffn, true);
-          entries.expertDownBias = index.lookup(down + "_bias");
+          entries.expertGateBias =
+              stackedExperts(experts + "gate_proj_bias", gateUp + "_bias", true, interleaved(0));
+          entries.expertUpBias =
+              stackedExperts(experts + "up_proj_bias", gateUp + "_bias", true, interleaved(1));
+          // Added to the down projection's partial sums: by rank 0 only.
+          entries.expertDownBias =
+              split ? stackedExperts(experts + "down_proj_bias", downName + "_bias", true,
+                                     [&](PackedWeight::Source source) {
+                                       source.rows = d;
+                                       source.firstRankOnly = true;
+                                       return source;
+                                     })
+                    : index.lookup(downName + "_bias");
         }
         layout.layers.push_back(entries);
         continue;
       }
-      auto experts = [&](const std::string &module) {
+      // Split, a rank holds every expert's slice of the MLP width.
+      auto experts = [&](const std::string &module, bool columnParallel) {
         llvm::SmallVector<PackedWeight::Source, 3> sources;
-        for (int64_t e = 0; e < moe.numExperts; ++e)
-          sources.push_back(whole(p + expertPrefix(names, e) + module, outIn));
+        for (int64_t e = 0; e < moe.numExperts; ++e) {
+          PackedWeight::Source source = whole(p + expertPrefix(names, e) + module, outIn);
+          sources.push_back(columnParallel ? rowSlice(source, 0, moe.expertFfn)
+                                           : columnSlice(source, moe.expertFfn));
+        }
         // Named as transformers v5 names its stacked tensors:
         // mlp.experts.gate_proj.
         std::string stacked = names.expert;
@@ -336,9 +378,9 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
         packed.outFeatures = sources.front().rows;
         return entry;
       };
-      entries.expertGate = experts(names.expertGate);
-      entries.expertUp = experts(names.expertUp);
-      entries.expertDown = experts(names.expertDown);
+      entries.expertGate = experts(names.expertGate, true);
+      entries.expertUp = experts(names.expertUp, true);
+      entries.expertDown = experts(names.expertDown, false);
       layout.layers.push_back(entries);
       continue;
     }
