@@ -91,6 +91,10 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
     manifest["attn_git_commit"] = attnGitCommit();
   if (options.inspect)
     manifest["inspect"] = true;
+  if (config.moe.numExperts > 0) {
+    manifest["num_experts"] = config.moe.numExperts;
+    manifest["experts_per_token"] = config.moe.topK;
+  }
   if (options.tensorParallel > 1)
     manifest["tensor_parallel"] = options.tensorParallel;
   if (options.amxTiles)
@@ -344,8 +348,10 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
 
   // int32_t attn_model_inspect(const int32_t *tokens, int64_t n,
   //     const float *const *table, float *kv_cache, float *attention,
-  //     float *residual, float *final_norm, float *logits)
-  //     (from position 0; logits of every token)
+  //     float *residual, float *final_norm, int32_t *experts,
+  //     float *expert_weights, float *logits)
+  //     (from position 0; logits of every token; the routing only in a
+  //     mixture of experts)
   // int32_t attn_model_unembed(const float *hidden, int64_t n,
   //     const float *const *table, float *logits)
   if (options.inspect) {
@@ -354,7 +360,8 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
     if (!inspectImpl || !unembedImpl)
       return module.emitError("the lowered module lacks the inspection entry points");
     OpBuilder::InsertionGuard guard(b);
-    auto inspect = exported("attn_model_inspect", i32, {ptr, i64, ptr, ptr, ptr, ptr, ptr, ptr});
+    auto inspect =
+        exported("attn_model_inspect", i32, {ptr, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr});
     exports.push_back(inspect);
     auto args = inspect.getArguments();
     Value n = args[1];
@@ -368,7 +375,11 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
                    operands);
     abi.descriptor(args[5], {abi.i64(layers + 1), n, abi.i64(d)}, {layers + 1, dynamic, d}, operands);
     abi.descriptor(args[6], {n, abi.i64(d)}, {dynamic, d}, operands);
-    abi.descriptor(args[7], {n, abi.i64(config.vocabSize)}, {dynamic, config.vocabSize},
+    if (int64_t topK = config.moe.topK; config.moe.numExperts > 0)
+      for (int arg : {7, 8})
+        abi.descriptor(args[arg], {abi.i64(layers), n, abi.i64(topK)}, {layers, dynamic, topK},
+                       operands);
+    abi.descriptor(args[9], {n, abi.i64(config.vocabSize)}, {dynamic, config.vocabSize},
                    operands);
     LLVM::ReturnOp::create(b, loc, LLVM::CallOp::create(b, loc, inspectImpl, operands).getResult());
 

@@ -506,6 +506,10 @@ public:
         RankedTensorType::get({rows, moe.topK}, b.getI32Type()), h, w.router,
         w.routerBias, static_cast<uint64_t>(moe.topK), moe.scoring,
         moe.normalize);
+    if (inspect) {
+      routingWeights = routed.getWeights();
+      routingExperts = routed.getExperts();
+    }
     FloatAttr alpha, limit;
     if (moe.activation == MoeActivation::ClampedSwiglu) {
       alpha = b.getF32FloatAttr(static_cast<float>(moe.alpha));
@@ -692,6 +696,9 @@ public:
   PositionSpec layerPositions;
   bool rotates;
   Value probabilities;
+  /// When inspecting a mixture-of-experts layer: its router's weights
+  /// [rows, top_k] and chosen experts [rows, top_k] (i32).
+  Value routingWeights, routingExperts;
   /// The attention sinks of the layer being built (gpt-oss), or null.
   Value sinks;
   /// A batch of decode steps of several sequences (Entry::Batch): row r is
@@ -755,9 +762,18 @@ BlockVariant blockVariant(const ModelConfig &config, int64_t layer, int64_t maxS
           config.isMoeLayer(layer)};
 }
 
+/// A mixture-of-experts layer's routing of `seq` rows, as the inspection
+/// block returns it: the router's weights [seq, top_k] (f32) and chosen
+/// experts [seq, top_k] (i32).
+SmallVector<Type, 2> routingTypes(OpBuilder &b, const ModelConfig &config, int64_t seq) {
+  return {RankedTensorType::get({seq, config.moe.topK}, b.getF32Type()),
+          RankedTensorType::get({seq, config.moe.topK}, b.getI32Type())};
+}
+
 /// func.func private @name(x, layer entries..., kc, vc, pos) -> (x, kc, vc)
 /// for the layers whose caches have `cacheRows` rows; for Entry::Inspect
-/// with the layer's attention weights [heads, seq, keys] as a fourth result;
+/// with the layer's attention weights [heads, seq, keys] as a fourth result
+/// (and, in a mixture-of-experts layer, its routing: routingTypes);
 /// for Entry::Batch (x, layer entries..., pool, keys, values, positions,
 /// slots) -> (x, pool): the pool of every slot's whole cache, the layer's
 /// key and value offsets in a cache (index), each row's position and slot
@@ -792,9 +808,12 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
     inputs.append({ir.cacheType(), ir.cacheType(), b.getIndexType()});
     results.append({ir.cacheType(), ir.cacheType()});
   }
-  if (inspect)
+  if (inspect) {
     results.push_back(RankedTensorType::get(
         {config.numHeads, seq, ShapedType::kDynamic}, b.getF32Type()));
+    if (variant.moe)
+      results.append(routingTypes(b, config, seq));
+  }
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
@@ -818,8 +837,11 @@ func::FuncOp buildBlockFunction(OpBuilder &b, Location loc, ModuleOp module,
       ir.layer(x, LayerValues::bind(exampleEntries, weights), kc, vc, pos);
   if (batch)
     out.pop_back(); // (x, pool)
-  if (inspect)
+  if (inspect) {
     out.push_back(ir.probabilities);
+    if (variant.moe)
+      out.append({ir.routingWeights, ir.routingExperts});
+  }
   func::ReturnOp::create(b, loc, out);
   return func;
 }
@@ -953,7 +975,10 @@ Value insertAt(OpBuilder &b, Location loc, Value part, Value whole, int64_t inde
 /// Entry::Inspect's outputs are attention memref<L x H x ? x ?> (each
 /// layer's weights over the n keys), residual memref<(L + 1) x ? x D> (the
 /// first layer's input, then every layer's output) and the final norm
-/// memref<? x D>; it is meant for pos = 0 (the attention memref has n keys).
+/// memref<? x D>, and for a mixture of experts each layer's chosen experts
+/// memref<L x ? x K x i32> and their weights memref<L x ? x K x f32> (-1 and
+/// 0 in a dense layer); it is meant for pos = 0 (the attention memref has n
+/// keys).
 /// Entry::Batch takes, instead of pos, each token's position and cache slot
 /// (memref<?xi64> each), and instead of the caches their pool
 /// memref<slots x cacheElements> (the slots' caches one after another); its
@@ -981,11 +1006,17 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
     auto cacheType = MemRefType::get({kvCacheRows(config, layer, maxSeq), kvf}, cacheElement);
     inputs.append({cacheType, cacheType});
   }
+  // A mixture of experts is inspected with its routing too.
+  const bool routing = inspect && config.moe.numExperts > 0;
+  const int64_t topK = config.moe.topK;
   if (inspect)
     inputs.append(
         {MemRefType::get({layers, config.numHeads, dynamic, dynamic}, f32),
          MemRefType::get({layers + 1, dynamic, config.hiddenSize}, f32),
          MemRefType::get({dynamic, config.hiddenSize}, f32)});
+  if (routing)
+    inputs.append({MemRefType::get({layers, dynamic, topK}, b.getI32Type()),
+                   MemRefType::get({layers, dynamic, topK}, f32)});
   inputs.push_back(MemRefType::get({dynamic, config.vocabSize}, f32));
 
   OpBuilder::InsertionGuard guard(b);
@@ -999,11 +1030,16 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
   ValueRange weightArgs = args.slice(lead, weights.count);
   ValueRange cacheArgs = args.slice(lead + weights.count, batch ? 1 : 2 * layers);
   Value logitsArg = args.back();
-  Value attentionArg, residualArg, finalNormArg;
+  Value attentionArg, residualArg, finalNormArg, expertsArg, expertWeightsArg;
   if (inspect) {
-    attentionArg = args[args.size() - 4];
-    residualArg = args[args.size() - 3];
-    finalNormArg = args[args.size() - 2];
+    size_t last = args.size() - (routing ? 3 : 1);
+    attentionArg = args[last - 3];
+    residualArg = args[last - 2];
+    finalNormArg = args[last - 1];
+  }
+  if (routing) {
+    expertsArg = args[args.size() - 3];
+    expertWeightsArg = args[args.size() - 2];
   }
   // Validate before touching anything: 1 <= n, 0 <= pos, pos + n <= maxSeq
   // (in a batch: every position in [0, maxSeq), every slot in the pools),
@@ -1050,7 +1086,7 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
       ir.batchSlots = asTensor(b, loc, args[2], /*writable=*/false);
     }
     Value x = ir.embed(asTensor(b, loc, tokens, false), globals, pos, seq);
-    Value attention, residual, pool;
+    Value attention, residual, pool, experts, expertWeights;
     if (batch)
       pool = asTensor(b, loc, cacheArgs[0], /*writable=*/true);
     // A layer's keys and values within one whole cache (layer-major, K then V).
@@ -1058,6 +1094,21 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
     if (inspect) {
       attention = asTensor(b, loc, attentionArg, /*writable=*/true);
       residual = insertAt(b, loc, x, asTensor(b, loc, residualArg, /*writable=*/true), 0);
+    }
+    if (routing) {
+      // A dense layer of a mixture of experts (mlp_only_layers) routes no
+      // token: expert -1, weight 0.
+      experts = asTensor(b, loc, expertsArg, /*writable=*/true);
+      expertWeights = asTensor(b, loc, expertWeightsArg, /*writable=*/true);
+      if (!llvm::all_of(llvm::seq<int64_t>(0, layers),
+                        [&](int64_t l) { return config.isMoeLayer(l); })) {
+        auto fill = [&](Value value, Value tensor) {
+          return linalg::FillOp::create(b, loc, value, tensor).getResult(0);
+        };
+        experts = fill(arith::ConstantIntOp::create(b, loc, -1, 32), experts);
+        expertWeights = fill(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)),
+                             expertWeights);
+      }
     }
     for (int64_t layer = 0; layer < layers; ++layer) {
       SmallVector<Value> operands = {x};
@@ -1082,6 +1133,8 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
       results.append({kc.getType(), kc.getType()});
       if (inspect)
         results.push_back(RankedTensorType::get({config.numHeads, seq, dynamic}, f32));
+      if (inspect && variant.moe)
+        results.append(routingTypes(b, config, seq));
       auto call = func::CallOp::create(b, loc, blockFunctionName(kind, variant, maxSeq),
                                        results, operands);
       x = call.getResult(0);
@@ -1090,6 +1143,10 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
       if (inspect) {
         attention = insertAt(b, loc, call.getResult(3), attention, layer);
         residual = insertAt(b, loc, x, residual, layer + 1);
+      }
+      if (inspect && variant.moe) {
+        expertWeights = insertAt(b, loc, call.getResult(4), expertWeights, layer);
+        experts = insertAt(b, loc, call.getResult(5), experts, layer);
       }
     }
     if (batch)
@@ -1101,6 +1158,10 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
       storeInto(b, loc, attention, attentionArg);
       storeInto(b, loc, residual, residualArg);
       storeInto(b, loc, h, finalNormArg);
+    }
+    if (routing) {
+      storeInto(b, loc, experts, expertsArg);
+      storeInto(b, loc, expertWeights, expertWeightsArg);
     }
     scf::YieldOp::create(
         b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, ATTN_MODEL_OK, 32)});

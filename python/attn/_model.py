@@ -26,11 +26,16 @@ class Error(RuntimeError):
     """An error the Attn runtime reported; the message is the runtime's."""
 
 
-Inspection = collections.namedtuple("Inspection", "attention residual final_norm logits")
+Inspection = collections.namedtuple(
+    "Inspection", "attention residual final_norm logits experts expert_weights",
+    defaults=(None, None))
 Inspection.__doc__ = """What one run over a prompt computes on the way (Model.inspect):
 attention [layers, heads, T, T], residual [layers + 1, T, hidden] (the first
 layer's input, then each layer's output), final_norm [T, hidden] and logits
-[T, vocab_size], all float32."""
+[T, vocab_size], all float32; for a mixture of experts, experts (int32) and
+expert_weights (float32) [layers, T, experts_per_token]: the experts each
+layer's router chose for each token, best first, and their weights (-1 and 0
+in a dense layer); None for other models."""
 
 
 def version():
@@ -100,6 +105,8 @@ class Model:
         self.num_layers, self.num_heads = info.num_layers, info.num_heads
         self.hidden_size = info.hidden_size
         self.can_inspect = bool(info.can_inspect)
+        # A mixture of experts: experts_per_token of num_experts (0 and 0: dense).
+        self.num_experts, self.experts_per_token = info.num_experts, info.experts_per_token
         self._path = path
         self.library_path = lib.attnrt_model_library_path(self._model).decode()
         if threads is not None:
@@ -263,16 +270,24 @@ class Model:
         model = self._inspecting()
         ids = self._ids(ids)
         n = len(ids)
+        routing = (model.num_layers, n, model.experts_per_token)
+        routed = model.experts_per_token > 0
         out = Inspection(
             np.empty((model.num_layers, model.num_heads, n, n), dtype=np.float32),
             np.empty((model.num_layers + 1, n, model.hidden_size), dtype=np.float32),
             np.empty((n, model.hidden_size), dtype=np.float32),
-            np.empty((n, model.vocab_size), dtype=np.float32))
-        floats = [a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) for a in out]
+            np.empty((n, model.vocab_size), dtype=np.float32),
+            np.empty(routing, dtype=np.int32) if routed else None,
+            np.empty(routing, dtype=np.float32) if routed else None)
+        floats = [a.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) for a in out[:4]]
+        experts = (out.experts.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+                   if routed else None)
+        weights = (out.expert_weights.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+                   if routed else None)
         error, size = _runtime.error_buffer()
-        rc = _lib.attnrt_inspect(model._session,
-                                 ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), n,
-                                 *floats, error, size)
+        rc = _lib.attnrt_inspect_routing(model._session,
+                                         ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)), n,
+                                         *floats, experts, weights, error, size)
         _raise_if(rc != 0, error)
         return out
 
@@ -280,6 +295,18 @@ class Model:
         """Every layer's and head's attention weights over `ids`: float32
         [layers, heads, T, T] (Model.inspect's attention)."""
         return self.inspect(ids).attention
+
+    def routing(self, ids):
+        """A mixture of experts' routing of `ids`: (experts, expert_weights),
+        int32 and float32 [layers, T, experts_per_token], the experts each
+        layer's router chose for each token, best first, and their weights
+        (-1 and 0 in a dense layer). Model.inspect's experts and
+        expert_weights."""
+        if self.experts_per_token == 0:
+            raise Error(f"the model ({self.architecture}) is not a mixture of experts: "
+                        "it has no routing")
+        seen = self.inspect(ids)
+        return seen.experts, seen.expert_weights
 
     def unembed(self, hidden):
         """The logit lens: hidden states [T, hidden_size] (e.g. a row of

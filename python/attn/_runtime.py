@@ -39,6 +39,8 @@ class _ModelInfo(ctypes.Structure):
         ("can_inspect", ctypes.c_int32),
         ("tensor_parallel", ctypes.c_int32),
         ("rank", ctypes.c_int32),
+        ("num_experts", ctypes.c_int64),
+        ("experts_per_token", ctypes.c_int64),
     ]
 
 
@@ -105,7 +107,8 @@ def _declare(lib):
         "attnrt_session_reset": (None, [p]),
         "attnrt_prefill": (c.c_int, [p, i32p, i64, f32p, c.c_int, cp, sz]),
         "attnrt_decode": (c.c_int, [p, i32, f32p, cp, sz]),
-        "attnrt_inspect": (c.c_int, [p, i32p, i64, f32p, f32p, f32p, f32p, cp, sz]),
+        "attnrt_inspect_routing": (c.c_int, [p, i32p, i64, f32p, f32p, f32p, f32p, i32p, f32p,
+                                             cp, sz]),
         "attnrt_unembed": (c.c_int, [p, f32p, i64, f32p, cp, sz]),
         "attnrt_sampler_create": (p, [c.POINTER(_SamplerParams), i64, cp, sz]),
         "attnrt_sampler_free": (None, [p]),

@@ -163,6 +163,33 @@ def test_inspect_equals_attn_inspect(llama, cache, tmp_path):
         llama.attention([1] * (llama.max_seq + 1))
 
 
+def test_routing_equals_attn_inspect(cache, tmp_path):
+    """A mixture of experts' routing (Qwen3-MoE, layer 1 dense) from
+    Model.routing and in attn-inspect's report: the same library (one
+    compile, cached), the same arrays."""
+    folder = tmp_path / "moe"
+    subprocess.run([tool("attn-make-model"), "--preset", "tiny-qwen3-moe", "--sharp", "--out",
+                    str(folder), "--quiet"], check=True)
+    ids = [(7 * i + 3) % 101 for i in range(24)]
+    with attn.Model(folder, context=64, cache_dir=cache, inspect=True) as moe:
+        assert (moe.num_experts, moe.experts_per_token) == (8, 3)
+        experts, weights = moe.routing(ids)
+        seen = moe.inspect(ids)
+    assert experts.shape == weights.shape == (3, 24, 3) and experts.dtype == np.int32
+    np.testing.assert_array_equal(seen.experts, experts)
+    assert (experts[1] == -1).all() and (weights[1] == 0).all()
+    for layer in (0, 2):
+        assert ((experts[layer] >= 0) & (experts[layer] < 8)).all()
+        assert all(len(set(row)) == 3 for row in experts[layer])
+        assert (np.diff(weights[layer], axis=-1) <= 0).all()  # best first
+        np.testing.assert_allclose(weights[layer].sum(-1), 1, rtol=1e-6)  # norm_topk_prob
+    subprocess.run([tool("attn-inspect"), str(folder), "--tokens", ",".join(map(str, ids)),
+                    "--ctx", "64", "--out", str(tmp_path / "report"), "--cache-dir", cache],
+                   check=True, capture_output=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "report" / "experts.npy"), experts)
+    np.testing.assert_array_equal(np.load(tmp_path / "report" / "expert_weights.npy"), weights)
+
+
 def test_errors_raise_with_the_runtimes_message(llama, tiny, tmp_path):
     with pytest.raises(attn.Error, match="config.json"):
         attn.Model(tmp_path / "nothing")
@@ -189,6 +216,8 @@ def test_errors_raise_with_the_runtimes_message(llama, tiny, tmp_path):
         attn.Model(*tiny, context=64)
     with pytest.raises(attn.Error, match="attn-compile --inspect"):
         attn.Model(*tiny).attention([1, 2])
+    with pytest.raises(attn.Error, match="not a mixture of experts"):
+        attn.Model(*tiny).routing([1, 2])
     closed = attn.Model(*tiny)
     closed.close()
     with pytest.raises(attn.Error, match="closed"):

@@ -247,8 +247,18 @@ bool parseManifest(std::string_view json, Manifest &manifest,
       !read.integer("num_kv_heads", 0, false, manifest.numKvHeads) ||
       !read.integer("head_dim", 0, false, manifest.headDim) ||
       !read.integer("intermediate_size", 0, false, manifest.intermediateSize) ||
-      !read.integer("tensor_parallel", 1, false, manifest.tensorParallel))
+      !read.integer("tensor_parallel", 1, false, manifest.tensorParallel) ||
+      !read.integer("num_experts", 1, false, manifest.numExperts) ||
+      !read.integer("experts_per_token", 1, false, manifest.expertsPerToken))
     return false;
+  if ((manifest.numExperts > 0) != (manifest.expertsPerToken > 0) ||
+      manifest.expertsPerToken > manifest.numExperts) {
+    error = format("\"experts_per_token\" (%lld) must be given with \"num_experts\" "
+                   "(%lld) and be at most that",
+                   static_cast<long long>(manifest.expertsPerToken),
+                   static_cast<long long>(manifest.numExperts));
+    return false;
+  }
   // Token ids are int32 and logits rows are indexed with int64.
   if (manifest.vocabSize > INT32_MAX) {
     error = "\"vocab_size\" does not fit int32 token ids";

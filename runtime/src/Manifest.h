@@ -48,6 +48,9 @@ struct Manifest {
   int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0, numHeads = 0,
           numKvHeads = 0, headDim = 0, intermediateSize = 0, maxSeq = 0;
   int64_t kvCacheBytes = 0;
+  /// A mixture of experts: the router chooses expertsPerToken of numExperts
+  /// for each token (0 and 0: no experts).
+  int64_t numExperts = 0, expertsPerToken = 0;
   /// How the KV cache stores keys and values: "f32" (also when the manifest
   /// predates the field), "bf16", "f16".
   std::string kvFormat = "f32";

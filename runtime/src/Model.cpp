@@ -193,6 +193,8 @@ static bool loadLibrary(attnrt_model &model, const char *path,
   info.can_inspect = model.inspect && model.unembed && m.numLayers > 0 &&
                      m.numHeads > 0 && m.hiddenSize > 0;
   info.tensor_parallel = static_cast<int32_t>(m.tensorParallel);
+  info.num_experts = m.numExperts;
+  info.experts_per_token = m.expertsPerToken;
   return true;
 }
 
@@ -1055,6 +1057,14 @@ static int checkCanInspect(const attnrt_session *session, const char *function,
 int attnrt_inspect(attnrt_session *session, const int32_t *tokens, int64_t n,
                    float *attention, float *residual, float *final_norm,
                    float *logits, char *error, size_t error_size) {
+  return attnrt_inspect_routing(session, tokens, n, attention, residual, final_norm, logits,
+                                nullptr, nullptr, error, error_size);
+}
+
+int attnrt_inspect_routing(attnrt_session *session, const int32_t *tokens, int64_t n,
+                           float *attention, float *residual, float *final_norm,
+                           float *logits, int32_t *experts, float *expert_weights,
+                           char *error, size_t error_size) {
   return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
     if (!session || !tokens)
       return fail(ATTNRT_ERROR_ARGUMENT, "attnrt_inspect: null session or tokens",
@@ -1063,6 +1073,12 @@ int attnrt_inspect(attnrt_session *session, const int32_t *tokens, int64_t n,
       return code;
     const attnrt_model &model = *session->model;
     const attnrt_model_info &info = model.info;
+    if ((experts || expert_weights) && info.num_experts == 0)
+      return fail(ATTNRT_ERROR_ARGUMENT,
+                  format("attnrt_inspect_routing: the model (%s) is not a mixture of "
+                         "experts: it has no routing to write",
+                         info.architecture),
+                  error, error_size);
     if (n < 1 || n > info.max_seq)
       return fail(ATTNRT_ERROR_POSITION,
                   format("attnrt_inspect: a prompt of %lld tokens does not fit the "
@@ -1083,10 +1099,15 @@ int attnrt_inspect(attnrt_session *session, const int32_t *tokens, int64_t n,
         spare[i].resize(static_cast<size_t>(sizes[i]));
         outputs[i] = spare[i].data();
       }
+    const size_t routed = static_cast<size_t>(info.num_layers * n * info.experts_per_token);
+    std::vector<int32_t> spareExperts(experts ? 0 : routed);
+    std::vector<float> spareWeights(expert_weights ? 0 : routed);
     ScratchScope scratch(session->scratch);
-    int32_t code = model.inspect(tokens, n, model.weights.data(),
-                                 session->kvCache(),
-                                 outputs[0], outputs[1], outputs[2], outputs[3]);
+    int32_t code = model.inspect(tokens, n, model.weights.data(), session->kvCache(),
+                                 outputs[0], outputs[1], outputs[2],
+                                 experts ? experts : spareExperts.data(),
+                                 expert_weights ? expert_weights : spareWeights.data(),
+                                 outputs[3]);
     if (code != ATTN_MODEL_OK)
       return fail(ATTNRT_ERROR_MODEL,
                   format("compiled inspect failed with code %d (%s)", code,

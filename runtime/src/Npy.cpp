@@ -1,8 +1,8 @@
-//===- Npy.cpp - float32 .npy files ---------------------------------------===//
+//===- Npy.cpp - float32 and int32 .npy files -----------------------------===//
 //
 // The NumPy format: "\x93NUMPY", major and minor version bytes, a
 // little-endian header length (u16 in 1.0, u32 in 2.0/3.0), then a Python
-// dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (r, c), }
+// dict literal {'descr': '<f4' (or '<i4'), 'fortran_order': False, 'shape': (r, c), }
 // padded with spaces and a final '\n' so the data starts at a multiple of 64.
 //
 //===----------------------------------------------------------------------===//
@@ -103,27 +103,28 @@ static int npyFail(int code, const std::string &message, char *error,
   return code;
 }
 
-extern "C" {
-
-int attnrt_npy_write_f32(const char *path, const float *data, int32_t ndim,
-                         const int64_t *shape, char *error, size_t error_size) {
+/// A C-order array of `elementSize`-byte elements of numpy type `descr`
+/// ('<f4', '<i4') as .npy; `function` names the caller in errors.
+static int writeNpy(const char *function, const char *descr, size_t elementSize,
+                    const char *path, const void *data, int32_t ndim, const int64_t *shape,
+                    char *error, size_t error_size) {
   return guarded<int>(error, error_size, ATTNRT_ERROR_MEMORY, [&]() -> int {
     if (!path || ndim < 0 || ndim > 32 || (ndim > 0 && !shape))
       return npyFail(ATTNRT_ERROR_ARGUMENT,
-                     "attnrt_npy_write_f32: null path/shape or bad ndim", error,
+                     std::string(function) + ": null path/shape or bad ndim", error,
                      error_size);
     std::vector<int64_t> dims(shape, shape + ndim);
     int64_t elements;
     if (!shapeElements(dims, elements) ||
-        elements > INT64_MAX / static_cast<int64_t>(sizeof(float)))
+        elements > INT64_MAX / static_cast<int64_t>(elementSize))
       return npyFail(ATTNRT_ERROR_ARGUMENT,
-                     "attnrt_npy_write_f32: invalid shape " + formatShape(dims),
+                     std::string(function) + ": invalid shape " + formatShape(dims),
                      error, error_size);
     if (elements > 0 && !data)
-      return npyFail(ATTNRT_ERROR_ARGUMENT, "attnrt_npy_write_f32: null data",
+      return npyFail(ATTNRT_ERROR_ARGUMENT, std::string(function) + ": null data",
                      error, error_size);
 
-    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+    std::string dict = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (";
     for (int32_t i = 0; i < ndim; ++i) {
       if (i)
         dict += ", ";
@@ -159,9 +160,9 @@ int attnrt_npy_write_f32(const char *path, const float *data, int32_t ndim,
     bool ok =
         std::fwrite(prefix, 1, sizeof(prefix), file.get()) == sizeof(prefix) &&
         std::fwrite(dict.data(), 1, dict.size(), file.get()) == dict.size();
-    // The host is little-endian (x86-64, AArch64), as '<f4' requires.
+    // The host is little-endian (x86-64, AArch64), as '<f4' and '<i4' require.
     if (ok && elements > 0)
-      ok = std::fwrite(data, sizeof(float), static_cast<size_t>(elements),
+      ok = std::fwrite(data, elementSize, static_cast<size_t>(elements),
                        file.get()) == static_cast<size_t>(elements);
     int writeErrno = errno;
     int closed = std::fclose(file.release());
@@ -171,6 +172,20 @@ int attnrt_npy_write_f32(const char *path, const float *data, int32_t ndim,
                      error_size);
     return ATTNRT_OK;
   });
+}
+
+extern "C" {
+
+int attnrt_npy_write_f32(const char *path, const float *data, int32_t ndim,
+                         const int64_t *shape, char *error, size_t error_size) {
+  return writeNpy("attnrt_npy_write_f32", "<f4", sizeof(float), path, data, ndim, shape, error,
+                  error_size);
+}
+
+int attnrt_npy_write_i32(const char *path, const int32_t *data, int32_t ndim,
+                         const int64_t *shape, char *error, size_t error_size) {
+  return writeNpy("attnrt_npy_write_i32", "<i4", sizeof(int32_t), path, data, ndim, shape,
+                  error, error_size);
 }
 
 int attnrt_npy_read_f32(const char *path, float **data, int64_t *shape,

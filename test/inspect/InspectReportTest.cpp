@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -371,6 +372,70 @@ TEST_F(WriteReport, InconsistentSizesNameTheField) {
   bad.layers = INT64_MAX / 2; // the expected size overflows
   expectError(bad, "attention");
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// A mixture of experts' routing: experts.npy (int32) and expert_weights.npy
+// [L, T, K] as given, and a table in the page with a row per layer and
+// choice, a dense layer named as such, and each layer's load.
+TEST_F(WriteReport, RoutingOfAMixtureOfExperts) {
+  const int64_t K = 2, E = 6;
+  data.numExperts = E;
+  data.expertsPerToken = K;
+  for (int64_t t = 0; t < T; ++t) // layer 0 dense, layer 1 routed
+    for (int64_t k = 0; k < K; ++k) {
+      data.experts.push_back(-1);
+      data.expertWeights.push_back(0.0f);
+    }
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t k = 0; k < K; ++k) {
+      data.experts.push_back(static_cast<int32_t>(k == 0 ? 4 : t % 3));
+      data.expertWeights.push_back(k == 0 ? 0.75f : 0.25f);
+    }
+  ASSERT_TRUE(writeReport(data, out, error)) << error;
+  std::string bytes = readFile(out + "/experts.npy");
+  const std::string dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 5, 2), }";
+  ASSERT_NE(bytes.find(dict), std::string::npos);
+  ASSERT_EQ(bytes.size() % 64, (L * T * K * 4) % 64);
+  EXPECT_EQ(std::memcmp(bytes.data() + bytes.size() - L * T * K * 4, data.experts.data(),
+                        L * T * K * 4),
+            0);
+  float *weights = nullptr;
+  int64_t shape[3];
+  int32_t ndim = 0;
+  char message[256] = "";
+  ASSERT_EQ(attnrt_npy_read_f32((out + "/expert_weights.npy").c_str(), &weights, shape, 3, &ndim,
+                                message, sizeof(message)),
+            ATTNRT_OK)
+      << message;
+  EXPECT_EQ(std::vector<int64_t>(shape, shape + ndim), (std::vector<int64_t>{L, T, K}));
+  EXPECT_EQ(std::vector<float>(weights, weights + L * T * K), data.expertWeights);
+  attnrt_free(weights);
+
+  std::string html = readFile(out + "/index.html");
+  EXPECT_NE(html.find("<h2>Expert routing</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<th>L0</th><td colspan=\"5\" style=\"text-align:left\">dense MLP"),
+            std::string::npos);
+  EXPECT_NE(html.find("<th>L1 #2</th>"), std::string::npos);
+  EXPECT_NE(html.find("-&gt; expert 4: weight 0.7500"), std::string::npos);
+  // Experts 4, 0, 1 and 2 chosen; 4 by every token.
+  EXPECT_NE(html.find("4 of 6 experts chosen; the busiest, expert 4, by 5 of 5 tokens"),
+            std::string::npos);
+
+  InspectData bad = data;
+  bad.experts.pop_back();
+  EXPECT_FALSE(writeReport(bad, out, error));
+  EXPECT_NE(error.find("InspectData.experts has 19 elements"), std::string::npos) << error;
+  bad = data;
+  bad.expertsPerToken = E + 1;
+  EXPECT_FALSE(writeReport(bad, out, error));
+  EXPECT_NE(error.find("expertsPerToken 7"), std::string::npos) << error;
+}
+
+// A dense model's report has no routing.
+TEST_F(WriteReport, NoRoutingWithoutExperts) {
+  ASSERT_TRUE(writeReport(data, out, error)) << error;
+  EXPECT_FALSE(std::filesystem::exists(out + "/experts.npy"));
+  EXPECT_EQ(readFile(out + "/index.html").find("Expert routing"), std::string::npos);
 }
 
 TEST_F(WriteReport, UnwritableFolderIsNamed) {

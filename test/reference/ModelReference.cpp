@@ -3147,6 +3147,23 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
     if (inspection)
       inspection->finalNorm = x;
   };
+  // A layer's routing (null: a dense layer of a mixture of experts).
+  auto recordRouting = [&](const MoeRouting *routing) {
+    if (!inspection)
+      return;
+    const size_t rows = static_cast<size_t>(n * c.expertsPerToken);
+    if (routing && (routing->experts.size() != rows || routing->weights.size() != rows))
+      throw std::logic_error("recordRouting: the routing is not [n, top k]");
+    std::vector<int32_t> &experts = inspection->experts;
+    std::vector<float> &weights = inspection->expertWeights;
+    if (routing) {
+      experts.insert(experts.end(), routing->experts.begin(), routing->experts.end());
+      weights.insert(weights.end(), routing->weights.begin(), routing->weights.end());
+    } else {
+      experts.insert(experts.end(), rows, -1);
+      weights.insert(weights.end(), rows, 0.0f);
+    }
+  };
 
   std::vector<int64_t> positions(n);
   for (int64_t i = 0; i < n; ++i)
@@ -3227,6 +3244,7 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
       MoeRouting routing =
           moeRouter(h, n, d, w(names.router), E, w(names.routerBias).data(),
                     c.expertsPerToken, MoeScoring::TopKSoftmax, false);
+      recordRouting(&routing);
       RowRounding quantize = [](const std::vector<float> &rows, int64_t count,
                                 int64_t width) {
         return quantizeActivationRows(rows, count, width);
@@ -3267,11 +3285,13 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
                                 int64_t width) {
         return quantizeActivationRows(rows, count, width);
       };
-      return sparseMoeBlock(h, n, d, w(names.router), experts, c.expertFfn,
-                            c.expertsPerToken, c.normalizeTopK,
-                            /*routing=*/nullptr,
-                            gateUp ? quantize : RowRounding(),
-                            down ? quantize : RowRounding());
+      MoeRouting routing;
+      std::vector<float> y = sparseMoeBlock(h, n, d, w(names.router), experts, c.expertFfn,
+                                            c.expertsPerToken, c.normalizeTopK, &routing,
+                                            gateUp ? quantize : RowRounding(),
+                                            down ? quantize : RowRounding());
+      recordRouting(&routing);
+      return y;
     };
     // A gated MLP (`m` gate_proj, up_proj, down_proj, no biases) of `width`
     // on h: down(act(gate h) * up h). The dense MLP (LlamaMLP, Qwen3MoeMLP,
@@ -3356,6 +3376,8 @@ std::vector<float> ModelReference::run(const std::vector<int64_t> &ids,
         x = residualAdd(x, y);
         continue;
       }
+      if (c.experts > 0)
+        recordRouting(nullptr); // a dense layer (mlp_only_layers)
       if (phi3) {
         // gate, up_states = gate_up_proj(x).chunk(2): gate first.
         std::vector<float> gu = dense(h2, d, l + "mlp.gate_up_proj", 2 * f);

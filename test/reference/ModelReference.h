@@ -317,6 +317,11 @@ struct Inspection {
   /// [n, hidden]: the final norm of the last layer's output (itself for a
   /// model without one), what the output head reads.
   std::vector<float> finalNorm;
+  /// [layers, n, top k] in a mixture of experts (empty otherwise): the
+  /// experts each layer's router chose for each token, best first, and
+  /// their weights; -1 and 0 in a dense layer.
+  std::vector<int32_t> experts;
+  std::vector<float> expertWeights;
 };
 
 /// A transformers 5 name of canonical weights: a stacked experts tensor

@@ -34,7 +34,7 @@ enum { W_WTE, W_MIX, W_MIX_BIAS, W_HEAD_BIAS };
 
 /* -DMOCK_ABI_VERSION=1: a library built for another runtime. */
 #ifndef MOCK_ABI_VERSION
-#define MOCK_ABI_VERSION 2
+#define MOCK_ABI_VERSION ATTN_MODEL_ABI_VERSION
 #endif
 #define MOCK_STRING(x) MOCK_STRING_(x)
 #define MOCK_STRING_(x) #x

@@ -442,7 +442,7 @@ TEST_F(LibraryTest, MissingSymbol) {
 }
 
 TEST_F(LibraryTest, BadManifests) {
-  EXPECT_EQ(manifestError("{\"abi_version\": 2,"),
+  EXPECT_EQ(manifestError("{\"abi_version\": 3,"),
             where() + "manifest not valid JSON: at byte 18 (line 1, column "
                       "19): syntax error while parsing object key - unexpected "
                       "end of input; expected string literal");
@@ -450,19 +450,19 @@ TEST_F(LibraryTest, BadManifests) {
                                            "object");
   // A library of another ABI is refused naming both versions.
   EXPECT_EQ(manifestError(
-                mockManifestWith("\"abi_version\": 2", "\"abi_version\": 3")),
-            where() + "manifest abi_version is 3 (made by an attn-compile older "
+                mockManifestWith("\"abi_version\": 3", "\"abi_version\": 4")),
+            where() + "manifest abi_version is 4 (made by an attn-compile older "
                       "than 0.2.0), this runtime (Attn " ATTNRT_VERSION ") supports "
-                      "2: rebuild the model with a matching attn-compile");
+                      "3: rebuild the model with a matching attn-compile");
   EXPECT_EQ(manifestError(mockManifestWith(
-                "\"abi_version\": 2", "\"abi_version\": 3, \"attn_version\": \"0.9.1\"")),
-            where() + "manifest abi_version is 3 (made by attn-compile 0.9.1), "
-                      "this runtime (Attn " ATTNRT_VERSION ") supports 2: rebuild "
+                "\"abi_version\": 3", "\"abi_version\": 4, \"attn_version\": \"0.9.1\"")),
+            where() + "manifest abi_version is 4 (made by attn-compile 0.9.1), "
+                      "this runtime (Attn " ATTNRT_VERSION ") supports 3: rebuild "
                       "the model with a matching attn-compile");
   EXPECT_EQ(manifestError(mockManifestWith(
-                "\"abi_version\": 2", "\"abi_version\": 2, \"attn_version\": 7")),
+                "\"abi_version\": 3", "\"abi_version\": 3, \"attn_version\": 7")),
             where() + "manifest \"attn_version\" must be a non-empty string, got 7");
-  EXPECT_EQ(manifestError(mockManifestWith("\"abi_version\": 2,", "")),
+  EXPECT_EQ(manifestError(mockManifestWith("\"abi_version\": 3,", "")),
             where() + "manifest \"abi_version\" is missing");
   EXPECT_EQ(manifestError(mockManifestWith("\"max_seq\": 24", "\"max\": 24")),
             where() + "manifest \"max_seq\" is missing");
@@ -509,6 +509,16 @@ TEST_F(LibraryTest, BadManifests) {
       manifestError(mockManifestWith("\"shape\": [40]}", "\"shape\": [-40]}")),
       where() + "manifest weight 'head.bias': \"shape\" holds something "
                 "other than a non-negative integer");
+  // A mixture of experts names both counts, K of E.
+  EXPECT_EQ(manifestError(mockManifestWith("\"architecture\": \"mock\",",
+                                           "\"architecture\": \"mock\", \"num_experts\": 4,")),
+            where() + "manifest \"experts_per_token\" (0) must be given with \"num_experts\" "
+                      "(4) and be at most that");
+  EXPECT_EQ(manifestError(mockManifestWith(
+                "\"architecture\": \"mock\",",
+                "\"architecture\": \"mock\", \"num_experts\": 4, \"experts_per_token\": 5,")),
+            where() + "manifest \"experts_per_token\" (5) must be given with \"num_experts\" "
+                      "(4) and be at most that");
   // A stacked-experts slice must name its tensor and fit inside it.
   EXPECT_EQ(manifestError(mockManifestWith(
                 "\"shape\": [40]}", "\"shape\": [40], \"or_slice_of\": {\"shape\": [80]}}")),

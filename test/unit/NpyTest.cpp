@@ -77,6 +77,30 @@ TEST(Npy, WritesNumpyLayout) {
   EXPECT_EQ(std::memcmp(bytes.data() + dataStart, values.data(), 60), 0);
 }
 
+// int32 arrays (expert ids) as numpy's '<i4', the same layout.
+TEST(Npy, WritesInt32) {
+  TempDir dir;
+  std::string path = dir.file("ids.npy");
+  const int32_t values[6] = {-1, 0, 7, 127, -2147483647 - 1, 2147483647};
+  int64_t shape[3] = {1, 2, 3};
+  char error[256] = "";
+  ASSERT_EQ(attnrt_npy_write_i32(path.c_str(), values, 3, shape, error, sizeof(error)),
+            ATTNRT_OK)
+      << error;
+  std::string bytes = readFile(path);
+  ASSERT_GE(bytes.size(), 10u);
+  size_t dataStart = 10 + (static_cast<unsigned char>(bytes[8]) |
+                           static_cast<unsigned char>(bytes[9]) << 8);
+  EXPECT_EQ(dataStart % 64, 0u);
+  const std::string dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 2, 3), }";
+  EXPECT_EQ(bytes.substr(10, dict.size()), dict);
+  ASSERT_EQ(bytes.size(), dataStart + sizeof values);
+  EXPECT_EQ(std::memcmp(bytes.data() + dataStart, values, sizeof values), 0);
+  EXPECT_EQ(attnrt_npy_write_i32(path.c_str(), nullptr, 3, shape, error, sizeof(error)),
+            ATTNRT_ERROR_ARGUMENT);
+  EXPECT_STREQ(error, "attnrt_npy_write_i32: null data");
+}
+
 TEST(Npy, RoundTrips) {
   TempDir dir;
   std::string path = dir.file("r.npy");

@@ -4,7 +4,8 @@
 // PNGs next to it): the heads as a grid of thumbnails with their scores, a
 // large view of the clicked head drawn on a <canvas> from the inline
 // probabilities (hover names query, key and weight), the score table with
-// its legend, the residual stream's norms and the logit lens.
+// its legend, a mixture of experts' routing, the residual stream's norms and
+// the logit lens.
 //
 // The data for the script sits in a <script type="application/json">
 // element: JSON with '<', '>' and '&' as \u escapes, so no token text can
@@ -232,8 +233,8 @@ std::string summary(const HeadView &v) {
 }
 
 /// The header row of the per-position tables: position and token.
-std::string positionHeader(const InspectData &data) {
-  std::string html = "<thead><tr><th>residual</th>";
+std::string positionHeader(const InspectData &data, const char *corner = "residual") {
+  std::string html = std::string("<thead><tr><th>") + corner + "</th>";
   for (size_t t = 0; t < data.ids.size(); ++t)
     html += "<th class=\"tok\" title=\"id " + std::to_string(data.ids[t]) + "\">" +
             std::to_string(t) + "<br>" + htmlEscape(displayText(data.pieces[t])) + "</th>";
@@ -271,6 +272,49 @@ std::string normTable(const InspectData &data) {
     for (double norm : norms)
       html += "<td" + shade(norm / most) + ">" + fixed(norm, 2) + "</td>";
     html += "</tr>";
+  }
+  return html + "</tbody></table></div>";
+}
+
+/// A mixture of experts' routing: per routed layer, a row per choice (best
+/// first) of the expert each token chose, shaded by its weight, and a
+/// summary of how the tokens spread over the experts.
+std::string routingTable(const InspectData &data) {
+  int64_t T = static_cast<int64_t>(data.ids.size()), K = data.expertsPerToken;
+  std::string html = "<div class=\"scroll\"><table>" + positionHeader(data, "layer, choice") +
+                     "<tbody>";
+  for (int64_t l = 0; l < data.layers; ++l) {
+    const int32_t *experts = &data.experts[l * T * K];
+    const float *weights = &data.expertWeights[l * T * K];
+    if (experts[0] < 0) { // a dense layer routes no token
+      html += "<tr><th>L" + std::to_string(l) + "</th><td colspan=\"" + std::to_string(T) +
+              "\" style=\"text-align:left\">dense MLP (no routing)</td></tr>";
+      continue;
+    }
+    std::vector<int64_t> load(data.numExperts, 0);
+    for (int64_t i = 0; i < T * K; ++i)
+      if (experts[i] >= 0 && experts[i] < data.numExperts)
+        ++load[experts[i]];
+    int64_t used = std::count_if(load.begin(), load.end(), [](int64_t c) { return c > 0; });
+    int64_t busiest = std::max_element(load.begin(), load.end()) - load.begin();
+    for (int64_t k = 0; k < K; ++k) {
+      html += "<tr><th>L" + std::to_string(l) + " #" + std::to_string(k + 1) + "</th>";
+      for (int64_t t = 0; t < T; ++t) {
+        int32_t e = experts[t * K + k];
+        float w = weights[t * K + k];
+        std::string title = "L" + std::to_string(l) + ", " + displayText(data.pieces[t]) +
+                            " (position " + std::to_string(t) + ") -> expert " +
+                            std::to_string(e) + ": weight " + fixed(w, 4);
+        html += "<td" + shade(w) + " title=\"" + htmlEscape(title) + "\">" + std::to_string(e) +
+                "</td>";
+      }
+      html += "</tr>";
+    }
+    html += "<tr><th>L" + std::to_string(l) + " load</th><td colspan=\"" + std::to_string(T) +
+            "\" style=\"text-align:left\">" + std::to_string(used) + " of " +
+            std::to_string(data.numExperts) + " experts chosen; the busiest, expert " +
+            std::to_string(busiest) + ", by " + std::to_string(load[busiest]) + " of " +
+            std::to_string(T) + " tokens</td></tr>";
   }
   return html + "</tbody></table></div>";
 }
@@ -429,6 +473,13 @@ std::string renderPage(const InspectData &data, const std::vector<HeadScores> &s
           "</section>\n<div id=\"tip\" class=\"tip\" hidden></div>\n";
   html += "<h2>Head scores</h2>\n" + legend(T) + scoreTable(data, views);
 
+  if (data.expertsPerToken > 0)
+    html += "<h2>Expert routing</h2>\n<p>The experts each layer's router chose for each "
+            "token (" + std::to_string(data.expertsPerToken) + " of " +
+            std::to_string(data.numExperts) +
+            ", best first) and, shaded and on hover, the weight their outputs were summed "
+            "with. Next to this page: experts.npy and expert_weights.npy.</p>\n" +
+            routingTable(data) + "\n";
   html += "<h2>Residual stream</h2>\n<p>The L2 norm of the residual at each position: "
           "residual 0 is the input of layer 0 (embeddings), residual r the output of layer "
           "r - 1; the last row is the final norm's output. Shading: the fraction of the "

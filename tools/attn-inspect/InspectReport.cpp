@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
+#include <type_traits>
 
 namespace attn::inspect {
 
@@ -113,21 +114,40 @@ bool validate(const InspectData &data, std::string &error) {
     return false;
   }
   int64_t T = static_cast<int64_t>(data.ids.size());
-  int64_t L = data.layers;
+  int64_t L = data.layers, K = data.expertsPerToken;
+  if (K < 0 || K > data.numExperts) {
+    error = "InspectData: expertsPerToken " + std::to_string(K) + " not in [0, numExperts " +
+            std::to_string(data.numExperts) + "]";
+    return false;
+  }
   return checkSize("pieces", data.pieces.size(), {T}, "T", error) &&
          checkSize("attention", data.attention.size(), {L, data.heads, T, T},
                    "layers x heads x T x T", error) &&
          checkSize("residual", data.residual.size(), {L + 1, T, data.hidden},
                    "(layers + 1) x T x hidden", error) &&
          checkSize("finalNorm", data.finalNorm.size(), {T, data.hidden}, "T x hidden", error) &&
-         checkSize("lens", data.lens.size(), {L + 1, T}, "(layers + 1) x T", error);
+         checkSize("lens", data.lens.size(), {L + 1, T}, "(layers + 1) x T", error) &&
+         checkSize("experts", data.experts.size(), {L, T, K}, "layers x T x expertsPerToken",
+                   error) &&
+         checkSize("expertWeights", data.expertWeights.size(), {L, T, K},
+                   "layers x T x expertsPerToken", error);
 }
 
-bool writeNpy(const std::string &path, const std::vector<float> &values,
+/// `values` (float32 or int32) as PATH, a .npy of `shape`.
+template <typename Element>
+bool writeNpy(const std::string &path, const std::vector<Element> &values,
               std::initializer_list<int64_t> shape, std::string &error) {
+  static_assert(std::is_same_v<Element, float> || std::is_same_v<Element, int32_t>);
   char message[512] = "";
-  if (attnrt_npy_write_f32(path.c_str(), values.data(), static_cast<int32_t>(shape.size()),
-                           shape.begin(), message, sizeof(message)) == ATTNRT_OK)
+  int32_t rank = static_cast<int32_t>(shape.size());
+  int code;
+  if constexpr (std::is_same_v<Element, float>)
+    code = attnrt_npy_write_f32(path.c_str(), values.data(), rank, shape.begin(), message,
+                                sizeof(message));
+  else
+    code = attnrt_npy_write_i32(path.c_str(), values.data(), rank, shape.begin(), message,
+                                sizeof(message));
+  if (code == ATTNRT_OK)
     return true;
   error = message;
   return false;
@@ -194,6 +214,10 @@ bool writeReport(const InspectData &data, const std::string &dir, std::string &e
       !writeNpy(prefix + "final_norm.npy", data.finalNorm, {T, D}, error) ||
       !writeTextFile(prefix + "tokens.txt", tokensText(data), error) ||
       !writeTextFile(prefix + "scores.json", scoresJson(data, scores), error))
+    return false;
+  if (int64_t K = data.expertsPerToken;
+      K > 0 && (!writeNpy(prefix + "experts.npy", data.experts, {L, T, K}, error) ||
+                !writeNpy(prefix + "expert_weights.npy", data.expertWeights, {L, T, K}, error)))
     return false;
   HeatMapLayout layout = heatMapLayout(T);
   for (int64_t l = 0; l < L; ++l)

@@ -40,6 +40,12 @@ struct InspectData {
   std::vector<float> residual;
   /// [T, hidden]: the final norm of the last residual.
   std::vector<float> finalNorm;
+  /// A mixture of experts (expertsPerToken > 0): [layers, T,
+  /// expertsPerToken] the experts each layer's router chose for each token,
+  /// best first, and their weights; -1 and 0 in a dense layer.
+  int64_t numExperts = 0, expertsPerToken = 0;
+  std::vector<int32_t> experts;
+  std::vector<float> expertWeights;
   /// The logit lens: lens[l * T + t] holds the top-k tokens (most probable
   /// first) that the final norm and the output head read off residual l at
   /// position t, l in [0, layers] (l = layers is the model's output).

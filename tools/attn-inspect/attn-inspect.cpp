@@ -55,7 +55,8 @@ const char *const usage =
     "                         (default), bf16 or f16\n"
     "\n"
     "The attention maps are [layers, heads, T, T]: prompts of a few hundred\n"
-    "tokens make a page of a few megabytes.\n";
+    "tokens make a page of a few megabytes. A mixture of experts' report also\n"
+    "shows each layer's routing (experts.npy, expert_weights.npy).\n";
 
 struct Options {
   std::string modelDir, prompt, file, tokens, out;
@@ -206,9 +207,17 @@ int run(const Options &options) {
   data.attention.resize(data.layers * data.heads * n * n);
   data.residual.resize((data.layers + 1) * n * d);
   data.finalNorm.resize(n * d);
+  data.numExperts = info.num_experts;
+  data.expertsPerToken = info.experts_per_token;
+  data.experts.resize(data.layers * n * data.expertsPerToken);
+  data.expertWeights.resize(data.experts.size());
+  const bool routed = data.expertsPerToken > 0;
   std::vector<float> logits(n * vocab);
-  if (attnrt_inspect(session.get(), ids.data(), n, data.attention.data(), data.residual.data(),
-                     data.finalNorm.data(), nullptr, message, sizeof message))
+  if (attnrt_inspect_routing(session.get(), ids.data(), n, data.attention.data(),
+                             data.residual.data(), data.finalNorm.data(), nullptr,
+                             routed ? data.experts.data() : nullptr,
+                             routed ? data.expertWeights.data() : nullptr, message,
+                             sizeof message))
     return fail(tool, message);
   // The logit lens, one residual at a time (that of the last is the
   // model's output).

@@ -135,6 +135,9 @@ typedef struct {
                                 the dimensions above are the whole model's,
                                 kv_cache_bytes this rank's */
   int32_t rank;              /* this process's rank, 0 .. tensor_parallel - 1 */
+  int64_t num_experts;       /* a mixture of experts: the router chooses */
+  int64_t experts_per_token; /* experts_per_token of num_experts for each
+                                token; 0 and 0 for a dense model */
 } attnrt_model_info;
 
 ATTNRT_API const attnrt_model_info *
@@ -289,6 +292,20 @@ ATTNRT_API int attnrt_inspect(attnrt_session *session, const int32_t *tokens,
                               int64_t n, float *attention, float *residual,
                               float *final_norm, float *logits, char *error,
                               size_t error_size);
+
+/* attnrt_inspect that also writes, for a mixture of experts
+ * (attnrt_model_info.num_experts > 0), each layer's routing, where not NULL:
+ *   experts        [num_layers, n, experts_per_token]: the experts the
+ *                  router chose for each token, best first (-1 in a dense
+ *                  layer, e.g. Qwen3-MoE's mlp_only_layers);
+ *   expert_weights [num_layers, n, experts_per_token]: the weights their
+ *                  outputs were summed with (0 in a dense layer).
+ * A dense model has no routing: ATTNRT_ERROR_ARGUMENT if either is given. */
+ATTNRT_API int attnrt_inspect_routing(attnrt_session *session, const int32_t *tokens,
+                                      int64_t n, float *attention, float *residual,
+                                      float *final_norm, float *logits, int32_t *experts,
+                                      float *expert_weights, char *error,
+                                      size_t error_size);
 
 /* The logit lens: hidden [n, hidden_size] (e.g. a layer's residual stream
  * rows) through the final norm and the output head into logits
@@ -500,6 +517,11 @@ ATTNRT_API int attnrt_chat_template_apply_json(
 /* Writes a C-order float32 array as .npy (format 1.0, '<f4', header padded
  * to 64 bytes as numpy does). */
 ATTNRT_API int attnrt_npy_write_f32(const char *path, const float *data,
+                                    int32_t ndim, const int64_t *shape,
+                                    char *error, size_t error_size);
+
+/* The same for int32 ('<i4'), e.g. token or expert ids. */
+ATTNRT_API int attnrt_npy_write_i32(const char *path, const int32_t *data,
                                     int32_t ndim, const int64_t *shape,
                                     char *error, size_t error_size);
 

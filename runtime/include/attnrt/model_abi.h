@@ -75,7 +75,8 @@
  *   int32_t attn_model_inspect(const int32_t *tokens, int64_t n,
  *                              const float *const *table, float *kv_cache,
  *                              float *attention, float *residual,
- *                              float *final_norm, float *logits);
+ *                              float *final_norm, int32_t *experts,
+ *                              float *expert_weights, float *logits);
  *                                   (optional: attn-compile --inspect)
  *     attn_model_prefill of tokens[0, n) at positions [0, n) with every
  *     row's logits, [n, vocab_size], that also writes what it computed on
@@ -87,6 +88,11 @@
  *     them) and then each layer's output; final_norm [n, hidden_size], the
  *     final norm of the last (the output head's input). The attention
  *     weights come from the q and k the layers use, by the same scoring.
+ *     A mixture of experts (manifest num_experts) also writes each layer's
+ *     routing: experts [num_layers, n, experts_per_token], the experts the
+ *     router chose for each token, best first, and expert_weights of the
+ *     same shape, the weights it gave them (-1 and 0 in a dense layer);
+ *     other models ignore both pointers.
  *
  *   int32_t attn_model_unembed(const float *hidden, int64_t n,
  *                              const float *const *table, float *logits);
@@ -107,9 +113,9 @@
  * Compiled code is reentrant: calls on different KV caches may run
  * concurrently with the same weights.
  *
- * Manifest schema (abi_version 2):
+ * Manifest schema (abi_version 3):
  * {
- *   "abi_version": 2,
+ *   "abi_version": 3,
  *   "attn_version": "0.2.0",             // optional: the attn-compile that made it
  *   "attn_git_commit": "0b552c3abcd1",   // optional: its commit, from a checkout
  *   "architecture": "gpt2" | "llama",
@@ -125,6 +131,8 @@
  *                                        // model's, kv_cache.bytes one rank's
  *   "inspect": true,                     // optional: attn_model_inspect and
  *                                        // attn_model_unembed are exported
+ *   "num_experts": E,                    // optional: a mixture of experts, whose
+ *   "experts_per_token": K,              // router chooses K of E per token
  *   "kv_cache": {"bytes": B,             // the buffer the runtime allocates
  *                "format": "f32" | "bf16" | "f16"},  // optional, default f32:
  *                                        // each cached element's type
@@ -166,7 +174,8 @@
 extern "C" {
 #endif
 
-#define ATTN_MODEL_ABI_VERSION 2
+/* 3: attn_model_inspect writes a mixture of experts' routing. */
+#define ATTN_MODEL_ABI_VERSION 3
 
 enum {
   ATTN_MODEL_OK = 0,
@@ -215,6 +224,7 @@ typedef int32_t (*attn_model_inspect_fn)(const int32_t *tokens, int64_t n,
                                          const float *const *table,
                                          float *kv_cache, float *attention,
                                          float *residual, float *final_norm,
+                                         int32_t *experts, float *expert_weights,
                                          float *logits);
 typedef int32_t (*attn_model_unembed_fn)(const float *hidden, int64_t n,
                                          const float *const *table,

@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -408,8 +409,9 @@ std::pair<double, size_t> worstDifference(const std::vector<float> &a,
 // rounding, and the logit lens of the last residual equal to the logits.
 // Families cover GQA, sliding windows shorter than the prompt (Mistral: 16
 // keys; Qwen2: 8, on one layer), ALiBi (BLOOM), post-norm (OPT-350m) and
-// sinusoidal positions (XGLM); the prompt (40 tokens) is longer than every
-// window, so masks and rings matter.
+// sinusoidal positions (XGLM), and the routing of a mixture of experts
+// (gpt-oss, Qwen3-MoE with a dense layer); the prompt (40 tokens) is longer
+// than every window, so masks and rings matter.
 class ModelE2EInspect : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ModelE2EInspect, AttentionResidualAndFinalNormMatchTheReference) {
@@ -432,8 +434,14 @@ TEST_P(ModelE2EInspect, AttentionResidualAndFinalNormMatchTheReference) {
       << error;
   std::vector<float> attention(layers * heads * n * n, NAN), residual((layers + 1) * n * d, NAN),
       finalNorm(n * d, NAN), logits(n * vocab, NAN);
-  ASSERT_EQ(attnrt_inspect(session.get(), prompt.data(), n, attention.data(), residual.data(),
-                           finalNorm.data(), logits.data(), error, sizeof error),
+  // A mixture of experts' routing too.
+  const int64_t topK = info.experts_per_token;
+  std::vector<int32_t> experts(layers * n * topK, -2);
+  std::vector<float> expertWeights(layers * n * topK, NAN);
+  ASSERT_EQ(attnrt_inspect_routing(session.get(), prompt.data(), n, attention.data(),
+                                   residual.data(), finalNorm.data(), logits.data(),
+                                   topK ? experts.data() : nullptr,
+                                   topK ? expertWeights.data() : nullptr, error, sizeof error),
             ATTNRT_OK)
       << error;
   EXPECT_EQ(attnrt_session_position(session.get()), n);
@@ -469,6 +477,25 @@ TEST_P(ModelE2EInspect, AttentionResidualAndFinalNormMatchTheReference) {
   }
   if (sinks)
     EXPECT_GT(sinkShare, 0.1) << "no head gives its sink a visible share";
+  // The routing: the same experts in the same order (ties are the
+  // reference's torch.topk order), their weights within 1e-5; a dense layer
+  // -1 and 0.
+  ASSERT_EQ(expected.experts.size(), experts.size());
+  for (size_t i = 0; i < experts.size(); ++i)
+    ASSERT_EQ(experts[i], expected.experts[i])
+        << "layer " << i / (n * topK) << " token " << i / topK % n << " choice " << i % topK;
+  auto [routingError, wi] = worstDifference(expertWeights, expected.expertWeights);
+  EXPECT_LE(routingError, 1e-5) << "layer " << wi / (n * topK) << " token " << wi / topK % n;
+  if (topK) {
+    std::set<int32_t> chosen(experts.begin(), experts.end());
+    EXPECT_GT(chosen.size(), static_cast<size_t>(topK)) << "the prompt routes to few experts";
+  } else {
+    int32_t none[1];
+    ASSERT_EQ(attnrt_inspect_routing(session.get(), prompt.data(), n, nullptr, nullptr, nullptr,
+                                     nullptr, none, nullptr, error, sizeof error),
+              ATTNRT_ERROR_ARGUMENT);
+    EXPECT_NE(std::string(error).find("not a mixture of experts"), std::string::npos) << error;
+  }
   // Activations to f32 rounding, relative to their largest magnitude.
   auto scaleOf = [](const std::vector<float> &v) {
     double scale = 1.0;
@@ -520,7 +547,8 @@ std::vector<Case> inspectCases() {
   std::vector<Case> chosen;
   for (const Case &c : cases())
     for (const char *name : {"tiny_gpt2", "tiny_llama_gqa2", "mistral_sharp", "qwen2_swa_sharp",
-                             "bloom_sharp", "opt_postln_sharp", "xglm_sharp", "gpt_oss_sharp"})
+                             "bloom_sharp", "opt_postln_sharp", "xglm_sharp", "gpt_oss_sharp",
+                             "qwen3_moe_sharp"})
       if (c.name == name)
         chosen.push_back(c);
   return chosen;
