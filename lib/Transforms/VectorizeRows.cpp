@@ -79,6 +79,37 @@ std::string whyNotVectorized(linalg::LinalgOp op, int64_t maxLanes) {
   return "";
 }
 
+/// Whether `op` is a contraction that reads each input along its one
+/// reduction loop, innermost and contiguous (an out_in weight's rows: a
+/// mixture of experts' router, [1 x experts x hidden]), with at most
+/// `maxLanes` elements reduced into each output. One op per output of such
+/// a contraction is a dot product the vectorizer takes as a row's
+/// statistic; an input read across its rows (in_out, [1 x 192 x 64]) would
+/// be a strided gather per output and stays scalar.
+bool readsRowsPerOutput(linalg::LinalgOp op, int64_t maxLanes) {
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  if (reductions.size() != 1 || op.getNumParallelLoops() == 0 ||
+      op.getNumDpsInits() != 1)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[reductions[0]] > maxLanes)
+    return false;
+  // One output (a row's statistic) is vectorized whole as it is.
+  if (llvm::product_of(ranges) / ranges[reductions[0]] == 1)
+    return false;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (!map.isFunctionOfDim(reductions[0]))
+      continue;
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    if (!type || !type.isLastDimUnitStride() || map.getNumResults() == 0 ||
+        map.getResults().back() != getAffineDimExpr(reductions[0], op.getContext()))
+      return false;
+  }
+  return true;
+}
+
 /// Lets LLVM sum a floating-point reduction's lanes as a tree rather than
 /// one lane after another (an add chain as long as the row).
 struct ReassociateFloatReduction : OpRewritePattern<vector::ReductionOp> {
@@ -139,6 +170,24 @@ struct VectorizeRowsPass
     // below names the dynamic extents that kept it scalar.
     for (linalg::LinalgOp op : rowOps)
       (void)attn::tileRowByRow(tiler, op, linalg::LinalgTilingLoopType::Loops);
+
+    // A contraction along rows, one output at a time: a loop of dot
+    // products.
+    SmallVector<linalg::LinalgOp> contractions;
+    getOperation()->walk([&](linalg::LinalgOp op) {
+      if (op.hasPureBufferSemantics() && readsRowsPerOutput(op, maxLanes))
+        contractions.push_back(op);
+    });
+    for (linalg::LinalgOp op : contractions) {
+      SmallVector<int64_t> tiles;
+      for (utils::IteratorType kind : op.getIteratorTypesArray())
+        tiles.push_back(kind == utils::IteratorType::parallel ? 1 : 0);
+      linalg::LinalgTilingOptions options;
+      options.setTileSizes(tiles).setLoopType(linalg::LinalgTilingLoopType::Loops);
+      tiler.setInsertionPoint(op);
+      if (succeeded(linalg::tileLinalgOp(tiler, op, options)))
+        tiler.eraseOp(op);
+    }
 
     SmallVector<linalg::LinalgOp> candidates;
     getOperation()->walk([&](linalg::LinalgOp op) {

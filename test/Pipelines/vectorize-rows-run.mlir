@@ -4,7 +4,10 @@
 // the row) and RoPE in both pairings, over a dynamic number of rows as a
 // prefill has them, and one row as decode has it. Each result is compared
 // with numpy's to 1e-6 (last-bit differences: the vectorized sum adds in a
-// tree); a wrong lane, row or sign is off by far more. The scalar loops of
+// tree); a wrong lane, row or sign is off by far more. A mixture of
+// experts' router (4 experts of 32 features, top 2, renormalized: a
+// contraction of an out_in weight, one dot product per expert) chooses
+// numpy's experts with numpy's weights to 1e-6. The scalar loops of
 // vectorize-rows=0 pass the same checks.
 // REQUIRES: native-cpu
 // RUN: attn-opt %s --attn-to-llvm="threads=0" | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_c_runner_utils | FileCheck %s
@@ -26,12 +29,18 @@
 // IR: vector.store %{{.*}} : memref<2x2x8xf32, {{.*}}>, vector<8xf32>
 // IR-NOT: scf.for {{.*}} to %c8
 // IR-LABEL: func.func private @rope_interleaved(
+// IR-LABEL: func.func private @router(
+// IR-NOT: scf.for {{.*}} to %c32
+// IR: scf.for {{.*}} to %c4 step %c1
+// IR-NOT: scf.for {{.*}} to %c32
+// IR: vector.reduction <add>, %{{.*}}, %{{.*}} fastmath<reassoc> : vector<32xf32> into f32
 // IR-LABEL: func.func private @within
 
 // CHECK: rms 1
 // CHECK-NEXT: rope_half 1
 // CHECK-NEXT: rope_interleaved 1
 // CHECK-NEXT: decode_row 1
+// CHECK-NEXT: router 1
 
 func.func private @norm(%x: tensor<?x32xf32>, %g: tensor<32xf32>) -> tensor<?x32xf32> {
   %0 = attn.rms_norm %x, %g epsilon(1.0e-06) : tensor<?x32xf32>, tensor<32xf32>
@@ -51,6 +60,42 @@ func.func private @rope_half(%x: tensor<?x32xf32>, %pos: index) -> tensor<?x32xf
 func.func private @rope_interleaved(%x: tensor<?x32xf32>, %pos: index) -> tensor<?x32xf32> {
   %0 = attn.rope %x offset(%pos) head_dim(16) theta(1.0e+04) interleaved : tensor<?x32xf32>
   return %0 : tensor<?x32xf32>
+}
+
+func.func private @router(%x: tensor<?x32xf32>, %w: tensor<4x32xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
+  %weights, %experts = attn.moe_router %x, %w top_k(2) softmax_top_k normalize
+      : tensor<?x32xf32>, tensor<4x32xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return %weights, %experts : tensor<?x2xf32>, tensor<?x2xi32>
+}
+
+// Whether the 3 rows chose %want_e's experts with %want_w's weights to 1e-6.
+func.func private @routed(%w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %want_w: tensor<3x2xf32>,
+                          %want_e: tensor<3x2xi32>) -> i1 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %true = arith.constant true
+  %tol = arith.constant 1.0e-06 : f32
+  %ok = scf.for %r = %c0 to %c3 step %c1 iter_args(%ok0 = %true) -> i1 {
+    %ok1 = scf.for %j = %c0 to %c2 step %c1 iter_args(%acc = %ok0) -> i1 {
+      %a = tensor.extract %w[%r, %j] : tensor<?x2xf32>
+      %b = tensor.extract %want_w[%r, %j] : tensor<3x2xf32>
+      %d = arith.subf %a, %b : f32
+      %near = arith.cmpf olt, %d, %tol : f32
+      %nd = arith.negf %d : f32
+      %near2 = arith.cmpf olt, %nd, %tol : f32
+      %ea = tensor.extract %e[%r, %j] : tensor<?x2xi32>
+      %eb = tensor.extract %want_e[%r, %j] : tensor<3x2xi32>
+      %same = arith.cmpi eq, %ea, %eb : i32
+      %o1 = arith.andi %near, %near2 : i1
+      %o2 = arith.andi %o1, %same : i1
+      %o3 = arith.andi %acc, %o2 : i1
+      scf.yield %o3 : i1
+    }
+    scf.yield %ok1 : i1
+  }
+  return %ok : i1
 }
 
 // Whether every element of %t is within 1e-6 of %want's.
@@ -115,5 +160,12 @@ func.func @main() {
   %d_ok = call @within(%dpad_rows, %pad) : (tensor<?x32xf32>, tensor<3x32xf32>) -> i1
   vector.print str "decode_row "
   vector.print %d_ok : i1
+  %rw = arith.constant dense<[[0.25, 0.24789047, 0.24159749, 0.23122726, 0.2169548, 0.19902095, 0.17772838, 0.15343644, 0.12655507, 0.09753792, 0.066874705, 0.035082903, 0.002699029, -0.029730393, -0.061658077, -0.09254521, -0.121870525, -0.14913914, -0.17389083, -0.19570792, -0.2142222, -0.22912121, -0.24015352, -0.24713296, -0.24994172, -0.24853241, -0.24292883, -0.23322552, -0.21958625, -0.2022412, -0.18148308, -0.15766221], [0.19121055, 0.16871893, 0.14338, 0.11562134, 0.08591144, 0.05475167, 0.022667905, -0.009798408, -0.04209936, -0.07368984, -0.10403671, -0.13262783, -0.1589807, -0.18265058, -0.20323801, -0.22039555, -0.23383364, -0.24332552, -0.24871098, -0.24989913, -0.24686994, -0.23967452, -0.2284343, -0.21333897, -0.19464329, -0.17266278, -0.14776836, -0.12038017, -0.09096043, -0.060005613, -0.028038131, 0.004402527], [0.042491786, 0.010196253, -0.022271354, -0.054363105, -0.08553741, -0.11526817, -0.14305364, -0.1684249, -0.1909538, -0.21026011, -0.22601804, -0.23796162, -0.24588932, -0.24966735, -0.24923193, -0.24459042, -0.23582114, -0.22307211, -0.20655847, -0.18655889, -0.1634109, -0.13750516, -0.10927886, -0.079208344, -0.047801085, -0.015587129, 0.01688988, 0.04908185, 0.080445506, 0.11045155, 0.13859358, 0.16439669], [-0.12621152, -0.15312189, -0.17744814, -0.19877973, -0.21675669, -0.2310756, -0.24149483, -0.24783854, -0.24999969, -0.24794178, -0.24169955, -0.23137835, -0.21715236, -0.19926167, -0.17800818, -0.1537506, -0.12689829, -0.09790441, -0.067258276, -0.03547708, -0.003097166, 0.029335016, 0.061272137, 0.092175215, 0.121522725, 0.14881939, 0.17360455, 0.19545992, 0.21401666, 0.22896162, 0.24004257, 0.24707252]]> : tensor<4x32xf32>
+  %want_rw = arith.constant dense<[[0.751046717, 0.248953253], [0.64437139, 0.355628639], [0.634773016, 0.365226984]]> : tensor<3x2xf32>
+  %want_re = arith.constant dense<[[0, 1], [0, 1], [3, 2]]> : tensor<3x2xi32>
+  %route_w, %route_e = call @router(%rows, %rw) : (tensor<?x32xf32>, tensor<4x32xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>)
+  %r_ok = call @routed(%route_w, %route_e, %want_rw, %want_re) : (tensor<?x2xf32>, tensor<?x2xi32>, tensor<3x2xf32>, tensor<3x2xi32>) -> i1
+  vector.print str "router "
+  vector.print %r_ok : i1
   return
 }

@@ -127,13 +127,39 @@ func.func @too_large(%x: memref<1x32000xf32>, %y: memref<1x32000xf32>) {
 
 // -----
 
-// A one-row matmul (an unpacked weight's projection) reduces into 192
-// outputs at once: whole, it would be one vector of every product.
+// A one-row matmul of an in_out weight reduces into 192 outputs at once:
+// whole, it would be one vector of every product, and one output at a time
+// a strided gather of a column each.
 // CHECK-LABEL: func.func @contraction
 // CHECK: linalg.matmul
 func.func @contraction(%x: memref<1x64xf32>, %w: memref<64x192xf32>, %y: memref<1x192xf32>) {
   // expected-remark @+1 {{left to scalar loops: it reduces into 192 outputs at once (a contraction)}}
   linalg.matmul ins(%x, %w : memref<1x64xf32>, memref<64x192xf32>) outs(%y : memref<1x192xf32>)
+  return
+}
+
+// -----
+
+#x = affine_map<(m, n, k) -> (m, k)>
+#w = affine_map<(m, n, k) -> (n, k)>
+#y = affine_map<(m, n, k) -> (m, n)>
+
+// An out_in weight's rows (a mixture of experts' router, 8 experts of 64
+// features): a loop over the outputs, each a dot product of contiguous rows
+// summed as a tree onto the output's initial value.
+// CHECK-LABEL: func.func @router
+// CHECK-NOT: linalg.
+// CHECK: scf.for %[[E:.*]] = %c0 to %c8 step %c1 {
+// CHECK:   %[[WR:.*]] = memref.subview %arg1[%[[E]], 0] [1, 64] [1, 1]
+// CHECK:   %[[OUT:.*]] = memref.subview %arg2[0, %[[E]]] [1, 1] [1, 1]
+// CHECK:   %[[X:.*]] = vector.load %{{.*}}[%c0] : memref<64xf32, strided<[1]>>, vector<64xf32>
+// CHECK:   %[[W:.*]] = vector.load %{{.*}}[%c0] : memref<64xf32, {{.*}}>, vector<64xf32>
+// CHECK:   %[[P:.*]] = arith.mulf %[[X]], %[[W]] : vector<64xf32>
+// CHECK:   vector.reduction <add>, %[[P]], %{{.*}} fastmath<reassoc> : vector<64xf32> into f32
+// CHECK:   vector.store
+func.func @router(%x: memref<1x64xf32>, %w: memref<8x64xf32>, %y: memref<1x8xf32>) {
+  linalg.matmul indexing_maps = [#x, #w, #y]
+      ins(%x, %w : memref<1x64xf32>, memref<8x64xf32>) outs(%y : memref<1x8xf32>)
   return
 }
 

@@ -70,8 +70,12 @@ def VectorizeRowsPass : Pass<"attn-vectorize-rows"> {
     the scalar loops convert-linalg-to-loops would make. A reduction over
     the row (RMSNorm's and LayerNorm's sums) becomes an explicit tree of
     lane-wise partial sums: a fixed order, so the result does not depend on
-    the thread count. Ops the vectorizer cannot take (the embedding gather's
-    indirect load) and larger ones stay for convert-linalg-to-loops.
+    the thread count. A contraction into several outputs whose inputs are
+    read along the reduction, contiguously (an out_in weight's rows: a
+    mixture of experts' router), is first tiled to one output at a time, a
+    loop of such reductions. Ops the vectorizer cannot take (the embedding
+    gather's indirect load), other contractions and larger ops stay for
+    convert-linalg-to-loops.
   }];
   let options = [
     Option<"maxLanes", "max-lanes", "int64_t", /*default=*/"16384",
