@@ -1032,10 +1032,11 @@ void buildEntryFunction(OpBuilder &b, Location loc, ModuleOp module,
   Value logitsArg = args.back();
   Value attentionArg, residualArg, finalNormArg, expertsArg, expertWeightsArg;
   if (inspect) {
-    size_t last = args.size() - (routing ? 3 : 1);
-    attentionArg = args[last - 3];
-    residualArg = args[last - 2];
-    finalNormArg = args[last - 1];
+    // ..., attention, residual, final norm, [experts, their weights,] logits
+    size_t afterNorm = args.size() - (routing ? 3 : 1);
+    attentionArg = args[afterNorm - 3];
+    residualArg = args[afterNorm - 2];
+    finalNormArg = args[afterNorm - 1];
   }
   if (routing) {
     expertsArg = args[args.size() - 3];

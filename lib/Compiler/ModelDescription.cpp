@@ -451,7 +451,9 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
   llvm::SmallVector<llvm::StringRef> known = {"layout", "weight_suffix",
                                               "bias_suffix", "prefixes",
                                               "ignored_suffixes",
-                                              "ignored_prefixes"};
+                                              "ignored_prefixes",
+                                              "stacked_experts",
+                                              "stacked_router"};
   for (const auto &[key, member] : modules)
     known.push_back(key);
   std::optional<ConfigReader> section_ = section(reader, "weights", known);
@@ -530,6 +532,22 @@ void readWeights(ConfigReader &reader, ModelConfig &config) {
       return r.fail("missing key '" + r.name(key) + "'");
     config.names.*member = r.string(key, "");
   }
+  // Optional: where a checkpoint without per-expert tensors holds them
+  // stacked, as transformers 5 saves Mixtral's and Qwen3-MoE's experts.
+  for (auto [key, member] : {std::pair{"stacked_experts", &WeightNames::stackedExperts},
+                             std::pair{"stacked_router", &WeightNames::stackedRouter}}) {
+    if (!r.has(key))
+      continue;
+    if (c.moe.numExperts == 0 || c.moe.stacked)
+      r.fail("key '" + r.name(key) + "' names transformers 5's stacked experts, read in "
+             "place of a module per expert: this model has " +
+             (c.moe.stacked ? "stacked experts of its own (moe.stacked)" : "no experts"));
+    else
+      config.names.*member = r.string(key, "");
+  }
+  if (!n.stackedRouter.empty() && n.stackedExperts.empty())
+    r.fail("key '" + r.name("stacked_router") + "' needs '" + r.name("stacked_experts") +
+           "': the router is renamed only where the experts are stacked");
   if (c.numLayers > 1 && n.layer.find("{}") == std::string::npos)
     r.fail("key '" + r.name("layer") + "' (" + ConfigReader::quote(n.layer) +
            ") must hold '{}' for the layer index");
@@ -830,6 +848,8 @@ std::string mlir::attn::describeModel(const ModelConfig &c) {
       name("sinks", n.sinks, c.attention.sinks);
       name("shared_expert", n.sharedExpert, shared);
       name("shared_expert_gate", n.sharedExpertGate, moe && c.moe.sharedGate);
+      name("stacked_experts", n.stackedExperts, !n.stackedExperts.empty());
+      name("stacked_router", n.stackedRouter, !n.stackedRouter.empty());
       name("final_norm", n.finalNorm, c.block.finalNorm);
       name("attention_output_norm", n.attentionOutputNorm, c.block.outputNorms);
       name("mlp_output_norm", n.mlpOutputNorm, c.block.outputNorms);
