@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnrt/model_abi.h"
 #include "attnrt/version.h"
 #include "TestUtil.h"
 
@@ -343,8 +344,9 @@ TEST_F(ModelFolderTest, ALibraryOfAnotherAbiIsRebuiltOnce) {
   EXPECT_EQ(second.log[0], "cached library '" + library +
                                "': manifest abi_version is 1 (made by an "
                                "attn-compile older than 0.2.0), this runtime "
-                               "(Attn " ATTNRT_VERSION ") supports 2: rebuild "
-                               "the model with a matching attn-compile; rebuilding");
+                               "(Attn " ATTNRT_VERSION ") supports " +
+                               std::to_string(ATTN_MODEL_ABI_VERSION) +
+                               ": rebuild the model with a matching attn-compile; rebuilding");
   EXPECT_FALSE(exists(library));
   EXPECT_EQ(cacheFiles(cache).size(), 2u);
   EXPECT_FALSE(logits(second.model.get(), prompt).empty());
