@@ -4,8 +4,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
-# SECONDS per target (default 20); TARGETs among safetensors manifest
-# model-config npy session attn-opt (default all). Targets run
+# SECONDS per target (default 20); TARGETs among safetensors gguf manifest
+# model-config npy session attn-opt ... (the list `all` below; default all). Targets run
 # $ATTN_FUZZ_JOBS at a time (default: the number of cores). Each fuzzes a
 # copy of its committed seed corpus (test/fuzz/corpus/<target>) in
 # $ATTN_FUZZ_WORK (default <build>/fuzz-work); crashes, leaks, timeouts and
@@ -27,8 +27,8 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -lt 1 ]]; then
   echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-all=(safetensors manifest model-config npy session attn-opt tokenizer-json tokenizer-text
-  chat-template serve-request)
+all=(safetensors gguf manifest model-config npy session attn-opt tokenizer-json
+  tokenizer-text chat-template serve-request)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 jobs=${ATTN_FUZZ_JOBS:-$(nproc)}
@@ -37,7 +37,7 @@ work=${ATTN_FUZZ_WORK:-$build/fuzz-work}
 # Per target: the longest input worth trying, and its dictionary.
 max_len() {
   case $1 in
-  safetensors) echo 4096 ;;
+  safetensors | gguf) echo 4096 ;;
   tokenizer-json) echo 8192 ;;
   attn-opt | chat-template) echo 2048 ;;
   session) echo 512 ;;

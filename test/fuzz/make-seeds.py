@@ -91,6 +91,59 @@ def safetensors_seeds():
     write("safetensors", "empty-header", struct.pack("<Q", 2) + b"{}")
 
 
+# --- GGUF -------------------------------------------------------------------
+
+def gguf_string(text):
+    data = text.encode() if isinstance(text, str) else text
+    return struct.pack("<Q", len(data)) + data
+
+
+def gguf(keys, tensors, version=3, alignment=32):
+    """keys: (name, type id, encoded value); tensors: (name, ggml type, dims
+    in ggml order, bytes), laid out as llama.cpp's writer lays them out."""
+    pad = lambda n: (n + alignment - 1) // alignment * alignment
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(keys))
+    for name, vtype, value in keys:
+        out += gguf_string(name) + struct.pack("<I", vtype) + value
+    offset = 0
+    for name, gtype, dims, data in tensors:
+        out += gguf_string(name) + struct.pack("<I", len(dims))
+        out += struct.pack("<%dQ" % len(dims), *dims) + struct.pack("<IQ", gtype, offset)
+        offset = pad(offset + len(data))
+    out += b"\x00" * (pad(len(out)) - len(out))
+    for _, _, _, data in tensors:
+        out += data + b"\x00" * (pad(len(data)) - len(data))
+    return out
+
+
+def gguf_seeds():
+    u32 = lambda v: struct.pack("<I", v)
+    strings = lambda vs: struct.pack("<IQ", 8, len(vs)) + b"".join(gguf_string(v) for v in vs)
+    keys = [("general.architecture", 8, gguf_string("llama")),
+            ("llama.block_count", 4, u32(1)),
+            ("llama.rope.freq_base", 6, struct.pack("<f", 10000.0)),
+            ("tokenizer.ggml.add_bos_token", 7, b"\x01"),
+            ("tokenizer.ggml.tokens", 9, strings(["<s>", "\u2581the", "<0x0A>"])),
+            ("tokenizer.ggml.scores", 9, struct.pack("<IQ3f", 6, 3, 0.0, -1.0, -2.0)),
+            ("tokenizer.ggml.token_type", 9, struct.pack("<IQ3i", 5, 3, 3, 1, 6))]
+    def blocks(size, count, salt):
+        return bytes((i * 37 + salt) & 0xFF for i in range(size * count))
+    tensors = [("token_embd.weight", 0, [4, 3], f32([0.5 * i for i in range(12)])),
+               ("output_norm.weight", 1, [4], f16([1, 2, 3, 4])),
+               ("blk.0.attn_q.weight", 30, [2, 2], bf16([1, -1, 0.5, 2])),
+               ("blk.0.q4_0", 2, [32, 2], blocks(18, 2, 1)),
+               ("blk.0.q5_0", 6, [32], blocks(22, 1, 2)),
+               ("blk.0.q8_0", 8, [32], blocks(34, 1, 3)),
+               ("blk.0.q4_k", 12, [256], blocks(144, 1, 4)),
+               ("blk.0.q5_k", 13, [256], blocks(176, 1, 5)),
+               ("blk.0.q6_k", 14, [256], blocks(210, 1, 6))]
+    write("gguf", "llama-types", gguf(keys, tensors))
+    write("gguf", "v2-aligned-64", gguf(keys + [("general.alignment", 4, u32(64))],
+                                        tensors[:3], version=2, alignment=64))
+    write("gguf", "metadata-only", gguf(keys, []))
+    write("gguf", "truncated", gguf(keys, tensors)[:300])
+
+
 # --- manifests and JSON -----------------------------------------------------
 
 def abi_version():
@@ -432,6 +485,7 @@ def main():
             if not name.startswith("regress-"):
                 os.remove(os.path.join(OUT, target, name))
     safetensors_seeds()
+    gguf_seeds()
     manifest_seeds()
     config_seeds()
     npy_seeds()

@@ -1,0 +1,425 @@
+//===- GgufTest.cpp - the GGUF reader, well-formed and broken files -------===//
+//
+// A file GgufWriter writes reads back with every value, type and tensor
+// range; every broken file (truncated anywhere, wrong magic or version,
+// counts, types, dimensions, offsets, duplicates) is refused with one line
+// naming the file and the key or tensor, never a crash or a read outside
+// the file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gguf.h"
+#include "GgufWriter.h"
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+using namespace attnrt;
+using namespace attnrt::test;
+
+namespace {
+
+const std::string kPath = "m.gguf";
+const std::string kPrefix = "GGUF file 'm.gguf': ";
+
+std::string pattern(size_t bytes, unsigned seed) {
+  std::string out(bytes, '\0');
+  for (size_t i = 0; i < bytes; ++i)
+    out[i] = static_cast<char>((i * 37 + seed * 101 + 11) & 0xFF);
+  return out;
+}
+
+/// A small model-like file: keys of several types and tensors of four
+/// types, the last a whole multiple of the alignment so that every strict
+/// prefix of the file is truncated.
+GgufWriter sampleWriter() {
+  GgufWriter w;
+  w.setString("general.architecture", "llama");
+  w.setU32("llama.block_count", 2);
+  w.setI32("llama.rope.dimension_count", -3);
+  w.setU64("llama.context_length", uint64_t(1) << 40);
+  w.setF32("llama.rope.freq_base", 10000.5f);
+  w.setBool("tokenizer.ggml.add_bos_token", true);
+  w.setStringArray("tokenizer.ggml.tokens", {"<s>", "", "\xe2\x96\x81the"});
+  w.setI32Array("tokenizer.ggml.token_type", {3, 1, -1});
+  w.setF32Array("tokenizer.ggml.scores", {0.0f, -1.5f, 2.25f});
+  w.addTensor("token_embd.weight", GgmlType::F32, {3, 2}, pattern(24, 1));
+  w.addTensor("blk.0.attn_q.weight", GgmlType::Q4_K, {256, 2},
+              pattern(288, 2));
+  w.addTensor("output_norm.weight", GgmlType::F16, {5}, pattern(10, 3));
+  w.addTensor("output.weight", GgmlType::Q8_0, {64, 8}, pattern(544, 4));
+  return w;
+}
+
+template <typename T> void poke(std::string &bytes, uint64_t at, T value) {
+  ASSERT_LE(at + sizeof(T), bytes.size());
+  std::memcpy(&bytes[at], &value, sizeof(T));
+}
+
+/// The error opening `bytes`, checked to be one line naming the file.
+std::string openError(const std::string &bytes) {
+  GgufFile file;
+  std::string error;
+  EXPECT_FALSE(file.openBytes(reinterpret_cast<const uint8_t *>(bytes.data()),
+                              bytes.size(), kPath, error))
+      << "accepted a broken file";
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_EQ(error.rfind(kPrefix, 0), 0u) << error;
+  return error.substr(std::min(error.size(), kPrefix.size()));
+}
+
+bool opens(GgufFile &file, const std::string &bytes, std::string &error) {
+  return file.openBytes(reinterpret_cast<const uint8_t *>(bytes.data()),
+                        bytes.size(), kPath, error);
+}
+
+TEST(GgufTest, ReadsBackWhatTheWriterWrote) {
+  for (uint32_t version : {2u, 3u}) {
+    std::string bytes = sampleWriter().bytes(version);
+    GgufFile file;
+    std::string error;
+    ASSERT_TRUE(opens(file, bytes, error)) << error;
+    EXPECT_EQ(file.version(), version);
+    EXPECT_EQ(file.alignment(), 32u);
+    ASSERT_EQ(file.metadata().size(), 9u);
+    EXPECT_EQ(file.metadata()[0].name, "general.architecture");
+    EXPECT_EQ(file.metadata()[8].name, "tokenizer.ggml.scores");
+
+    std::string_view text;
+    ASSERT_TRUE(file.getString("general.architecture", text, error));
+    EXPECT_EQ(text, "llama");
+    uint64_t u;
+    ASSERT_TRUE(file.getUnsigned("llama.block_count", u, error));
+    EXPECT_EQ(u, 2u);
+    ASSERT_TRUE(file.getUnsigned("llama.context_length", u, error));
+    EXPECT_EQ(u, uint64_t(1) << 40);
+    int64_t s;
+    ASSERT_TRUE(file.getSigned("llama.rope.dimension_count", s, error));
+    EXPECT_EQ(s, -3);
+    double f;
+    ASSERT_TRUE(file.getFloat("llama.rope.freq_base", f, error));
+    EXPECT_EQ(f, 10000.5);
+    bool b = false;
+    ASSERT_TRUE(file.getBool("tokenizer.ggml.add_bos_token", b, error));
+    EXPECT_TRUE(b);
+    std::vector<std::string_view> tokens;
+    ASSERT_TRUE(file.getStringArray("tokenizer.ggml.tokens", tokens, error));
+    ASSERT_EQ(tokens.size(), 3u);
+    EXPECT_EQ(tokens[0], "<s>");
+    EXPECT_EQ(tokens[1], "");
+    EXPECT_EQ(tokens[2], "\xe2\x96\x81the");
+    std::vector<int64_t> types;
+    ASSERT_TRUE(file.getIntegerArray("tokenizer.ggml.token_type", types,
+                                     error));
+    EXPECT_EQ(types, (std::vector<int64_t>{3, 1, -1}));
+    std::vector<double> scores;
+    ASSERT_TRUE(file.getFloatArray("tokenizer.ggml.scores", scores, error));
+    EXPECT_EQ(scores, (std::vector<double>{0.0, -1.5, 2.25}));
+
+    ASSERT_EQ(file.tensors().size(), 4u);
+    const GgufTensorInfo &q = file.tensors()[1];
+    EXPECT_EQ(q.name, "blk.0.attn_q.weight");
+    EXPECT_EQ(q.type, GgmlType::Q4_K);
+    EXPECT_EQ(q.dims, (std::vector<int64_t>{256, 2}));
+    EXPECT_EQ(q.shape(), (std::vector<int64_t>{2, 256}));
+    EXPECT_EQ(q.elements, 512);
+    // Each tensor starts at a multiple of the alignment after the last.
+    EXPECT_EQ(file.tensors()[0].begin, 0u);
+    EXPECT_EQ(q.begin, 32u);
+    EXPECT_EQ(q.end, 32u + 288u);
+    EXPECT_EQ(file.tensors()[2].begin, 320u);
+    EXPECT_EQ(file.tensors()[3].begin, 352u);
+    EXPECT_EQ(file.dataOffset() % 32, 0u);
+    EXPECT_EQ(file.dataOffset() + file.tensors()[3].end, bytes.size());
+    for (unsigned i = 0; i < 4; ++i) {
+      const GgufTensorInfo &t = file.tensors()[i];
+      EXPECT_EQ(file.find(t.name), int64_t(i));
+      EXPECT_EQ(std::string(reinterpret_cast<const char *>(file.tensorData(t)),
+                            t.end - t.begin),
+                pattern(t.end - t.begin, i + 1))
+          << t.name;
+    }
+    EXPECT_EQ(file.find("missing"), -1);
+  }
+}
+
+TEST(GgufTest, ReadsAFileFromDiskWithItsOwnAlignment) {
+  TempDir dir;
+  GgufWriter w = sampleWriter();
+  w.setU32("general.alignment", 64);
+  std::string path = dir.file("a.gguf");
+  std::string error;
+  ASSERT_TRUE(w.write(path, error)) << error;
+  GgufFile file;
+  ASSERT_TRUE(file.open(path, error)) << error;
+  EXPECT_EQ(file.alignment(), 64u);
+  EXPECT_EQ(file.dataOffset() % 64, 0u);
+  EXPECT_EQ(file.tensors()[1].begin, 64u);
+  EXPECT_EQ(file.tensors()[2].begin, 384u);
+  EXPECT_EQ(file.tensors()[3].begin, 448u);
+
+  GgufFile missing;
+  EXPECT_FALSE(missing.open(dir.file("none.gguf"), error));
+  EXPECT_EQ(error, "GGUF file '" + dir.file("none.gguf") +
+                       "': cannot open: No such file or directory");
+}
+
+TEST(GgufTest, TypedReadsNameTheKey) {
+  std::string bytes = sampleWriter().bytes();
+  GgufFile file;
+  std::string error;
+  ASSERT_TRUE(opens(file, bytes, error)) << error;
+  std::string_view text;
+  EXPECT_FALSE(file.getString("llama.block_count", text, error));
+  EXPECT_EQ(error, kPrefix + "metadata key 'llama.block_count': expected "
+                             "string, found u32");
+  EXPECT_FALSE(file.getString("llama.expert_count", text, error));
+  EXPECT_EQ(error, kPrefix + "metadata key 'llama.expert_count' is missing");
+  uint64_t u;
+  EXPECT_FALSE(file.getUnsigned("llama.rope.dimension_count", u, error));
+  EXPECT_EQ(error, kPrefix + "metadata key 'llama.rope.dimension_count': -3 "
+                             "is negative");
+  EXPECT_FALSE(file.getUnsigned("general.architecture", u, error));
+  EXPECT_EQ(error, kPrefix + "metadata key 'general.architecture': expected "
+                             "an unsigned integer, found string");
+  double f;
+  EXPECT_FALSE(file.getFloat("llama.block_count", f, error));
+  EXPECT_EQ(error, kPrefix + "metadata key 'llama.block_count': expected f32 "
+                             "or f64, found u32");
+  std::vector<std::string_view> tokens;
+  EXPECT_FALSE(file.getStringArray("tokenizer.ggml.scores", tokens, error));
+  EXPECT_EQ(error, kPrefix + "metadata key 'tokenizer.ggml.scores': expected "
+                             "array of string, found array of f32");
+  std::vector<int64_t> ints;
+  EXPECT_FALSE(file.getIntegerArray("tokenizer.ggml.tokens", ints, error));
+  EXPECT_EQ(error, kPrefix + "metadata key 'tokenizer.ggml.tokens': expected "
+                             "array of integers, found array of string");
+  bool b;
+  EXPECT_FALSE(file.getBool("llama.block_count", b, error));
+  EXPECT_EQ(error, kPrefix + "metadata key 'llama.block_count': expected "
+                             "bool, found u32");
+
+  GgufWriter big;
+  big.setU64("big", uint64_t(1) << 63);
+  bytes = big.bytes();
+  ASSERT_TRUE(opens(file, bytes, error)) << error;
+  int64_t s;
+  EXPECT_FALSE(file.getSigned("big", s, error));
+  EXPECT_EQ(error, kPrefix + "metadata key 'big': 9223372036854775808 does "
+                             "not fit in i64");
+}
+
+TEST(GgufTest, EveryTruncationIsRefused) {
+  std::string bytes = sampleWriter().bytes();
+  for (size_t size = 0; size < bytes.size(); ++size) {
+    std::string error = openError(bytes.substr(0, size));
+    if (size < 4) {
+      EXPECT_EQ(error, "is " + std::to_string(size) +
+                           " bytes, too short for a GGUF header");
+    } else {
+      EXPECT_NE(error.find("truncated file?"), std::string::npos)
+          << size << ": " << error;
+    }
+  }
+  std::string error = openError(bytes.substr(0, 40));
+  EXPECT_EQ(error, "metadata entry 0: file ends inside a metadata key "
+                   "(offset 32: 20 bytes needed, 8 left; truncated file?)");
+  error = openError(bytes.substr(0, bytes.size() - 1));
+  EXPECT_EQ(error, "tensor 'output.weight': data [352, 896) runs past the "
+                   "end of the 895-byte data region (truncated file?)");
+}
+
+TEST(GgufTest, RefusesBadHeaders) {
+  std::string good = sampleWriter().bytes();
+  std::string bytes = good;
+  bytes[0] = 'g';
+  EXPECT_EQ(openError(bytes), "not a GGUF file (the magic is not \"GGUF\")");
+  for (uint32_t version : {0u, 1u, 4u}) {
+    bytes = good;
+    poke<uint32_t>(bytes, 4, version);
+    EXPECT_EQ(openError(bytes),
+              "GGUF version " + std::to_string(version) +
+                  " is not supported (versions 2 and 3 are; version 1 files "
+                  "need converting with a current llama.cpp)");
+  }
+  bytes = good;
+  poke<uint64_t>(bytes, 8, uint64_t(1) << 62);
+  EXPECT_EQ(openError(bytes), "tensor count 4611686018427387904 is larger "
+                              "than the 1048576 accepted");
+  bytes = good;
+  poke<uint64_t>(bytes, 16, ~uint64_t(0));
+  EXPECT_EQ(openError(bytes), "metadata count 18446744073709551615 is larger "
+                              "than the 65536 accepted");
+  // More keys than there are: the tensor infos read as keys, and fail.
+  bytes = good;
+  poke<uint64_t>(bytes, 16, 10);
+  openError(bytes);
+}
+
+TEST(GgufTest, RefusesBadMetadata) {
+  auto withKey = [](auto set) {
+    GgufWriter w;
+    w.setString("general.architecture", "llama");
+    set(w);
+    return w.bytes();
+  };
+  EXPECT_EQ(openError(withKey([](GgufWriter &w) {
+              w.setRaw("k", static_cast<GgufType>(13), "");
+            })),
+            "metadata key 'k': unknown value type 13");
+  std::string nested;
+  nested.append("\x09\0\0\0", 4);
+  nested.append("\x01\0\0\0\0\0\0\0", 8);
+  EXPECT_EQ(openError(withKey([&](GgufWriter &w) {
+              w.setRaw("k", GgufType::Array, nested);
+            })),
+            "metadata key 'k': arrays of arrays are not supported");
+  EXPECT_EQ(openError(withKey([](GgufWriter &w) {
+              w.setRaw("flag", GgufType::Bool, "\x02");
+            })),
+            "metadata key 'flag': bool value 2 is neither 0 nor 1");
+  std::string huge;
+  huge.append("\x04\0\0\0", 4);
+  huge.append("\0\0\0\0\0\0\0\x40", 8);
+  EXPECT_EQ(openError(withKey([&](GgufWriter &w) {
+              w.setRaw("k", GgufType::Array, huge);
+            })),
+            "metadata key 'k': 4611686018427387904 values of u32 do not fit "
+            "in the 2 bytes left (truncated file?)");
+  std::string strings;
+  strings.append("\x08\0\0\0", 4);
+  strings.append("\xff\xff\xff\xff\xff\xff\xff\xff", 8);
+  EXPECT_EQ(openError(withKey([&](GgufWriter &w) {
+              w.setRaw("k", GgufType::Array, strings);
+            })),
+            "metadata key 'k': 18446744073709551615 strings cannot fit in "
+            "the 2 bytes left (truncated file?)");
+  EXPECT_EQ(openError(withKey([](GgufWriter &w) {
+              w.setRaw("", GgufType::U8, "\x01");
+            })),
+            "metadata entry 1 has an empty key");
+  // The writer keeps one entry per key; a hand-made duplicate:
+  GgufWriter w;
+  w.setString("general.architecture", "llama");
+  w.setString("general.name", "x");
+  std::string bytes = w.bytes();
+  size_t at = bytes.find("general.name");
+  bytes.replace(at, 12, "general.arch");
+  bytes.insert(at + 12, "itecture");
+  poke<uint64_t>(bytes, at - 8, 20);
+  EXPECT_EQ(openError(bytes),
+            "metadata key 'general.architecture' appears twice");
+
+  EXPECT_EQ(openError(withKey([](GgufWriter &w) {
+              w.setU64("general.alignment", 64);
+            })),
+            "metadata key 'general.alignment': expected u32, found u64");
+  EXPECT_EQ(openError(withKey([](GgufWriter &w) {
+              w.setU32("general.alignment", 48);
+            })),
+            "metadata key 'general.alignment': 48 is not a power of two");
+  EXPECT_EQ(openError(withKey([](GgufWriter &w) {
+              w.setU32("general.alignment", 0);
+            })),
+            "metadata key 'general.alignment': 0 is not a power of two");
+}
+
+TEST(GgufTest, RefusesBadTensorInfos) {
+  GgufWriter base = sampleWriter();
+  std::string good = base.bytes();
+  // The fields of tensor 1 ("blk.0.attn_q.weight", 2 dims).
+  uint64_t info = base.tensorInfoOffset(1);
+  uint64_t nameLength = 19;
+  uint64_t numDims = info + 8 + nameLength;
+  uint64_t dim0 = numDims + 4, dim1 = dim0 + 8;
+  uint64_t type = dim1 + 8, offset = type + 4;
+
+  std::string bytes = good;
+  poke<uint32_t>(bytes, numDims, 0);
+  EXPECT_EQ(openError(bytes), "tensor 'blk.0.attn_q.weight': 0 dimensions (1 "
+                              "to 4 are allowed)");
+  bytes = good;
+  poke<uint32_t>(bytes, numDims, 5);
+  EXPECT_EQ(openError(bytes), "tensor 'blk.0.attn_q.weight': 5 dimensions (1 "
+                              "to 4 are allowed)");
+  bytes = good;
+  poke<uint64_t>(bytes, dim1, uint64_t(1) << 60);
+  EXPECT_EQ(openError(bytes), "tensor 'blk.0.attn_q.weight': dimension 1 "
+                              "(1152921504606846976) overflows the element "
+                              "count");
+  bytes = good;
+  poke<uint64_t>(bytes, dim1, ~uint64_t(0));
+  EXPECT_EQ(openError(bytes), "tensor 'blk.0.attn_q.weight': dimension 1 "
+                              "(18446744073709551615) overflows the element "
+                              "count");
+  // A large but representable size runs past the end of the file.
+  bytes = good;
+  poke<uint64_t>(bytes, dim1, uint64_t(1) << 40);
+  EXPECT_NE(openError(bytes).find("tensor 'blk.0.attn_q.weight': data [32, "
+                                  "158329674399776) runs past the end"),
+            std::string::npos);
+  for (uint32_t unknown : {4u, 31u, 36u, 40u, 1000u}) {
+    bytes = good;
+    poke<uint32_t>(bytes, type, unknown);
+    EXPECT_EQ(openError(bytes), "tensor 'blk.0.attn_q.weight': unknown ggml "
+                                "type " +
+                                    std::to_string(unknown));
+  }
+  bytes = good;
+  poke<uint64_t>(bytes, dim0, 128);
+  EXPECT_EQ(openError(bytes), "tensor 'blk.0.attn_q.weight': rows of 128 "
+                              "elements are not whole q4_K blocks of 256");
+  bytes = good;
+  poke<uint64_t>(bytes, offset, 48);
+  EXPECT_EQ(openError(bytes), "tensor 'blk.0.attn_q.weight': data offset 48 "
+                              "is not a multiple of the alignment 32");
+  bytes = good;
+  poke<uint64_t>(bytes, offset, 0);
+  EXPECT_EQ(openError(bytes), "tensors 'token_embd.weight' and "
+                              "'blk.0.attn_q.weight' overlap (bytes [0, 24) "
+                              "and [0, 288) of the data region)");
+  bytes = good;
+  poke<uint64_t>(bytes, offset, ~uint64_t(31));
+  EXPECT_EQ(openError(bytes), "tensor 'blk.0.attn_q.weight': data range "
+                              "overflows");
+  bytes = good;
+  bytes.replace(info + 8 + 4, 1, "1"); // "blk.1.attn_q..." is still unique.
+  GgufFile file;
+  std::string error;
+  EXPECT_TRUE(opens(file, bytes, error)) << error;
+  GgufWriter dup;
+  dup.addTensor("a", GgmlType::F32, {8}, pattern(32, 1));
+  dup.addTensor("a", GgmlType::F32, {8}, pattern(32, 2));
+  EXPECT_EQ(openError(dup.bytes()), "tensor 'a' appears twice");
+  GgufWriter longName;
+  longName.addTensor(std::string(64, 'n'), GgmlType::F32, {8}, pattern(32, 1));
+  EXPECT_EQ(openError(longName.bytes()),
+            "tensor '" + std::string(64, 'n') +
+                "': name is 64 bytes, longer than ggml's limit of 63");
+  GgufWriter empty;
+  empty.addTensor("", GgmlType::F32, {8}, pattern(32, 1));
+  EXPECT_EQ(openError(empty.bytes()), "tensor info 0 has an empty name");
+}
+
+TEST(GgufTest, ZeroSizedTensorsAndNoTensors) {
+  GgufWriter w;
+  w.addTensor("a", GgmlType::F32, {8}, pattern(32, 1));
+  w.addTensor("empty", GgmlType::Q4_0, {0, 4}, "");
+  w.addTensor("b", GgmlType::F32, {8}, pattern(32, 2));
+  std::string bytes = w.bytes();
+  GgufFile file;
+  std::string error;
+  ASSERT_TRUE(opens(file, bytes, error)) << error;
+  EXPECT_EQ(file.tensors()[1].elements, 0);
+  EXPECT_EQ(file.tensors()[1].begin, file.tensors()[1].end);
+
+  GgufWriter keysOnly;
+  keysOnly.setString("general.architecture", "llama");
+  bytes = keysOnly.bytes();
+  ASSERT_TRUE(opens(file, bytes, error)) << error;
+  EXPECT_TRUE(file.tensors().empty());
+}
+
+} // namespace
