@@ -4,6 +4,8 @@
 
 #include "Half.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace attnrt {
@@ -165,6 +167,307 @@ void dequantizeQ6K(const uint8_t *b, float *y) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Quantization: ggml's reference quantizers, operation for operation (the
+// order of every sum and product matters for identical bytes).
+//===----------------------------------------------------------------------===//
+
+void storeHalf(uint8_t *p, float value) {
+  uint16_t h = floatToHalf(value);
+  p[0] = uint8_t(h);
+  p[1] = uint8_t(h >> 8);
+}
+
+/// ggml's nearest_int: round to nearest even through the float adder
+/// (|value| <= 2^22).
+int nearestInt(float value) {
+  float shifted = value + 12582912.f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, 4);
+  return (bits & 0x007FFFFF) - 0x00400000;
+}
+
+void quantizeQ8_0(const float *x, uint8_t *b) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j)
+    amax = std::max(amax, std::fabs(x[j]));
+  float d = amax / 127;
+  float id = d != 0.0f ? 1.0f / d : 0.0f;
+  storeHalf(b, d);
+  for (int j = 0; j < 32; ++j)
+    b[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
+}
+
+void quantizeQ4_0(const float *x, uint8_t *b) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; ++j)
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  float d = max / -8;
+  float id = d != 0.0f ? 1.0f / d : 0.0f;
+  storeHalf(b, d);
+  for (int j = 0; j < 16; ++j) {
+    // Truncation toward zero of a value in [0.5, 16.5], as ggml's
+    // (int8_t) cast.
+    int lo = std::min(15, int(static_cast<int8_t>(x[j] * id + 8.5f)));
+    int hi = std::min(15, int(static_cast<int8_t>(x[j + 16] * id + 8.5f)));
+    b[2 + j] = uint8_t(lo | (hi << 4));
+  }
+}
+
+/// ggml's make_qkx2_quants: levels L in [0, nmax] and a scale and min for
+/// one sub-block, searching nstep + 1 scales around the first guess for the
+/// least weighted squared error.
+float makeQkx2Quants(int n, int nmax, const float *x, const float *weights,
+                     uint8_t *L, float &theMin, uint8_t *Laux, float rmin,
+                     float rdelta, int nstep) {
+  float min = x[0], max = x[0];
+  float sumW = weights[0];
+  float sumX = sumW * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min)
+      min = x[i];
+    if (x[i] > max)
+      max = x[i];
+    float w = weights[i];
+    sumW += w;
+    sumX += w * x[i];
+  }
+  if (min > 0)
+    min = 0;
+  if (max == min) {
+    for (int i = 0; i < n; ++i)
+      L[i] = 0;
+    theMin = -min;
+    return 0.f;
+  }
+  float iscale = nmax / (max - min);
+  float scale = 1 / iscale;
+  float bestMad = 0;
+  for (int i = 0; i < n; ++i) {
+    int l = nearestInt(iscale * (x[i] - min));
+    L[i] = uint8_t(std::max(0, std::min(nmax, l)));
+    float diff = scale * L[i] + min - x[i];
+    diff = diff * diff;
+    bestMad += weights[i] * diff;
+  }
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * is + nmax) / (max - min);
+    float sumL = 0, sumL2 = 0, sumXL = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = nearestInt(iscale * (x[i] - min));
+      l = std::max(0, std::min(nmax, l));
+      Laux[i] = uint8_t(l);
+      float w = weights[i];
+      sumL += w * l;
+      sumL2 += w * l * l;
+      sumXL += w * l * x[i];
+    }
+    float D = sumW * sumL2 - sumL * sumL;
+    if (D > 0) {
+      float thisScale = (sumW * sumXL - sumX * sumL) / D;
+      float thisMin = (sumL2 * sumX - sumL * sumXL) / D;
+      if (thisMin > 0) {
+        thisMin = 0;
+        thisScale = sumXL / sumL2;
+      }
+      float mad = 0;
+      for (int i = 0; i < n; ++i) {
+        float diff = thisScale * Laux[i] + thisMin - x[i];
+        diff = diff * diff;
+        mad += weights[i] * diff;
+      }
+      if (mad < bestMad) {
+        for (int i = 0; i < n; ++i)
+          L[i] = Laux[i];
+        bestMad = mad;
+        scale = thisScale;
+        min = thisMin;
+      }
+    }
+  }
+  theMin = -min;
+  return scale;
+}
+
+// Q4_K (nmax 15) and Q5_K (nmax 31): eight sub-blocks of 32 quantized by
+// makeQkx2Quants, their scales and mins requantized to 6 bits against the
+// largest, then every value requantized against its 6-bit scale and min.
+void quantizeQ45K(const float *x, uint8_t *b, bool fifthBit) {
+  const int nmax = fifthBit ? 31 : 15;
+  uint8_t L[256], Laux[32];
+  float weights[32], mins[8], scales[8];
+  float maxScale = 0, maxMin = 0;
+  for (int j = 0; j < 8; ++j) {
+    float sumX2 = 0;
+    for (int l = 0; l < 32; ++l)
+      sumX2 += x[32 * j + l] * x[32 * j + l];
+    float avX = std::sqrt(sumX2 / 32);
+    for (int l = 0; l < 32; ++l)
+      weights[l] = avX + std::fabs(x[32 * j + l]);
+    scales[j] = fifthBit
+                    ? makeQkx2Quants(32, nmax, x + 32 * j, weights, L + 32 * j,
+                                     mins[j], Laux, -0.5f, 0.1f, 15)
+                    : makeQkx2Quants(32, nmax, x + 32 * j, weights, L + 32 * j,
+                                     mins[j], Laux, -1.f, 0.1f, 20);
+    maxScale = std::max(maxScale, scales[j]);
+    maxMin = std::max(maxMin, mins[j]);
+  }
+  float invScale = maxScale > 0 ? 63.f / maxScale : 0.f;
+  float invMin = maxMin > 0 ? 63.f / maxMin : 0.f;
+  uint8_t *packed = b + 4;
+  for (int j = 0; j < 8; ++j) {
+    // ggml stores nearest_int in a uint8_t before clamping to 63.
+    uint8_t ls = std::min<uint8_t>(63, uint8_t(nearestInt(invScale * scales[j])));
+    uint8_t lm = std::min<uint8_t>(63, uint8_t(nearestInt(invMin * mins[j])));
+    if (j < 4) {
+      packed[j] = ls;
+      packed[j + 4] = lm;
+    } else {
+      packed[j + 4] = uint8_t((ls & 0xF) | ((lm & 0xF) << 4));
+      packed[j - 4] |= uint8_t((ls >> 4) << 6);
+      packed[j] |= uint8_t((lm >> 4) << 6);
+    }
+  }
+  storeHalf(b, maxScale / 63.f);
+  storeHalf(b + 2, maxMin / 63.f);
+  float d = loadHalf(b), dmin = loadHalf(b + 2);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    scaleMin(j, packed, sc, m);
+    float dj = d * sc;
+    if (dj == 0.0f)
+      continue;
+    float dm = dmin * m;
+    for (int i = 0; i < 32; ++i) {
+      int l = nearestInt((x[32 * j + i] + dm) / dj);
+      L[32 * j + i] = uint8_t(std::max(0, std::min(nmax, l)));
+    }
+  }
+  uint8_t *qh = b + 16;
+  uint8_t *q = b + (fifthBit ? 48 : 16);
+  if (fifthBit)
+    std::memset(qh, 0, 32);
+  for (int group = 0; group < 4; ++group, q += 32) {
+    uint8_t lowBit = uint8_t(1 << (2 * group)), highBit = uint8_t(lowBit << 1);
+    for (int l = 0; l < 32; ++l) {
+      int lo = L[64 * group + l], hi = L[64 * group + l + 32];
+      if (fifthBit) {
+        if (lo > 15) {
+          lo -= 16;
+          qh[l] |= lowBit;
+        }
+        if (hi > 15) {
+          hi -= 16;
+          qh[l] |= highBit;
+        }
+      }
+      q[l] = uint8_t(lo | (hi << 4));
+    }
+  }
+}
+
+/// ggml's make_qx_quants with rmse_type 1 and no importance weights:
+/// symmetric levels in [-nmax, nmax - 1] (stored + nmax) and the scale of
+/// least x^2-weighted squared error among 19 candidates.
+float makeQxQuants(int n, int nmax, const float *x, int8_t *L) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; ++i) {
+    float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < 1e-15f) { // ggml's GROUP_MAX_EPS.
+    for (int i = 0; i < n; ++i)
+      L[i] = 0;
+    return 0.f;
+  }
+  float iscale = -nmax / max;
+  float sumLX = 0, sumL2 = 0;
+  for (int i = 0; i < n; ++i) {
+    int l = nearestInt(iscale * x[i]);
+    l = std::max(-nmax, std::min(nmax - 1, l));
+    L[i] = int8_t(l + nmax);
+    float w = x[i] * x[i];
+    sumLX += w * x[i] * l;
+    sumL2 += w * l * l;
+  }
+  float scale = sumL2 != 0.0f ? sumLX / sumL2 : 0.0f;
+  float best = scale * sumLX;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0)
+      continue;
+    iscale = -(nmax + 0.1f * is) / max;
+    sumLX = sumL2 = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = nearestInt(iscale * x[i]);
+      l = std::max(-nmax, std::min(nmax - 1, l));
+      float w = x[i] * x[i];
+      sumLX += w * x[i] * l;
+      sumL2 += w * l * l;
+    }
+    if (sumL2 > 0 && sumLX * sumLX > best * sumL2) {
+      for (int i = 0; i < n; ++i) {
+        int l = nearestInt(iscale * x[i]);
+        L[i] = int8_t(nmax + std::max(-nmax, std::min(nmax - 1, l)));
+      }
+      scale = sumLX / sumL2;
+      best = scale * sumLX;
+    }
+  }
+  return scale;
+}
+
+// Q6_K: sixteen sub-blocks of 16 quantized by makeQxQuants, their scales
+// requantized to int8 against the largest in magnitude, then every value
+// requantized against its int8 scale.
+void quantizeQ6K(const float *x, uint8_t *b) {
+  int8_t L[256];
+  float scales[16];
+  float maxScale = 0, maxAbsScale = 0;
+  for (int ib = 0; ib < 16; ++ib) {
+    float scale = makeQxQuants(16, 32, x + 16 * ib, L + 16 * ib);
+    scales[ib] = scale;
+    if (std::fabs(scale) > maxAbsScale) {
+      maxAbsScale = std::fabs(scale);
+      maxScale = scale;
+    }
+  }
+  if (maxAbsScale < 1e-15f) {
+    std::memset(b, 0, 210);
+    return;
+  }
+  int8_t *sc = reinterpret_cast<int8_t *>(b + 192);
+  float iscale = -128.f / maxScale;
+  storeHalf(b + 208, 1 / iscale);
+  for (int ib = 0; ib < 16; ++ib)
+    sc[ib] = int8_t(std::min(127, nearestInt(iscale * scales[ib])));
+  float d = loadHalf(b + 208);
+  for (int j = 0; j < 16; ++j) {
+    float dj = d * sc[j];
+    if (dj == 0.0f)
+      continue;
+    for (int i = 0; i < 16; ++i) {
+      int l = nearestInt(x[16 * j + i] / dj);
+      L[16 * j + i] = int8_t(std::max(-32, std::min(31, l)) + 32);
+    }
+  }
+  uint8_t *ql = b, *qh = b + 128;
+  for (int half = 0; half < 2; ++half, ql += 64, qh += 32) {
+    const int8_t *l = L + 128 * half;
+    for (int i = 0; i < 32; ++i) {
+      ql[i] = uint8_t((l[i] & 0xF) | ((l[i + 64] & 0xF) << 4));
+      ql[i + 32] = uint8_t((l[i + 32] & 0xF) | ((l[i + 96] & 0xF) << 4));
+      qh[i] = uint8_t((l[i] >> 4) | ((l[i + 32] >> 4) << 2) |
+                      ((l[i + 64] >> 4) << 4) | ((l[i + 96] >> 4) << 6));
+    }
+  }
+}
+
 } // namespace
 
 const GgmlTypeTraits *ggmlTypeTraits(uint32_t id) {
@@ -240,6 +543,69 @@ void dequantizeGgmlRow(GgmlType type, const uint8_t *blocks, float *out,
       break;
     case GgmlType::Q6_K:
       dequantizeQ6K(b, y);
+      break;
+    default:
+      __builtin_unreachable();
+    }
+  }
+}
+
+bool canQuantizeGgml(GgmlType type) {
+  switch (type) {
+  case GgmlType::F32:
+  case GgmlType::F16:
+  case GgmlType::BF16:
+  case GgmlType::Q8_0:
+  case GgmlType::Q4_0:
+  case GgmlType::Q4_K:
+  case GgmlType::Q5_K:
+  case GgmlType::Q6_K:
+    return true;
+  default:
+    return false;
+  }
+}
+
+void quantizeGgmlRow(GgmlType type, const float *values, uint8_t *blocks,
+                     int64_t count) {
+  switch (type) {
+  case GgmlType::F32:
+    std::memcpy(blocks, values, size_t(count) * 4);
+    return;
+  case GgmlType::F16:
+    for (int64_t i = 0; i < count; ++i)
+      storeHalf(blocks + 2 * i, values[i]);
+    return;
+  case GgmlType::BF16:
+    for (int64_t i = 0; i < count; ++i) {
+      uint16_t h = floatToBfloat16(values[i]);
+      blocks[2 * i] = uint8_t(h);
+      blocks[2 * i + 1] = uint8_t(h >> 8);
+    }
+    return;
+  default:
+    break;
+  }
+  const GgmlTypeTraits &traits = ggmlTypeTraits(type);
+  int64_t numBlocks = count / traits.blockSize;
+  for (int64_t i = 0; i < numBlocks; ++i) {
+    const float *x = values + i * traits.blockSize;
+    uint8_t *b = blocks + i * traits.typeSize;
+    switch (type) {
+    case GgmlType::Q8_0:
+      quantizeQ8_0(x, b);
+      break;
+    case GgmlType::Q4_0:
+      quantizeQ4_0(x, b);
+      break;
+    case GgmlType::Q4_K:
+      quantizeQ45K(x, b, /*fifthBit=*/false);
+      break;
+    case GgmlType::Q5_K:
+      quantizeQ45K(x, b, /*fifthBit=*/true);
+      break;
+    case GgmlType::Q6_K:
+      quantizeQ6K(x, b);
       break;
     default:
       __builtin_unreachable();

@@ -87,6 +87,18 @@ bool canDequantizeGgml(GgmlType type);
 void dequantizeGgmlRow(GgmlType type, const uint8_t *blocks, float *out,
                        int64_t count);
 
+/// True for the types quantizeGgmlRow writes: F32, F16, BF16, Q8_0, Q4_0,
+/// Q4_K, Q5_K, Q6_K.
+bool canQuantizeGgml(GgmlType type);
+
+/// Writes `count` f32 values (a multiple of the type's block size) as blocks
+/// of `type`, with ggml's reference quantizers (quantize_row_<type>_ref in
+/// ggml-quants.c): the same bytes llama.cpp's converter and llama-quantize
+/// (without an importance matrix) write. Only for types canQuantizeGgml
+/// accepts.
+void quantizeGgmlRow(GgmlType type, const float *values, uint8_t *blocks,
+                     int64_t count);
+
 } // namespace attnrt
 
 #endif // ATTNRT_GGMLTYPES_H

@@ -50,6 +50,47 @@ inline float bfloat16ToFloat(uint16_t b) {
   return bitsToFloat(static_cast<uint32_t>(b) << 16);
 }
 
+/// binary32 -> IEEE binary16, rounding to nearest even (as F16C's vcvtps2ph
+/// and ggml's GGML_FP32_TO_FP16 do): overflow gives Inf, NaN stays a quiet
+/// NaN.
+inline uint16_t floatToHalf(float f) {
+  uint32_t bits = floatToBits(f);
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  uint32_t magnitude = bits & 0x7FFFFFFF;
+  if (magnitude > 0x7F800000) // NaN: quiet, top payload bits kept.
+    return static_cast<uint16_t>(sign | 0x7E00 | ((magnitude >> 13) & 0x3FF));
+  if (magnitude >= 0x477FF000) // Rounds to 65536 or more (or is Inf).
+    return static_cast<uint16_t>(sign | 0x7C00);
+  if (magnitude < 0x38800000) { // Below 2^-14: subnormal or zero.
+    // value * 2^24 rounded to an integer, to nearest even.
+    uint32_t exponent = magnitude >> 23;
+    if (exponent < 102) // Below 2^-25: rounds to zero.
+      return sign;
+    uint32_t mantissa = (magnitude & 0x7FFFFF) | 0x800000;
+    uint32_t shift = 126 - exponent; // 14..24
+    uint32_t half = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1);
+    uint32_t midpoint = 1u << (shift - 1);
+    if (rest > midpoint || (rest == midpoint && (half & 1)))
+      ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  // Normal: rebias 127 -> 15 and round the 13 dropped bits to nearest even
+  // (a carry into the exponent is the right result).
+  uint32_t rebased = magnitude - (112u << 23);
+  uint32_t rounded = rebased + 0xFFF + ((rebased >> 13) & 1);
+  return static_cast<uint16_t>(sign | (rounded >> 13));
+}
+
+/// binary32 -> bfloat16, rounding to nearest even (ggml's
+/// GGML_FP32_TO_BF16): NaN stays a quiet NaN.
+inline uint16_t floatToBfloat16(float f) {
+  uint32_t bits = floatToBits(f);
+  if ((bits & 0x7FFFFFFF) > 0x7F800000)
+    return static_cast<uint16_t>((bits >> 16) | 64);
+  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+}
+
 /// NaN or +-Inf.
 inline bool isNonFinite(uint32_t floatBits) {
   return (floatBits & 0x7F800000) == 0x7F800000;

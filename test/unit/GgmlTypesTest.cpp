@@ -13,6 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -20,6 +23,10 @@
 #include <vector>
 
 using namespace attnrt;
+
+// The regenerated inputs must round exactly as ggml-blocks.c's (built with
+// -ffp-contract=off): no fused multiply-adds here either.
+#pragma STDC FP_CONTRACT OFF
 
 namespace {
 
@@ -80,7 +87,7 @@ std::vector<Block> loadBlocks() {
   std::vector<Block> blocks;
   std::string line;
   while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#')
+    if (line.empty() || line[0] == '#' || line.rfind("many ", 0) == 0)
       continue;
     std::istringstream fields(line);
     Block b;
@@ -136,6 +143,134 @@ TEST(GgmlTypesTest, DequantizesAsGgmlDoes) {
   for (const char *type :
        {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_K", "q5_K", "q6_K"})
     EXPECT_EQ(perType[type], 2) << type;
+}
+
+TEST(GgmlTypesTest, QuantizesAsGgmlDoes) {
+  // ggml's quantize_row_<type>_ref bytes for the same inputs; q4_1, q5_0
+  // and q5_1 are read, not written.
+  int checked = 0;
+  for (const Block &b : loadBlocks()) {
+    GgmlType type = typeNamed(b.type);
+    if (!canQuantizeGgml(type))
+      continue;
+    std::vector<uint8_t> bytes(b.bytes.size(), 0xAA);
+    quantizeGgmlRow(type, b.input.data(), bytes.data(),
+                    static_cast<int64_t>(b.input.size()));
+    for (size_t i = 0; i < bytes.size(); ++i)
+      ASSERT_EQ(int(bytes[i]), int(b.bytes[i]))
+          << b.type << " byte " << i << " of " << bytes.size();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 10);
+}
+
+uint64_t fnv1a(uint64_t hash, const void *data, size_t bytes) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < bytes; ++i)
+    hash = (hash ^ p[i]) * 1099511628211ull;
+  return hash;
+}
+
+TEST(GgmlTypesTest, ManyBlocksQuantizeAndDequantizeAsGgmlDoes) {
+  // 256 blocks per type over scales from 1e-4 to 30 (and a zero block),
+  // generated as ggml-blocks.c generates them, against the hashes of ggml's
+  // bytes and dequantized floats.
+  std::ifstream in(ATTNRT_TEST_UNIT_DATA "/ggml-blocks.txt");
+  std::string line;
+  int checked = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("many ", 0) != 0)
+      continue;
+    std::istringstream fields(line.substr(5));
+    std::string name, bytesHash, floatsHash;
+    fields >> name >> bytesHash >> floatsHash;
+    GgmlType type = typeNamed(name);
+    if (!canQuantizeGgml(type))
+      continue; // Read, not written: the blocks lines cover it.
+    const GgmlTypeTraits &traits = ggmlTypeTraits(type);
+    uint32_t state = 777;
+    auto uniform = [&] {
+      state = state * 1664525u + 1013904223u;
+      return (float(state >> 8) / 16777216.0f) * 2 - 1;
+    };
+    static const float scales[13] = {1e-4f, 2e-4f, 5e-4f, 1e-3f, 3e-3f,
+                                     1e-2f, 3e-2f, 0.1f,  0.3f,  1.0f,
+                                     3.0f,  10.0f, 30.0f};
+    uint64_t hb = 14695981039346656037ull, hf = hb;
+    std::vector<uint8_t> block(traits.typeSize);
+    std::vector<float> y(traits.blockSize);
+    for (int b = 0; b < 256; ++b) {
+      float x[256];
+      float scale = b == 17 ? 0.0f : scales[b % 13];
+      for (int i = 0; i < 256; ++i)
+        x[i] = uniform() * scale * float(1 + (i % (3 + b % 5) == 0) * (b % 4));
+      for (uint32_t off = 0; off < 256; off += traits.blockSize) {
+        quantizeGgmlRow(type, x + off, block.data(), traits.blockSize);
+        dequantizeGgmlRow(type, block.data(), y.data(), traits.blockSize);
+        hb = fnv1a(hb, block.data(), block.size());
+        hf = fnv1a(hf, y.data(), 4 * y.size());
+      }
+    }
+    char got[40];
+    std::snprintf(got, sizeof(got), "%016llx %016llx",
+                  static_cast<unsigned long long>(hb),
+                  static_cast<unsigned long long>(hf));
+    EXPECT_EQ(got, bytesHash + " " + floatsHash) << name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);
+}
+
+TEST(GgmlTypesTest, QuantizersHandleFlatAndZeroBlocks) {
+  // All zeros, all equal, one non-zero: the scale-search degenerate cases
+  // decode to (nearly) the input and never to NaN.
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                        GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const GgmlTypeTraits &traits = ggmlTypeTraits(type);
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      std::vector<float> x(256, pattern == 1 ? 0.25f : 0.0f);
+      if (pattern == 2)
+        x[37] = -1.5f;
+      std::vector<uint8_t> bytes(256 / traits.blockSize * traits.typeSize);
+      std::vector<float> y(256);
+      quantizeGgmlRow(type, x.data(), bytes.data(), 256);
+      dequantizeGgmlRow(type, bytes.data(), y.data(), 256);
+      for (int i = 0; i < 256; ++i)
+        ASSERT_NEAR(y[i], x[i], 0.1) << traits.name << " pattern " << pattern
+                                     << " element " << i;
+    }
+  }
+}
+
+TEST(GgmlTypesTest, HalfAndBfloat16RoundToNearestEven) {
+  // Every f16 value, the floats just beside it and the midpoints to its
+  // neighbours, against the compiler's own conversion (round to nearest
+  // even).
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    float v = halfToFloat(static_cast<uint16_t>(h));
+    if (v != v)
+      continue;
+    float next = halfToFloat(static_cast<uint16_t>(h + 1));
+    float probes[] = {v, std::nextafter(v, INFINITY), std::nextafter(v, -INFINITY),
+                      next == next && std::isfinite(next) && std::isfinite(v)
+                          ? (v + next) / 2
+                          : v};
+    for (float f : probes) {
+      _Float16 expected = static_cast<_Float16>(f);
+      uint16_t bits;
+      std::memcpy(&bits, &expected, 2);
+      ASSERT_EQ(floatToHalf(f), bits) << std::hexfloat << f;
+    }
+  }
+  EXPECT_EQ(floatToHalf(1e10f), 0x7C00);
+  EXPECT_EQ(floatToHalf(-65520.0f), 0xFC00);
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7BFF);
+  EXPECT_EQ(floatToHalf(NAN) & 0x7E00, 0x7E00);
+  EXPECT_EQ(floatToBfloat16(1.0f), 0x3F80);
+  EXPECT_EQ(floatToBfloat16(bitsToFloat(0x3F808000)), 0x3F80); // Tie: even.
+  EXPECT_EQ(floatToBfloat16(bitsToFloat(0x3F818000)), 0x3F82); // Tie: up.
+  EXPECT_EQ(floatToBfloat16(bitsToFloat(0x3F808001)), 0x3F81);
+  EXPECT_EQ(floatToBfloat16(bitsToFloat(0x7F800001)), 0x7FC0); // Quiet NaN.
 }
 
 TEST(GgmlTypesTest, KQuantsUseEverySixBitScale) {
