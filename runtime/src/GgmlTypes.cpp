@@ -217,6 +217,62 @@ void quantizeQ4_0(const float *x, uint8_t *b) {
   }
 }
 
+// Q4_1 and Q5_1: levels from the block's min over (max - min) / (2^bits -
+// 1); the casts truncate as ggml's do.
+void quantizeQ41Q51(const float *x, uint8_t *b, bool fifthBit) {
+  float min = x[0], max = x[0];
+  for (int j = 1; j < 32; ++j) {
+    if (x[j] < min)
+      min = x[j];
+    if (x[j] > max)
+      max = x[j];
+  }
+  float d = (max - min) / (fifthBit ? 31 : 15);
+  float id = d != 0.0f ? 1.0f / d : 0.0f;
+  storeHalf(b, d);
+  storeHalf(b + 2, min);
+  uint32_t high = 0;
+  uint8_t *q = b + (fifthBit ? 8 : 4);
+  for (int j = 0; j < 16; ++j) {
+    float x0 = (x[j] - min) * id, x1 = (x[j + 16] - min) * id;
+    int lo, hi;
+    if (fifthBit) {
+      lo = static_cast<uint8_t>(x0 + 0.5f);
+      hi = static_cast<uint8_t>(x1 + 0.5f);
+      high |= uint32_t((lo & 0x10) >> 4) << j;
+      high |= uint32_t((hi & 0x10) >> 4) << (j + 16);
+    } else {
+      lo = std::min(15, int(static_cast<int8_t>(x0 + 0.5f)));
+      hi = std::min(15, int(static_cast<int8_t>(x1 + 0.5f)));
+    }
+    q[j] = uint8_t((lo & 0xF) | ((hi & 0xF) << 4));
+  }
+  if (fifthBit)
+    std::memcpy(b + 4, &high, 4);
+}
+
+// Q5_0: Q4_0 with a fifth bit, levels -16..15.
+void quantizeQ5_0(const float *x, uint8_t *b) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; ++j)
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  float d = max / -16;
+  float id = d != 0.0f ? 1.0f / d : 0.0f;
+  storeHalf(b, d);
+  uint32_t high = 0;
+  for (int j = 0; j < 16; ++j) {
+    int lo = std::min(31, int(static_cast<int8_t>(x[j] * id + 16.5f)));
+    int hi = std::min(31, int(static_cast<int8_t>(x[j + 16] * id + 16.5f)));
+    b[6 + j] = uint8_t((lo & 0xF) | ((hi & 0xF) << 4));
+    high |= uint32_t((lo & 0x10) >> 4) << j;
+    high |= uint32_t((hi & 0x10) >> 4) << (j + 16);
+  }
+  std::memcpy(b + 2, &high, 4);
+}
+
 /// ggml's make_qkx2_quants: levels L in [0, nmax] and a scale and min for
 /// one sub-block, searching nstep + 1 scales around the first guess for the
 /// least weighted squared error.
@@ -551,19 +607,8 @@ void dequantizeGgmlRow(GgmlType type, const uint8_t *blocks, float *out,
 }
 
 bool canQuantizeGgml(GgmlType type) {
-  switch (type) {
-  case GgmlType::F32:
-  case GgmlType::F16:
-  case GgmlType::BF16:
-  case GgmlType::Q8_0:
-  case GgmlType::Q4_0:
-  case GgmlType::Q4_K:
-  case GgmlType::Q5_K:
-  case GgmlType::Q6_K:
-    return true;
-  default:
-    return false;
-  }
+  // Every type Attn reads.
+  return canDequantizeGgml(type);
 }
 
 void quantizeGgmlRow(GgmlType type, const float *values, uint8_t *blocks,
@@ -597,6 +642,15 @@ void quantizeGgmlRow(GgmlType type, const float *values, uint8_t *blocks,
       break;
     case GgmlType::Q4_0:
       quantizeQ4_0(x, b);
+      break;
+    case GgmlType::Q4_1:
+      quantizeQ41Q51(x, b, /*fifthBit=*/false);
+      break;
+    case GgmlType::Q5_0:
+      quantizeQ5_0(x, b);
+      break;
+    case GgmlType::Q5_1:
+      quantizeQ41Q51(x, b, /*fifthBit=*/true);
       break;
     case GgmlType::Q4_K:
       quantizeQ45K(x, b, /*fifthBit=*/false);

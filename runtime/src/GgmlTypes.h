@@ -87,8 +87,8 @@ bool canDequantizeGgml(GgmlType type);
 void dequantizeGgmlRow(GgmlType type, const uint8_t *blocks, float *out,
                        int64_t count);
 
-/// True for the types quantizeGgmlRow writes: F32, F16, BF16, Q8_0, Q4_0,
-/// Q4_K, Q5_K, Q6_K.
+/// True for the types quantizeGgmlRow writes: the ones dequantizeGgmlRow
+/// reads.
 bool canQuantizeGgml(GgmlType type);
 
 /// Writes `count` f32 values (a multiple of the type's block size) as blocks

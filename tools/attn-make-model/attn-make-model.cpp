@@ -9,7 +9,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "DescriptionWeights.h"
+#include "GgufModelWriter.h"
 #include "ModelWriter.h"
+
+#include <algorithm>
 
 #include "attn/Support/Version.h"
 
@@ -105,6 +108,10 @@ const char *kUsage =
     "                      -inf or a number (repeatable)\n"
     "  --shards N          N shard files and model.safetensors.index.json\n"
     "                      (Hugging Face naming) instead of model.safetensors\n"
+    "  --gguf FILE         also write the model as llama.cpp's converter and\n"
+    "                      llama-quantize would (llama, mistral, qwen2, qwen3)\n"
+    "  --gguf-type T       its matrices: f32, f16 (default), bf16, q8_0, q4_0,\n"
+    "                      q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m\n"
     "other: --list-presets, --quiet, --help\n";
 
 [[noreturn]] void fail(const std::string &message) {
@@ -209,7 +216,8 @@ bool contains(const std::vector<Family> &families, Family f) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::optional<std::string> preset, out, activation, prefix, description;
+  std::optional<std::string> preset, out, activation, prefix, description, gguf;
+  std::string ggufType = "f16";
   // Every flag given, for the ones --description cannot honour.
   std::vector<std::string> given;
   std::optional<int64_t> layers, hidden, heads, kvHeads, ffn, vocab,
@@ -413,6 +421,15 @@ int main(int argc, char **argv) {
       dtype = parsed;
     } else if (flag == "--seed") {
       seed = parseSeed(takeValue());
+    } else if (flag == "--gguf") {
+      gguf = takeValue();
+      if (gguf->empty())
+        fail("--gguf expects a file name");
+    } else if (flag == "--gguf-type") {
+      ggufType = takeValue();
+      if (!isGgufWeightType(ggufType))
+        fail("--gguf-type expects one of " + ggufWeightTypes() + ", got '" +
+             ggufType + "'");
     } else if (flag == "--shards") {
       shards = parseInt(flag, takeValue());
     } else if (flag == "--quiet") {
@@ -623,10 +640,15 @@ int main(int argc, char **argv) {
   spec.omitTensors = omitTensors;
   spec.poison = poison;
 
+  if (!gguf && std::count(given.begin(), given.end(), "--gguf-type"))
+    fail("--gguf-type needs --gguf FILE");
   std::vector<TensorDesc> tensors;
   std::string error;
   if (!planTensors(spec, tensors, error))
     fail(error);
+  // The GGUF first: a model it cannot hold leaves no folder behind either.
+  if (gguf && !writeGgufModel(spec, *gguf, ggufType, error))
+    fail("--gguf: " + error);
   if (!writeModel(spec, *out, error))
     fail(error);
 
@@ -643,6 +665,8 @@ int main(int argc, char **argv) {
       std::cout << ", sharp";
     if (spec.shards > 0)
       std::cout << ", " << spec.shards << " shards";
+    if (gguf)
+      std::cout << "; and " << *gguf << " (GGUF, " << ggufType << ")";
     std::cout << "\n";
   }
   return 0;

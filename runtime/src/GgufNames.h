@@ -1,0 +1,52 @@
+//===- GgufNames.h - llama.cpp's names for Hugging Face tensors -*- C++ -*-===//
+//
+// llama.cpp's converter (convert_hf_to_gguf.py, gguf-py's tensor_mapping.py)
+// renames every tensor of a checkpoint ("model.layers.3.self_attn.q_proj.
+// weight" becomes "blk.3.attn_q.weight") and records the architecture under
+// its own name ("mistral" checkpoints are written as "llama"). This table is
+// both directions of that renaming for the architectures Attn reads and
+// writes as GGUF, so the writer (attn-make-model --gguf) and the readers
+// cannot disagree.
+//
+// The converter also changes some tensors' values: for the "llama"
+// architecture it interleaves the two rotary halves of every head's q and k
+// rows (LlamaModel.permute: rotate-half pairing becomes adjacent pairs), and
+// for Gemma it adds 1 to RMSNorm weights. ggufPermutedRow says where a row
+// goes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNRT_GGUFNAMES_H
+#define ATTNRT_GGUFNAMES_H
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace attnrt {
+
+/// The GGUF architecture name of a Hugging Face model_type ("mistral" ->
+/// "llama"), or "" for a model_type Attn does not write or read as GGUF.
+std::string_view ggufArchitecture(std::string_view modelType);
+
+/// llama.cpp's name for the Hugging Face tensor `hf`, or "" when the table
+/// has none.
+std::string ggufTensorName(std::string_view hf);
+/// The Hugging Face name of GGUF tensor `gguf`, or "".
+std::string hfTensorName(std::string_view gguf);
+
+/// True when the converter permutes the q/k rows of `architecture`'s files
+/// (only "llama": the others keep HF's rotate-half layout).
+bool ggufPermutesQueryKey(std::string_view architecture);
+
+/// Where LlamaModel.permute puts row `row` of a q or k projection whose
+/// heads have `headDim` rows: in each head, row i of the first half goes to
+/// 2i and row i of the second half to 2i + 1.
+inline int64_t ggufPermutedRow(int64_t row, int64_t headDim) {
+  int64_t head = row / headDim, r = row % headDim, half = headDim / 2;
+  return head * headDim + (r < half ? 2 * r : 2 * (r - half) + 1);
+}
+
+} // namespace attnrt
+
+#endif // ATTNRT_GGUFNAMES_H

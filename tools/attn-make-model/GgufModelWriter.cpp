@@ -1,0 +1,230 @@
+//===- GgufModelWriter.cpp - test models as llama.cpp's GGUF files --------===//
+
+#include "GgufModelWriter.h"
+
+#include "GgmlTypes.h"
+#include "GgufNames.h"
+#include "GgufWriter.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace attn {
+namespace modelgen {
+
+using attnrt::GgmlType;
+using Json = nlohmann::json;
+
+namespace {
+
+struct WeightType {
+  const char *name;
+  GgmlType type;
+  uint32_t fileType; // llama.cpp's llama_ftype.
+};
+
+// q4_k_m is q4_k with the recipe below.
+const WeightType weightTypes[] = {
+    {"f32", GgmlType::F32, 0},    {"f16", GgmlType::F16, 1},
+    {"bf16", GgmlType::BF16, 32}, {"q8_0", GgmlType::Q8_0, 7},
+    {"q4_0", GgmlType::Q4_0, 2},  {"q4_1", GgmlType::Q4_1, 3},
+    {"q5_0", GgmlType::Q5_0, 8},  {"q5_1", GgmlType::Q5_1, 9},
+    {"q4_k", GgmlType::Q4_K, 14}, {"q5_k", GgmlType::Q5_K, 16},
+    {"q6_k", GgmlType::Q6_K, 18}, {"q4_k_m", GgmlType::Q4_K, 15},
+};
+
+const WeightType *findWeightType(const std::string &name) {
+  for (const WeightType &w : weightTypes)
+    if (name == w.name)
+      return &w;
+  return nullptr;
+}
+
+/// llama.cpp's use_more_bits: the first and last eighth of the layers and
+/// every third layer between get more bits in the _M recipes.
+bool useMoreBits(int64_t layer, int64_t layers) {
+  return layer < layers / 8 || layer >= 7 * layers / 8 ||
+         (layer - layers / 8) % 3 == 2;
+}
+
+/// The type of a 2-D weight `gguf` (a GGUF name) whose rows are `rowLength`
+/// long, as llama-quantize (and the converter, for the plain types) choose;
+/// `tied`: the model has no output.weight.
+GgmlType matrixType(const WeightType &w, const std::string &gguf,
+                    int64_t rowLength, int64_t layers, bool tied) {
+  GgmlType type = w.type;
+  if (std::string(w.name) == "q4_k_m") {
+    int layer = -1;
+    char tail[64] = "";
+    std::sscanf(gguf.c_str(), "blk.%d.%63s", &layer, tail);
+    std::string t = tail;
+    // A tied embedding is the output projection too.
+    if (gguf == "output.weight" || (tied && gguf == "token_embd.weight") ||
+        ((t == "attn_v.weight" || t == "ffn_down.weight") &&
+         useMoreBits(layer, layers)))
+      type = GgmlType::Q6_K;
+  }
+  const attnrt::GgmlTypeTraits &traits = attnrt::ggmlTypeTraits(type);
+  if (rowLength % traits.blockSize == 0)
+    return type;
+  switch (type) { // llama-quantize's fallbacks for rows of partial blocks.
+  case GgmlType::Q4_K:
+    type = GgmlType::Q5_0;
+    break;
+  case GgmlType::Q5_K:
+    type = GgmlType::Q5_1;
+    break;
+  case GgmlType::Q6_K:
+    type = GgmlType::Q8_0;
+    break;
+  default:
+    return GgmlType::F16;
+  }
+  return rowLength % attnrt::ggmlTypeTraits(type).blockSize == 0
+             ? type
+             : GgmlType::F16;
+}
+
+int64_t integer(const Json &config, const char *key, int64_t fallback) {
+  auto it = config.find(key);
+  return it == config.end() || it->is_null() ? fallback : it->get<int64_t>();
+}
+
+} // namespace
+
+bool isGgufWeightType(const std::string &type) {
+  return findWeightType(type) != nullptr;
+}
+
+std::string ggufWeightTypes() {
+  std::string list;
+  for (const WeightType &w : weightTypes)
+    list += std::string(list.empty() ? "" : ", ") + w.name;
+  return list;
+}
+
+bool writeGgufModel(const ModelSpec &spec, const std::string &path,
+                    const std::string &typeName, std::string &error) {
+  const WeightType *weightType = findWeightType(typeName);
+  if (!weightType) {
+    error = "GGUF weight type '" + typeName + "' is not one of " +
+            ggufWeightTypes();
+    return false;
+  }
+  std::vector<TensorDesc> tensors;
+  if (!planTensors(spec, tensors, error))
+    return false;
+  Json config = Json::parse(configJson(spec));
+  std::string modelType = config.value("model_type", "");
+  std::string arch(attnrt::ggufArchitecture(modelType));
+  auto refuse = [&](const std::string &why) {
+    error = "cannot write " + modelType + " as GGUF: " + why;
+    return false;
+  };
+  if (arch.empty())
+    return refuse("only llama, mistral, qwen2 and qwen3 models are written "
+                  "as GGUF so far");
+  if (config.contains("rope_scaling") && !config["rope_scaling"].is_null())
+    return refuse("rope_scaling is not written to GGUF yet");
+  bool windowed = config.value("use_sliding_window", modelType == "mistral");
+  if (windowed && config.contains("sliding_window") &&
+      !config["sliding_window"].is_null())
+    return refuse("GGUF files of the " + arch +
+                  " architecture cannot record a sliding window");
+  if (!spec.prefix.empty() || !spec.extraTensors.empty() ||
+      spec.extraBuffers)
+    return refuse("--prefix, --extra-tensor and --extra-buffers have no "
+                  "GGUF names");
+
+  const int64_t heads = integer(config, "num_attention_heads", 0);
+  const int64_t hidden = integer(config, "hidden_size", 0);
+  const int64_t layers = integer(config, "num_hidden_layers", 0);
+  const int64_t headDim = integer(config, "head_dim", hidden / heads);
+  attnrt::GgufWriter gguf;
+  std::string prefix = arch + ".";
+  gguf.setString("general.architecture", arch);
+  gguf.setString("general.name", "attn-make-model " + modelType);
+  gguf.setU32("general.file_type", weightType->fileType);
+  if (weightType->type != GgmlType::F32 && weightType->type != GgmlType::F16 &&
+      weightType->type != GgmlType::BF16)
+    gguf.setU32("general.quantization_version", 2);
+  // convert_hf_to_gguf's TextModel.set_gguf_parameters, then LlamaModel's.
+  gguf.setU32(prefix + "block_count", uint32_t(layers));
+  gguf.setU32(prefix + "context_length",
+              uint32_t(integer(config, "max_position_embeddings", 0)));
+  gguf.setU32(prefix + "embedding_length", uint32_t(hidden));
+  gguf.setU32(prefix + "feed_forward_length",
+              uint32_t(integer(config, "intermediate_size", 0)));
+  gguf.setU32(prefix + "attention.head_count", uint32_t(heads));
+  gguf.setU32(prefix + "attention.head_count_kv",
+              uint32_t(integer(config, "num_key_value_heads", heads)));
+  if (config.contains("rope_theta"))
+    gguf.setF32(prefix + "rope.freq_base",
+                config["rope_theta"].get<float>());
+  gguf.setF32(prefix + "attention.layer_norm_rms_epsilon",
+              config.value("rms_norm_eps", 1e-6f));
+  if (config.contains("head_dim") && !config["head_dim"].is_null()) {
+    gguf.setU32(prefix + "attention.key_length", uint32_t(headDim));
+    gguf.setU32(prefix + "attention.value_length", uint32_t(headDim));
+  }
+  if (arch == "llama") {
+    gguf.setU32(prefix + "vocab_size",
+                uint32_t(integer(config, "vocab_size", 0)));
+    gguf.setU32(prefix + "rope.dimension_count", uint32_t(headDim));
+  }
+
+  bool permute = attnrt::ggufPermutesQueryKey(arch);
+  bool tied = true;
+  for (const TensorDesc &t : tensors)
+    tied = tied && t.name != "lm_head.weight";
+  for (const TensorDesc &t : tensors) {
+    std::string name = attnrt::ggufTensorName(t.name);
+    if (name.empty())
+      return refuse("tensor '" + t.name + "' has no GGUF name");
+    std::vector<float> values = tensorValues(spec, t);
+    int64_t rowLength = t.shape.back();
+    int64_t rows = rowLength ? int64_t(values.size()) / rowLength : 0;
+    bool isQuery = name.find(".attn_q.weight") != std::string::npos;
+    bool isKey = name.find(".attn_k.weight") != std::string::npos;
+    if (permute && (isQuery || isKey)) {
+      std::vector<float> permuted(values.size());
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(values.begin() + r * rowLength, rowLength,
+                    permuted.begin() +
+                        attnrt::ggufPermutedRow(r, headDim) * rowLength);
+      values.swap(permuted);
+    }
+    GgmlType type = t.shape.size() == 2
+                        ? matrixType(*weightType, name, rowLength, layers, tied)
+                        : GgmlType::F32;
+    const attnrt::GgmlTypeTraits &traits = attnrt::ggmlTypeTraits(type);
+    std::string data(size_t(values.size() / traits.blockSize) *
+                         traits.typeSize,
+                     '\0');
+    attnrt::quantizeGgmlRow(type, values.data(),
+                            reinterpret_cast<uint8_t *>(data.data()),
+                            int64_t(values.size()));
+    std::vector<int64_t> dims(t.shape.rbegin(), t.shape.rend());
+    gguf.addTensor(name, type, dims, std::move(data));
+  }
+  // Through a temporary file renamed into place, as the folder writer does.
+  std::string tmpPath = path + ".tmp";
+  if (!gguf.write(tmpPath, error)) {
+    std::remove(tmpPath.c_str());
+    return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmpPath, path, ec);
+  if (ec) {
+    std::remove(tmpPath.c_str());
+    error = "cannot rename '" + tmpPath + "' to '" + path +
+            "': " + ec.message();
+    return false;
+  }
+  return true;
+}
+
+} // namespace modelgen
+} // namespace attn

@@ -1,0 +1,49 @@
+//===- GgufModelWriter.h - test models as llama.cpp's GGUF files -*- C++ -*-===//
+//
+// Writes the model writeModel writes as a folder as the GGUF file llama.cpp's
+// converter (convert_hf_to_gguf.py) and llama-quantize would make of that
+// folder: the architecture's metadata keys from config.json, llama.cpp's
+// tensor names (GgufNames.h), the llama architecture's q/k rows interleaved,
+// 1-D tensors in F32, and the 2-D weights in the chosen type, quantized with
+// ggml's reference quantizers (GgmlTypes.h). So CI has GGUF files of every
+// shape without downloading any.
+//
+// Architectures: llama (and mistral checkpoints, written as llama), qwen2,
+// qwen3. Refused by name, rather than written wrong: other families, rope
+// scaling, sliding windows (llama-architecture files cannot record them).
+// No tokenizer is written yet (the test models have none either).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_TOOLS_MAKEMODEL_GGUFMODELWRITER_H
+#define ATTN_TOOLS_MAKEMODEL_GGUFMODELWRITER_H
+
+#include "ModelWriter.h"
+
+#include <string>
+
+namespace attn {
+namespace modelgen {
+
+/// What the 2-D weights become, as llama.cpp's file types name them:
+/// f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (every matrix in that
+/// type; as convert_hf_to_gguf --outtype, a row length the block does not
+/// divide stays F16), q4_k, q5_k, q6_k (every matrix; a row length 256 does
+/// not divide falls back as llama-quantize does: q4_k to q5_0, q5_k to
+/// q5_1, q6_k to q8_0), and q4_k_m (llama-quantize's Q4_K_M recipe: q4_k,
+/// with the output (a tied token_embd), and the attn_v and ffn_down of the
+/// first and last eighth of the layers and every third one between, in
+/// q6_k).
+bool isGgufWeightType(const std::string &type);
+/// "f32, f16, ..." for messages.
+std::string ggufWeightTypes();
+
+/// Writes `path`. Returns false and sets `error` (one line) for a model it
+/// cannot write or a failed write.
+bool writeGgufModel(const ModelSpec &spec, const std::string &path,
+                    const std::string &type, std::string &error);
+
+} // namespace modelgen
+} // namespace attn
+
+#endif // ATTN_TOOLS_MAKEMODEL_GGUFMODELWRITER_H

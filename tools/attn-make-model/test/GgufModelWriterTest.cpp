@@ -1,0 +1,274 @@
+//===- GgufModelWriterTest.cpp - attn-make-model --gguf -------------------===//
+//
+// The GGUF file of a model holds what llama.cpp's converter would write of
+// its folder: the architecture's metadata from config.json, every tensor
+// under its llama.cpp name, the llama architecture's q/k rows interleaved
+// per head (and only there), 1-D tensors in F32, matrices in the chosen
+// type by llama-quantize's rules, values equal to the folder's (F32) or its
+// quantization. Read back with the runtime's GgufFile; independently
+// checked once against gguf-py's reader and dequantizers (see the commit).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GgmlTypes.h"
+#include "Gguf.h"
+#include "GgufModelWriter.h"
+#include "GgufNames.h"
+#include "ModelWriter.h"
+
+#include "TestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+using namespace attn::modelgen;
+using attnrt::GgmlType;
+using attnrt::GgufFile;
+using attnrt::GgufTensorInfo;
+
+namespace {
+
+struct TempDir : attn::testing::TempDir {
+  TempDir() : attn::testing::TempDir("attn-make-model-gguf") {}
+};
+
+ModelSpec llama8() {
+  ModelSpec spec;
+  EXPECT_TRUE(presetSpec("tiny-llama", spec));
+  spec.layers = 8;
+  spec.hidden = 256;
+  spec.ffn = 512;
+  spec.heads = 4;
+  spec.kvHeads = 2;
+  return spec;
+}
+
+/// The planned tensors' values by HF name.
+std::map<std::string, std::vector<float>> folderValues(const ModelSpec &spec) {
+  std::vector<TensorDesc> tensors;
+  std::string error;
+  EXPECT_TRUE(planTensors(spec, tensors, error)) << error;
+  std::map<std::string, std::vector<float>> values;
+  for (const TensorDesc &t : tensors)
+    values[t.name] = tensorValues(spec, t);
+  return values;
+}
+
+std::vector<float> dequantized(const GgufFile &file, const GgufTensorInfo &t) {
+  std::vector<float> out(static_cast<size_t>(t.elements));
+  attnrt::dequantizeGgmlRow(t.type, file.tensorData(t), out.data(),
+                            t.elements);
+  return out;
+}
+
+uint64_t unsignedKey(const GgufFile &file, const std::string &key) {
+  uint64_t value = 0;
+  std::string error;
+  EXPECT_TRUE(file.getUnsigned(key, value, error)) << error;
+  return value;
+}
+
+TEST(GgufModelWriterTest, LlamaF32HoldsTheFolderWithQueryKeyRowsInterleaved) {
+  TempDir dir;
+  ModelSpec spec = llama8();
+  std::string path = dir.sub("m.gguf"), error;
+  ASSERT_TRUE(writeGgufModel(spec, path, "f32", error)) << error;
+  GgufFile file;
+  ASSERT_TRUE(file.open(path, error)) << error;
+
+  std::string_view arch;
+  ASSERT_TRUE(file.getString("general.architecture", arch, error));
+  EXPECT_EQ(arch, "llama");
+  EXPECT_EQ(unsignedKey(file, "general.file_type"), 0u);
+  EXPECT_EQ(unsignedKey(file, "llama.block_count"), 8u);
+  EXPECT_EQ(unsignedKey(file, "llama.embedding_length"), 256u);
+  EXPECT_EQ(unsignedKey(file, "llama.feed_forward_length"), 512u);
+  EXPECT_EQ(unsignedKey(file, "llama.attention.head_count"), 4u);
+  EXPECT_EQ(unsignedKey(file, "llama.attention.head_count_kv"), 2u);
+  EXPECT_EQ(unsignedKey(file, "llama.rope.dimension_count"), 64u);
+  EXPECT_EQ(unsignedKey(file, "llama.context_length"),
+            uint64_t(spec.maxPositions));
+  EXPECT_EQ(unsignedKey(file, "llama.vocab_size"), uint64_t(spec.vocab));
+  EXPECT_EQ(file.findKey("general.quantization_version"), nullptr);
+  double theta = 0, eps = 0;
+  ASSERT_TRUE(file.getFloat("llama.rope.freq_base", theta, error));
+  ASSERT_TRUE(file.getFloat("llama.attention.layer_norm_rms_epsilon", eps,
+                            error));
+  EXPECT_EQ(theta, spec.ropeTheta);
+  EXPECT_EQ(float(eps), float(spec.normEps));
+
+  std::map<std::string, std::vector<float>> folder = folderValues(spec);
+  ASSERT_EQ(file.tensors().size(), folder.size());
+  for (const GgufTensorInfo &t : file.tensors()) {
+    std::string hf = attnrt::hfTensorName(t.name);
+    ASSERT_TRUE(folder.count(hf)) << t.name << " -> " << hf;
+    EXPECT_EQ(t.type, GgmlType::F32) << t.name;
+    const std::vector<float> &expected = folder[hf];
+    std::vector<float> got = dequantized(file, t);
+    ASSERT_EQ(got.size(), expected.size()) << t.name;
+    bool permuted = t.name.find(".attn_q.weight") != std::string::npos ||
+                    t.name.find(".attn_k.weight") != std::string::npos;
+    int64_t rowLength = t.dims[0], rows = t.elements / rowLength;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t at = permuted ? attnrt::ggufPermutedRow(r, 64) : r;
+      for (int64_t c = 0; c < rowLength; ++c)
+        ASSERT_EQ(got[at * rowLength + c], expected[r * rowLength + c])
+            << t.name << " row " << r << " column " << c;
+    }
+    // The shape is HF's, reversed.
+    std::vector<int64_t> dims(t.dims.rbegin(), t.dims.rend());
+    EXPECT_EQ(t.shape(), dims);
+  }
+  // The interleaving: GGUF row 1 of head 0 is HF row 32 (the second half's
+  // first), and row 2 is HF row 1.
+  const GgufTensorInfo &q = file.tensors()[file.find("blk.0.attn_q.weight")];
+  std::vector<float> got = dequantized(file, q);
+  const std::vector<float> &hf = folder["model.layers.0.self_attn.q_proj.weight"];
+  EXPECT_EQ(got[1 * 256], hf[32 * 256]);
+  EXPECT_EQ(got[2 * 256], hf[1 * 256]);
+}
+
+TEST(GgufModelWriterTest, Qwen3KeepsRowsAndWritesItsKeys) {
+  TempDir dir;
+  ModelSpec spec;
+  ASSERT_TRUE(presetSpec("tiny-qwen3", spec));
+  std::string path = dir.sub("q.gguf"), error;
+  ASSERT_TRUE(writeGgufModel(spec, path, "f32", error)) << error;
+  GgufFile file;
+  ASSERT_TRUE(file.open(path, error)) << error;
+  std::string_view arch;
+  ASSERT_TRUE(file.getString("general.architecture", arch, error));
+  EXPECT_EQ(arch, "qwen3");
+  // head_dim is written in qwen3 configs: key and value lengths say it.
+  EXPECT_GT(unsignedKey(file, "qwen3.attention.key_length"), 0u);
+  EXPECT_EQ(file.findKey("qwen3.rope.dimension_count"), nullptr);
+  std::map<std::string, std::vector<float>> folder = folderValues(spec);
+  EXPECT_GE(file.find("blk.0.attn_q_norm.weight"), 0);
+  for (const GgufTensorInfo &t : file.tensors())
+    EXPECT_EQ(dequantized(file, t), folder[attnrt::hfTensorName(t.name)])
+        << t.name;
+}
+
+TEST(GgufModelWriterTest, QuantizedTypesFollowLlamaQuantize) {
+  TempDir dir;
+  ModelSpec spec = llama8();
+  std::map<std::string, std::vector<float>> folder = folderValues(spec);
+  std::string error;
+  struct Case {
+    const char *type;
+    GgmlType matrices;
+    double tolerance; // Largest |error| / max |value| of any tensor.
+  };
+  for (const Case &c : {Case{"q8_0", GgmlType::Q8_0, 0.01},
+                        Case{"q4_0", GgmlType::Q4_0, 0.15},
+                        Case{"q6_k", GgmlType::Q6_K, 0.03},
+                        Case{"q4_k_m", GgmlType::Q4_K, 0.1},
+                        Case{"bf16", GgmlType::BF16, 0.01}}) {
+    std::string path = dir.sub(std::string(c.type) + ".gguf");
+    ASSERT_TRUE(writeGgufModel(spec, path, c.type, error)) << error;
+    GgufFile file;
+    ASSERT_TRUE(file.open(path, error)) << error;
+    for (const GgufTensorInfo &t : file.tensors()) {
+      GgmlType expected = t.dims.size() == 1 ? GgmlType::F32 : c.matrices;
+      if (std::string(c.type) == "q4_k_m") {
+        // The output and, in layers 0, 3, 6 and 7 of 8 (use_more_bits),
+        // attn_v and ffn_down in Q6_K.
+        int layer = -1;
+        std::sscanf(t.name.c_str(), "blk.%d.", &layer);
+        bool more = layer == 0 || layer == 3 || layer == 6 || layer == 7;
+        if (t.name == "output.weight" ||
+            (more && (t.name.find("attn_v.weight") != std::string::npos ||
+                      t.name.find("ffn_down.weight") != std::string::npos)))
+          expected = GgmlType::Q6_K;
+      }
+      EXPECT_EQ(t.type, expected) << c.type << " " << t.name;
+      const std::vector<float> &ref = folder[attnrt::hfTensorName(t.name)];
+      std::vector<float> got = dequantized(file, t);
+      bool permuted = t.name.find(".attn_q.weight") != std::string::npos ||
+                      t.name.find(".attn_k.weight") != std::string::npos;
+      double worst = 0, scale = 0;
+      int64_t rowLength = t.dims[0];
+      for (size_t i = 0; i < ref.size(); ++i) {
+        int64_t r = int64_t(i) / rowLength, col = int64_t(i) % rowLength;
+        int64_t at = permuted ? attnrt::ggufPermutedRow(r, 64) : r;
+        worst = std::max(worst, double(std::fabs(got[at * rowLength + col] -
+                                                 ref[i])));
+        scale = std::max(scale, double(std::fabs(ref[i])));
+      }
+      EXPECT_LE(worst, c.tolerance * scale) << c.type << " " << t.name;
+    }
+  }
+  // Rows of 64 are no whole K-quant super-block: llama-quantize's
+  // fallbacks (q4_k -> q5_0, q6_k -> q8_0; rows of 172 -> f16).
+  ModelSpec small;
+  ASSERT_TRUE(presetSpec("tiny-llama", small));
+  std::string path = dir.sub("small.gguf");
+  ASSERT_TRUE(writeGgufModel(small, path, "q4_k_m", error)) << error;
+  GgufFile file;
+  ASSERT_TRUE(file.open(path, error)) << error;
+  auto typeOf = [&](const char *name) {
+    return file.tensors()[file.find(name)].type;
+  };
+  EXPECT_EQ(typeOf("blk.0.attn_q.weight"), GgmlType::Q5_0);
+  EXPECT_EQ(typeOf("output.weight"), GgmlType::Q8_0);
+  EXPECT_EQ(typeOf("blk.0.ffn_down.weight"), GgmlType::F16);
+}
+
+TEST(GgufModelWriterTest, RefusesWhatAFileCannotSay) {
+  TempDir dir;
+  std::string error;
+  ModelSpec gemma;
+  ASSERT_TRUE(presetSpec("tiny-gemma", gemma));
+  EXPECT_FALSE(writeGgufModel(gemma, dir.sub("g.gguf"), "f16", error));
+  EXPECT_EQ(error, "cannot write gemma as GGUF: only llama, mistral, qwen2 "
+                   "and qwen3 models are written as GGUF so far");
+  ModelSpec mistral;
+  ASSERT_TRUE(presetSpec("tiny-mistral", mistral));
+  EXPECT_FALSE(writeGgufModel(mistral, dir.sub("m.gguf"), "f16", error));
+  EXPECT_EQ(error, "cannot write mistral as GGUF: GGUF files of the llama "
+                   "architecture cannot record a sliding window");
+  mistral.slidingWindow = 0;
+  EXPECT_TRUE(writeGgufModel(mistral, dir.sub("m.gguf"), "f16", error))
+      << error;
+  ModelSpec scaled = llama8();
+  ASSERT_TRUE(parseRopeScaling("linear:2", scaled.ropeScaling, error));
+  EXPECT_FALSE(writeGgufModel(scaled, dir.sub("s.gguf"), "f16", error));
+  EXPECT_EQ(error, "cannot write llama as GGUF: rope_scaling is not written "
+                   "to GGUF yet");
+  EXPECT_FALSE(writeGgufModel(llama8(), dir.sub("x.gguf"), "q3_k", error));
+  EXPECT_EQ(error, "GGUF weight type 'q3_k' is not one of f32, f16, bf16, "
+                   "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m");
+  EXPECT_FALSE(std::filesystem::exists(dir.sub("g.gguf")));
+  EXPECT_FALSE(std::filesystem::exists(dir.sub("x.gguf")));
+}
+
+TEST(GgufModelWriterTest, CommandLine) {
+  TempDir dir;
+  std::string tool = std::string(ATTN_TOOLS_DIR) + "/attn-make-model";
+  attn::testing::CommandResult r = attn::testing::run(
+      tool + " --preset tiny-qwen2 --out " + dir.sub("f") + " --gguf " +
+      dir.sub("f.gguf") + " --gguf-type q8_0");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("and " + dir.sub("f.gguf") + " (GGUF, q8_0)"),
+            std::string::npos)
+      << r.output;
+  GgufFile file;
+  std::string error;
+  ASSERT_TRUE(file.open(dir.sub("f.gguf"), error)) << error;
+  EXPECT_GE(file.find("blk.0.attn_q.bias"), 0);
+  r = attn::testing::run(tool + " --preset tiny-gemma --out " + dir.sub("g") +
+                         " --gguf " + dir.sub("g.gguf"));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.output.find("--gguf: cannot write gemma as GGUF"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.sub("g"))) << "nothing written";
+  r = attn::testing::run(tool + " --preset tiny-llama --out " + dir.sub("h") +
+                         " --gguf-type q4_0");
+  EXPECT_NE(r.output.find("--gguf-type needs --gguf FILE"), std::string::npos)
+      << r.output;
+}
+
+} // namespace
