@@ -8,6 +8,8 @@
 
 #include "attn/Compiler/ModelConfig.h"
 
+#include "GgufConfig.h"
+
 #include "ConfigReader.h"
 
 #include <cstring>
@@ -279,6 +281,15 @@ llvm::Expected<ModelConfig> mlir::attn::loadModelConfig(llvm::StringRef path) {
   llvm::SmallString<256> file(path);
   if (llvm::sys::fs::is_directory(file))
     llvm::sys::path::append(file, "config.json");
+  // A GGUF file: the config.json its metadata stands for, read by the
+  // family's own reader (runtime/src/GgufConfig.cpp).
+  if (file.str().ends_with(".gguf")) {
+    std::string json, error;
+    if (!attnrt::ggufConfigJson(file.str().str(), json, error))
+      return llvm::createStringError(error);
+    return parseModelConfig(json,
+                            (file + " (its metadata as config.json)").str());
+  }
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(file, /*IsText=*/true);
   if (!buffer)

@@ -193,11 +193,12 @@ std::string ggufTypeName(GgufType type, GgufType elementType) {
   return scalarName(type);
 }
 
-bool GgufFile::open(const std::string &path, std::string &error) {
+bool GgufFile::open(const std::string &path, std::string &error,
+                    bool populate) {
   close();
   filePath = path;
   std::string message;
-  if (!file.open(path, message)) {
+  if (!file.open(path, message, populate)) {
     error = where() + message;
     return false;
   }

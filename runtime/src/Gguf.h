@@ -90,7 +90,9 @@ public:
 
   /// Opens and validates `path`. Errors are one line naming the file and,
   /// where there is one, the key or tensor: "GGUF file 'x': tensor 'y': ...".
-  bool open(const std::string &path, std::string &error);
+  /// `populate`: read every page in now (for loading the weights); without,
+  /// reading the metadata touches only the pages it is on.
+  bool open(const std::string &path, std::string &error, bool populate = true);
   /// The same over bytes the caller keeps alive (tests, fuzzing); `path`
   /// only names them in messages.
   bool openBytes(const uint8_t *data, size_t size, const std::string &path,

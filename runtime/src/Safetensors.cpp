@@ -34,7 +34,8 @@ bool readFileText(const std::string &path, bool required, std::string &text,
   return true;
 }
 
-bool MappedFile::open(const std::string &path, std::string &error) {
+bool MappedFile::open(const std::string &path, std::string &error,
+                      bool populate) {
   reset();
   // O_NONBLOCK: opening a FIFO must fail below, not wait for a writer.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -61,7 +62,7 @@ bool MappedFile::open(const std::string &path, std::string &error) {
   // and populating the page tables in one call is far cheaper than taking
   // one fault per 4 KiB page.
   void *p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ,
-                 MAP_PRIVATE | MAP_POPULATE, fd, 0);
+                 MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
   int mmapErrno = errno;
   ::close(fd);
   if (p == MAP_FAILED) {

@@ -32,8 +32,10 @@ public:
   ~MappedFile() { reset(); }
 
   /// Maps `path`; an empty file succeeds with size() == 0 and no mapping.
-  /// On failure returns false with a message (without the path).
-  bool open(const std::string &path, std::string &error);
+  /// On failure returns false with a message (without the path). With
+  /// `populate` every page is read in now (a loader reads them all anyway);
+  /// without, only the pages touched are read.
+  bool open(const std::string &path, std::string &error, bool populate = true);
   void reset();
 
   const uint8_t *data() const { return base; }

@@ -9,10 +9,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Gguf.h"
+#include "GgufConfig.h"
 #include "GgufWriter.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 
@@ -420,6 +422,124 @@ TEST(GgufTest, ZeroSizedTensorsAndNoTensors) {
   bytes = keysOnly.bytes();
   ASSERT_TRUE(opens(file, bytes, error)) << error;
   EXPECT_TRUE(file.tensors().empty());
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The model's config.json from the metadata (GgufConfig)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+GgufWriter llamaModel() {
+  GgufWriter w;
+  w.setString("general.architecture", "llama");
+  w.setU32("llama.block_count", 2);
+  w.setU32("llama.context_length", 128);
+  w.setU32("llama.embedding_length", 64);
+  w.setU32("llama.feed_forward_length", 96);
+  w.setU32("llama.attention.head_count", 4);
+  w.setU32("llama.attention.head_count_kv", 2);
+  w.setU32("llama.rope.dimension_count", 16);
+  w.setF32("llama.rope.freq_base", 500000.0f);
+  w.setF32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.setU32("tokenizer.ggml.bos_token_id", 1);
+  w.addTensor("token_embd.weight", GgmlType::F32, {64, 10}, pattern(2560, 1));
+  return w;
+}
+
+std::string configError(const GgufWriter &w) {
+  std::string bytes = w.bytes(), json, error;
+  GgufFile file;
+  EXPECT_TRUE(opens(file, bytes, error)) << error;
+  EXPECT_FALSE(ggufConfigJson(file, json, error)) << json;
+  EXPECT_EQ(error.rfind(kPrefix, 0), 0u) << error;
+  return error.substr(std::min(error.size(), kPrefix.size()));
+}
+
+nlohmann::json config(const GgufWriter &w) {
+  std::string bytes = w.bytes(), json, error;
+  GgufFile file;
+  EXPECT_TRUE(opens(file, bytes, error)) << error;
+  EXPECT_TRUE(ggufConfigJson(file, json, error)) << error;
+  return nlohmann::json::parse(json);
+}
+
+TEST(GgufConfigTest, MetadataBecomesTheFamilysKeys) {
+  nlohmann::json c = config(llamaModel());
+  EXPECT_EQ(c["model_type"], "llama");
+  EXPECT_EQ(c["num_hidden_layers"], 2);
+  EXPECT_EQ(c["hidden_size"], 64);
+  EXPECT_EQ(c["intermediate_size"], 96);
+  EXPECT_EQ(c["num_attention_heads"], 4);
+  EXPECT_EQ(c["num_key_value_heads"], 2);
+  EXPECT_EQ(c["max_position_embeddings"], 128);
+  EXPECT_EQ(c["rope_theta"], 500000.0);
+  EXPECT_EQ(c["rms_norm_eps"], double(1e-5f));
+  EXPECT_EQ(c["vocab_size"], 10); // The embedding's rows.
+  EXPECT_EQ(c["tie_word_embeddings"], true); // No output.weight.
+  EXPECT_EQ(c["bos_token_id"], 1);
+  EXPECT_FALSE(c.contains("head_dim")); // hidden / heads.
+  EXPECT_FALSE(c.contains("rope_scaling"));
+
+  GgufWriter w = llamaModel();
+  w.setU32("llama.vocab_size", 12);
+  w.setString("llama.rope.scaling.type", "yarn");
+  w.setF32("llama.rope.scaling.factor", 4.0f);
+  w.setU32("llama.rope.scaling.original_context_length", 32);
+  w.addTensor("output.weight", GgmlType::F32, {64, 10}, pattern(2560, 2));
+  c = config(w);
+  EXPECT_EQ(c["vocab_size"], 12);
+  EXPECT_EQ(c["tie_word_embeddings"], false);
+  EXPECT_EQ(c["rope_scaling"]["rope_type"], "yarn");
+  EXPECT_EQ(c["rope_scaling"]["factor"], 4.0);
+  EXPECT_EQ(c["rope_scaling"]["original_max_position_embeddings"], 32);
+}
+
+TEST(GgufConfigTest, RefusesWhatItCannotHonourByName) {
+  GgufWriter w = llamaModel();
+  w.setString("general.architecture", "gemma2");
+  EXPECT_EQ(configError(w), "architecture 'gemma2' is not supported "
+                            "(supported: llama, qwen2, qwen3)");
+  w = llamaModel();
+  w.setString("llama.block_count", "two");
+  EXPECT_EQ(configError(w), "metadata key 'llama.block_count': expected an "
+                            "unsigned integer, found string");
+  w = llamaModel();
+  w.setU32("llama.rope.dimension_count", 8);
+  EXPECT_EQ(configError(w), "metadata key 'llama.rope.dimension_count': "
+                            "rotary embeddings on 8 of the 16 features of a "
+                            "head are not supported for llama");
+  w = llamaModel();
+  w.setU32("llama.attention.value_length", 32);
+  EXPECT_EQ(configError(w), "metadata key 'llama.attention.value_length': "
+                            "32 differs from the key length 16 (Attn's "
+                            "attention has one head size)");
+  w = llamaModel();
+  w.addTensor("rope_freqs.weight", GgmlType::F32, {8}, pattern(32, 3));
+  EXPECT_EQ(configError(w), "tensor 'rope_freqs.weight' (Llama 3 rope "
+                            "scaling) is not supported yet");
+  w = llamaModel();
+  w.setString("llama.rope.scaling.type", "longrope");
+  EXPECT_EQ(configError(w), "metadata key 'llama.rope.scaling.type': "
+                            "'longrope' is not supported (supported: none, "
+                            "linear, yarn)");
+  w = llamaModel();
+  w.setU32("llama.expert_count", 8);
+  EXPECT_EQ(configError(w),
+            "metadata key 'llama.expert_count' is not read from GGUF files "
+            "yet");
+  GgufWriter noEmbedding;
+  noEmbedding.setString("general.architecture", "qwen3");
+  for (const char *key :
+       {"qwen3.block_count", "qwen3.embedding_length",
+        "qwen3.feed_forward_length", "qwen3.attention.head_count",
+        "qwen3.context_length"})
+    noEmbedding.setU32(key, 4);
+  noEmbedding.setF32("qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+  EXPECT_EQ(configError(noEmbedding),
+            "tensor 'token_embd.weight' is missing");
 }
 
 } // namespace
