@@ -2,6 +2,8 @@
 
 #include "CompileCache.h"
 
+#include "GgufConfig.h"
+
 #include "Json.h"
 #include "Safetensors.h"
 #include "Support.h"
@@ -318,7 +320,12 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
   settings = input;
   const std::string &dir = settings.modelDir;
   std::string config, message;
-  if (!readWholeFile(joinPath(dir, "config.json"), config, message)) {
+  // A GGUF file: the config.json its metadata stands for, as attn-compile
+  // derives it (the library depends on nothing else of the file).
+  if (isGguf()) {
+    if (!ggufConfigJson(dir, config, error))
+      return false;
+  } else if (!readWholeFile(joinPath(dir, "config.json"), config, message)) {
     error = "model folder " + quote(dir) + ": config.json: " + message;
     return false;
   }
@@ -396,9 +403,12 @@ bool CompileCache::chooseFolder(std::string &error) {
 
   // The model's own folder, when we may write there (a shared read-only
   // folder stays untouched, even for root).
-  std::string local = joinPath(settings.modelDir, ".attn");
+  // Beside a GGUF file, in its folder.
+  std::string modelFolder =
+      isGguf() ? parentDir(settings.modelDir) : settings.modelDir;
+  std::string local = joinPath(modelFolder, ".attn");
   if (isDirectory(local) ? mayWriteDirectory(local)
-                         : mayWriteDirectory(settings.modelDir)) {
+                         : mayWriteDirectory(modelFolder)) {
     int made = mkdir(local.c_str(), 0777) == 0 ? 0 : errno;
     if ((made == 0 || made == EEXIST) && mayWriteDirectory(local)) {
       cacheDir = local;

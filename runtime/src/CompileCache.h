@@ -55,7 +55,8 @@ struct CompileSettings {
 
 class CompileCache {
 public:
-  /// Reads config.json, finds and hashes the compiler, builds the key and
+  /// Reads config.json (a GGUF file's metadata as config.json), finds and
+  /// hashes the compiler, builds the key and
   /// chooses (creating it if needed) the cache folder. One-line errors
   /// naming what failed.
   bool prepare(const CompileSettings &settings, std::string &error);
@@ -77,6 +78,11 @@ public:
 
 private:
   bool chooseFolder(std::string &error);
+  /// The model is a GGUF file rather than a folder.
+  bool isGguf() const {
+    const std::string &m = settings.modelDir;
+    return m.size() > 5 && m.compare(m.size() - 5, 5, ".gguf") == 0;
+  }
   std::string sidecarPath() const;
 
   CompileSettings settings;

@@ -228,6 +228,12 @@ std::string GgufFile::where() const {
   return "GGUF file " + quote(filePath) + ": ";
 }
 
+void GgufFile::unmap() {
+  file.reset();
+  base = nullptr;
+  size = 0;
+}
+
 void GgufFile::close() {
   file.reset();
   base = nullptr;

@@ -141,6 +141,10 @@ public:
   uint64_t dataOffset() const { return dataStart; }
 
   void close();
+  /// Unmaps the file but keeps the tensor and key lists: tensors(), find()
+  /// and metadata() still answer; tensorData() and the typed reads must not
+  /// be used.
+  void unmap();
 
 private:
   bool parse(std::string &error);

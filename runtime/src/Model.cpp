@@ -18,6 +18,7 @@
 #include "Sampler.h"
 #include "Scratch.h"
 #include "Support.h"
+#include "GgufNames.h"
 #include "WeightFiles.h"
 #include "attnrt/model_abi.h"
 
@@ -272,6 +273,27 @@ static std::string unflatten(int64_t flat, const std::vector<int64_t> &shape) {
   return formatShape(index);
 }
 
+/// Reads a GGUF tensor's `elements` values at `src` into `dst`: its ggml
+/// blocks dequantized, then the q/k rows llama.cpp's converter interleaved
+/// put back in Hugging Face's order.
+static void convertGgmlToF32(const TensorInfo &tensor, const uint8_t *src,
+                             float *dst, int64_t elements) {
+  dequantizeGgmlRow(tensor.ggml, src, dst, elements);
+  int64_t headDim = tensor.interleavedHeadDim;
+  if (headDim == 0 || elements == 0)
+    return;
+  int64_t rowLength = tensor.shape.back();
+  int64_t headSize = headDim * rowLength;
+  std::vector<float> head(static_cast<size_t>(headSize));
+  for (int64_t start = 0; start < elements; start += headSize) {
+    std::memcpy(head.data(), dst + start, static_cast<size_t>(headSize) * 4);
+    for (int64_t row = 0; row < headDim; ++row)
+      std::memcpy(dst + start + row * rowLength,
+                  head.data() + ggufPermutedRow(row, headDim) * rowLength,
+                  static_cast<size_t>(rowLength) * 4);
+  }
+}
+
 /// Widens `elements` values of `dtype` at `src` into `dst`.
 static void convertToF32(DType dtype, const uint8_t *src, float *dst,
                          int64_t elements) {
@@ -468,16 +490,27 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
               ", the model expects " + formatShape(expected);
       return false;
     }
-    if (tensor.dtype != DType::F32 && tensor.dtype != DType::F16 &&
-        tensor.dtype != DType::BF16) {
+    if (tensor.isGgml && !canDequantizeGgml(tensor.ggml)) {
+      error = tensorWhere + " has ggml type " + ggmlTypeTraits(tensor.ggml).name +
+              ", which Attn does not read (it reads f32, f16, bf16, q4_0, q4_1, "
+              "q5_0, q5_1, q8_0, q4_K, q5_K and q6_K)";
+      return false;
+    }
+    if (!tensor.isGgml && tensor.dtype != DType::F32 &&
+        tensor.dtype != DType::F16 && tensor.dtype != DType::BF16) {
       error = tensorWhere + " has dtype " + dtypeName(tensor.dtype) +
               "; only F32, F16 and BF16 weights can be loaded";
+      return false;
+    }
+    if (tensor.isGgml && slice) {
+      error = tensorWhere + " would be read as a slice of stacked experts, "
+                            "which GGUF files do not hold";
       return false;
     }
     used[index] = true;
     Binding binding = {index, false, 0, slice ? weight.sliceOffset : 0,
                        weight.elements};
-    binding.inPlace = tensor.dtype == DType::F32 &&
+    binding.inPlace = tensor.dtype == DType::F32 && tensor.interleavedHeadDim == 0 &&
                       (files.fileOffset(index) + 4 * binding.first) % alignof(float) == 0;
     if (!binding.inPlace && binding.elements > 0) {
       binding.offset = convertedBytes;
@@ -509,7 +542,10 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
     const Binding &binding = bindings[i];
     const TensorInfo &tensor = files.tensor(binding.tensor);
     const float *data = model.weights[i];
-    if (!binding.inPlace && binding.elements > 0)
+    if (!binding.inPlace && binding.elements > 0 && tensor.isGgml)
+      convertGgmlToF32(tensor, dataOf(binding), const_cast<float *>(data),
+                       binding.elements);
+    else if (!binding.inPlace && binding.elements > 0)
       convertToF32(tensor.dtype, dataOf(binding), const_cast<float *>(data),
                    binding.elements);
     int64_t bad = findNonFinite(data, binding.elements);

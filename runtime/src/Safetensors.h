@@ -14,6 +14,8 @@
 #ifndef ATTNRT_SAFETENSORS_H
 #define ATTNRT_SAFETENSORS_H
 
+#include "GgmlTypes.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -82,6 +84,14 @@ struct TensorInfo {
   int64_t elements = 0;
   /// Byte range in the data region.
   uint64_t begin = 0, end = 0;
+  /// A GGUF tensor (WeightFiles): its bytes are `ggml` blocks, read
+  /// through dequantizeGgmlRow (`dtype` says F32/F16/BF16 when they are
+  /// plain, U8 otherwise).
+  bool isGgml = false;
+  GgmlType ggml = GgmlType::F32;
+  /// The head size of q/k rows llama.cpp's converter interleaved
+  /// (ggufPermutedRow), to undo on load; 0 for every other tensor.
+  int64_t interleavedHeadDim = 0;
 };
 
 class SafetensorsFile {

@@ -2,6 +2,8 @@
 
 #include "WeightFiles.h"
 
+#include "GgufNames.h"
+
 #include "Json.h"
 #include "Support.h"
 
@@ -43,6 +45,8 @@ static bool isPlainFileName(const std::string &name) {
 bool WeightFiles::open(const std::string &path, std::string &error) {
   closeAll();
   files.clear();
+  gguf.reset();
+  ggufTensors.clear();
   entries.clear();
   byName.clear();
   openWarnings.clear();
@@ -63,7 +67,73 @@ bool WeightFiles::open(const std::string &path, std::string &error) {
   }
   if (endsWith(path, ".json"))
     return openIndex(path, error);
+  if (endsWith(path, ".gguf"))
+    return openGguf(path, error);
   return openFile(path, error);
+}
+
+bool WeightFiles::openGguf(const std::string &path, std::string &error) {
+  gguf = std::make_unique<GgufFile>();
+  if (!gguf->open(path, error))
+    return false;
+  setWhere = gguf->where();
+  // The q/k rows the converter interleaved, and their head size (the
+  // config's head_dim, as GgufConfig derives it).
+  std::string_view arch;
+  if (!gguf->getString("general.architecture", arch, error))
+    return false;
+  int64_t headDim = 0;
+  if (ggufPermutesQueryKey(arch)) {
+    std::string prefix = std::string(arch) + ".";
+    uint64_t hidden, heads, keyLength = 0;
+    if (!gguf->getUnsigned(prefix + "embedding_length", hidden, error) ||
+        !gguf->getUnsigned(prefix + "attention.head_count", heads, error) ||
+        (gguf->findKey(prefix + "attention.key_length") &&
+         !gguf->getUnsigned(prefix + "attention.key_length", keyLength,
+                            error)))
+      return false;
+    headDim = keyLength ? int64_t(keyLength)
+                        : heads ? int64_t(hidden / heads) : 0;
+  }
+  for (const GgufTensorInfo &g : gguf->tensors()) {
+    TensorInfo t;
+    std::string hf = hfTensorName(g.name);
+    // A tensor the table does not name keeps its GGUF name: the loader
+    // warns that the model does not use it.
+    t.name = hf.empty() ? g.name : hf;
+    t.isGgml = true;
+    t.ggml = g.type;
+    t.dtype = g.type == GgmlType::F32    ? DType::F32
+              : g.type == GgmlType::F16  ? DType::F16
+              : g.type == GgmlType::BF16 ? DType::BF16
+                                         : DType::U8;
+    t.shape = g.shape();
+    t.elements = g.elements;
+    t.begin = g.begin;
+    t.end = g.end;
+    bool queryKey = endsWith(g.name, ".attn_q.weight") ||
+                    endsWith(g.name, ".attn_k.weight");
+    if (queryKey && headDim > 0) {
+      if (g.dims.size() != 2 || headDim % 2 != 0 ||
+          g.dims[1] % headDim != 0) {
+        error = setWhere + "tensor " + quote(g.name) + " has shape " +
+                formatShape(t.shape) + ", not whole heads of " +
+                std::to_string(headDim) + " rows";
+        return false;
+      }
+      t.interleavedHeadDim = headDim;
+    }
+    ggufTensors.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < ggufTensors.size(); ++i) {
+    entries.push_back({0, i});
+    if (!byName.emplace(ggufTensors[i].name, i).second) {
+      error = setWhere + "tensors " + quote(ggufTensors[i].name) +
+              " appear twice under their Hugging Face name";
+      return false;
+    }
+  }
+  return true;
 }
 
 bool WeightFiles::openFile(const std::string &path, std::string &error) {
@@ -195,6 +265,8 @@ bool WeightFiles::openIndex(const std::string &path, std::string &error) {
 }
 
 std::string WeightFiles::fileWhere(size_t file) const {
+  if (gguf)
+    return gguf->where();
   return "weights file " + quote(files[file]->path()) + ": ";
 }
 
@@ -203,10 +275,15 @@ int64_t WeightFiles::find(std::string_view name) const {
   return it == byName.end() ? -1 : static_cast<int64_t>(it->second);
 }
 
-void WeightFiles::close(size_t file) { files[file]->unmap(); }
+void WeightFiles::close(size_t file) {
+  if (gguf)
+    gguf->unmap();
+  else
+    files[file]->unmap();
+}
 
 void WeightFiles::closeAll() {
-  for (size_t f = 0; f < files.size(); ++f)
+  for (size_t f = 0; f < numFiles(); ++f)
     close(f);
 }
 

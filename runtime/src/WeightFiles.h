@@ -1,7 +1,8 @@
-//===- WeightFiles.h - the safetensors files of a model --------*- C++ -*-===//
+//===- WeightFiles.h - the weight files of a model -------------*- C++ -*-===//
 //
 // The weights of a model as one set of tensors, whatever form they come in:
-// a single .safetensors file, a Hugging Face shard index
+// a GGUF file (its tensors under their Hugging Face names, GgufNames.h, and
+// HF's shapes), a single .safetensors file, a Hugging Face shard index
 // (model.safetensors.index.json: {"metadata": {...}, "weight_map":
 // {"tensor name": "model-00001-of-00002.safetensors", ...}}), or a folder
 // holding either. Every file is opened and validated by SafetensorsFile; the
@@ -17,6 +18,7 @@
 #ifndef ATTNRT_WEIGHTFILES_H
 #define ATTNRT_WEIGHTFILES_H
 
+#include "Gguf.h"
 #include "Safetensors.h"
 
 #include <cstddef>
@@ -36,7 +38,8 @@ public:
 
   /// Opens `path`: a directory (its model.safetensors, else its
   /// model.safetensors.index.json), a shard index (a name ending in ".json"),
-  /// or a safetensors file. Errors are one line naming the file.
+  /// a GGUF file (a name ending in ".gguf"), or a safetensors file. Errors
+  /// are one line naming the file.
   bool open(const std::string &path, std::string &error);
 
   /// The set in messages, with a trailing ": ": "weights file 'x': " for a
@@ -45,10 +48,11 @@ public:
   /// "weights file 'shard': ": messages about one file's tensors.
   std::string fileWhere(size_t file) const;
 
-  size_t numFiles() const { return files.size(); }
+  size_t numFiles() const { return gguf ? 1 : files.size(); }
   size_t numTensors() const { return entries.size(); }
   const TensorInfo &tensor(size_t i) const {
-    return files[entries[i].file]->tensors()[entries[i].tensor];
+    return gguf ? ggufTensors[i]
+                : files[entries[i].file]->tensors()[entries[i].tensor];
   }
   size_t fileOf(size_t i) const { return entries[i].file; }
   /// Index into the set, or -1. Shard tensors the index does not name are
@@ -57,11 +61,13 @@ public:
   /// The bytes of tensor `i` (inside its file's mapping, which must be
   /// open).
   const uint8_t *tensorData(size_t i) const {
-    return files[entries[i].file]->tensorData(tensor(i));
+    return gguf ? gguf->tensorData(gguf->tensors()[i])
+                : files[entries[i].file]->tensorData(tensor(i));
   }
   /// Offset of tensor `i`'s bytes from the start of its file.
   uint64_t fileOffset(size_t i) const {
-    return files[entries[i].file]->dataOffset() + tensor(i).begin;
+    return (gguf ? gguf->dataOffset() : files[entries[i].file]->dataOffset()) +
+           tensor(i).begin;
   }
   /// Warnings of the open (shard tensors the index does not name), one per
   /// line, each ending with '\n'.
@@ -74,12 +80,16 @@ public:
 private:
   bool openFile(const std::string &path, std::string &error);
   bool openIndex(const std::string &path, std::string &error);
+  bool openGguf(const std::string &path, std::string &error);
 
   struct Entry {
     size_t file;
     size_t tensor; // Into that file's tensors().
   };
   std::vector<std::unique_ptr<SafetensorsFile>> files;
+  /// A GGUF file instead, and its tensors as the model names them.
+  std::unique_ptr<GgufFile> gguf;
+  std::vector<TensorInfo> ggufTensors;
   std::vector<Entry> entries;
   std::unordered_map<std::string_view, size_t> byName;
   std::string setWhere;

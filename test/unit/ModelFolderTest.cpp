@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
@@ -261,6 +262,68 @@ TEST_F(ModelFolderTest, ShardedWeightsGiveTheSingleFilesLogits) {
                 "'model-00002-of-00003.safetensors' (named by tensor "
                 "'model.layers.0.mlp.down_proj.weight'): cannot open: No such "
                 "file or directory");
+}
+
+TEST_F(ModelFolderTest, AGgufFileGivesTheFoldersLogits) {
+  // attn-make-model --gguf writes the folder's model as llama.cpp would:
+  // metadata for config.json, llama.cpp's names, q/k rows interleaved per
+  // head. Loaded as F32 it is the folder's model bit for bit (the loader
+  // undoes the interleaving: without that RoPE pairs the wrong features).
+  std::string shape = "--layers 2 --hidden 256 --ffn 512 --kv-heads 2 ";
+  std::string gguf = root.file("model.gguf");
+  makeModel(model, shape + "--gguf " + shellQuote(gguf) + " --gguf-type f32");
+  Load folder = load(model);
+  ASSERT_NE(folder.model, nullptr) << folder.error;
+  Load file = load(gguf);
+  ASSERT_NE(file.model, nullptr) << file.error;
+  EXPECT_STREQ(attnrt_model_warnings(file.model.get()), "");
+  std::vector<float> expected = logits(folder.model.get(), prompt);
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(logits(file.model.get(), prompt), expected);
+
+  // Quantized files load through ggml's dequantization: q8_0 stays near
+  // the folder; Q4_K_M (q4_K, q6_K and f32 tensors) runs. Their exact
+  // values are ggml's (GgmlTypesTest), checked end to end against gguf-py
+  // when this was written.
+  std::string q8 = root.file("q8.gguf"), q4 = root.file("q4km.gguf");
+  makeModel(root.file("q8"), shape + "--gguf " + shellQuote(q8) +
+                                 " --gguf-type q8_0");
+  makeModel(root.file("q4"), shape + "--gguf " + shellQuote(q4) +
+                                 " --gguf-type q4_k_m");
+  Load q8Model = load(q8);
+  ASSERT_NE(q8Model.model, nullptr) << q8Model.error;
+  // The same metadata as the f32 file: its library is reused.
+  EXPECT_EQ(attnrt_model_was_compiled(q8Model.model.get()), 0);
+  std::vector<float> q8Logits = logits(q8Model.model.get(), prompt);
+  ASSERT_EQ(q8Logits.size(), expected.size());
+  float worst = 0, scale = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    worst = std::max(worst, std::fabs(q8Logits[i] - expected[i]));
+    scale = std::max(scale, std::fabs(expected[i]));
+  }
+  EXPECT_GT(worst, 0.0f);
+  EXPECT_LT(worst, 0.05f * scale);
+  Load q4Model = load(q4);
+  ASSERT_NE(q4Model.model, nullptr) << q4Model.error;
+  EXPECT_EQ(logits(q4Model.model.get(), prompt).size(), expected.size());
+
+  // Without a cache folder the library goes beside the file, in .attn.
+  attnrt_load_options options = attnrt_load_default_options();
+  options.compiler = ATTNRT_TEST_ATTN_COMPILE;
+  Load beside = load(gguf, options);
+  ASSERT_NE(beside.model, nullptr) << beside.error;
+  EXPECT_EQ(listDir(root.file(".attn")).size(), 2u); // Library and sidecar.
+
+  // A truncated file is refused by name.
+  std::string bytes = readFile(gguf);
+  writeFile(root.file("short.gguf"), bytes.substr(0, bytes.size() - 100));
+  Load broken = load(root.file("short.gguf"));
+  EXPECT_EQ(broken.model, nullptr);
+  EXPECT_EQ(broken.error.rfind("GGUF file '" + root.file("short.gguf") +
+                                   "': tensor 'output.weight': data [",
+                               0),
+            0u)
+      << broken.error;
 }
 
 TEST_F(ModelFolderTest, EditingConfigJsonRebuilds) {

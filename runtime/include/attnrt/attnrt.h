@@ -197,6 +197,10 @@ ATTNRT_API attnrt_load_options attnrt_load_default_options(void);
  * [--weight-format F] [--kv-format F] [--inspect]`, no shell),
  * then loads it and the folder's weights as attnrt_model_load does
  * (model.safetensors, else model.safetensors.index.json and its shards).
+ * model_dir may also be a GGUF file (a name ending in ".gguf"): its metadata
+ * stands for config.json (architectures llama, qwen2, qwen3), its tensors
+ * are dequantized to f32 and renamed as Hugging Face names them, and the
+ * cache folder's default is the file's folder (docs/gguf.md).
  * The cache key is the bytes of config.json, the context, the host CPU
  * (/proc/cpuinfo's model name and flags), a hash of the attn-compile
  * executable and the runtime's model ABI version; a library is used only
