@@ -19,15 +19,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GgufWriter.h"
 #include "Json.h"
 #include "Support.h"
 #include "tokenizer/Tokenizer.h"
 #include "tokenizer/Utf8.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -173,6 +176,10 @@ struct Case {
   /// transformers.js does not: LlamaTokenizerFast builds its template from
   /// add_bos_token (DeepSeek-V3; test/data/README.md).
   int32_t transformersBos = -1;
+  /// Set: the tokenizer is read from a GGUF file's metadata, written from
+  /// tokenizer.json as llama.cpp's converter writes it with this
+  /// tokenizer.ggml.pre name (ggufFromTokenizerJson).
+  const char *ggufPre = nullptr;
 };
 
 std::string normalized(const std::string &text, int form) {
@@ -189,7 +196,72 @@ std::string normalized(const std::string &text, int form) {
 }
 
 std::ostream &operator<<(std::ostream &os, const Case &c) {
-  return os << c.tokenizer;
+  return os << c.tokenizer << (c.ggufPre ? " via GGUF" : "");
+}
+
+/// What llama.cpp's converter (convert_hf_to_gguf.py, _set_vocab_gpt2 and
+/// gguf-py's SpecialVocab) writes of a byte-level BPE tokenizer folder:
+/// every id's token (gaps as "[PAD<id>]"), its type (added special tokens
+/// control, other added tokens user-defined, the rest normal), the merges
+/// as "a b", the pre-tokenizer's name, BOS/EOS ids from
+/// tokenizer_config.json, add_bos_token when the post-processor is a
+/// template starting with a special token. Written apart from the
+/// runtime's reader (GgufTokenizer.cpp) so the two can disagree.
+bool ggufFromTokenizerJson(const std::string &dir, const char *pre,
+                           const std::string &path, std::string &error) {
+  std::string text, configText;
+  if (!readFileText(dir + "/tokenizer.json", true, text, error) ||
+      !readFileText(dir + "/tokenizer_config.json", false, configText, error))
+    return false;
+  nlohmann::json root = nlohmann::json::parse(text);
+  nlohmann::json config = configText.empty() ? nlohmann::json::object()
+                                             : nlohmann::json::parse(configText);
+  std::map<int64_t, std::pair<std::string, int32_t>> byId; // token, type
+  for (auto &[token, id] : root["model"]["vocab"].items())
+    byId[id.get<int64_t>()] = {token, 1};
+  for (const nlohmann::json &a : root["added_tokens"])
+    byId[a["id"].get<int64_t>()] = {a["content"].get<std::string>(),
+                                    a["special"].get<bool>() ? 3 : 4};
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  int64_t count = byId.empty() ? 0 : byId.rbegin()->first + 1;
+  for (int64_t id = 0; id < count; ++id) {
+    auto it = byId.find(id);
+    tokens.push_back(it == byId.end() ? "[PAD" + std::to_string(id) + "]"
+                                      : it->second.first);
+    types.push_back(it == byId.end() ? 5 : it->second.second);
+  }
+  std::vector<std::string> merges;
+  for (const nlohmann::json &m : root["model"]["merges"])
+    merges.push_back(m.is_string() ? m.get<std::string>()
+                                   : m[0].get<std::string>() + " " +
+                                         m[1].get<std::string>());
+  GgufWriter w;
+  w.setString("general.architecture", "llama");
+  w.setString("tokenizer.ggml.model", "gpt2");
+  w.setString("tokenizer.ggml.pre", pre);
+  w.setStringArray("tokenizer.ggml.tokens", tokens);
+  w.setI32Array("tokenizer.ggml.token_type", types);
+  w.setStringArray("tokenizer.ggml.merges", merges);
+  auto idOf = [&](const char *key) -> int64_t {
+    const nlohmann::json *v = config.contains(key) ? &config[key] : nullptr;
+    std::string name = !v || v->is_null() ? ""
+                       : v->is_string()   ? v->get<std::string>()
+                                          : (*v)["content"].get<std::string>();
+    for (int64_t id = 0; id < count && !name.empty(); ++id)
+      if (tokens[id] == name)
+        return id;
+    return -1;
+  };
+  if (int64_t bos = idOf("bos_token"); bos >= 0)
+    w.setU32("tokenizer.ggml.bos_token_id", uint32_t(bos));
+  if (int64_t eos = idOf("eos_token"); eos >= 0)
+    w.setU32("tokenizer.ggml.eos_token_id", uint32_t(eos));
+  const nlohmann::json &post = root["post_processor"];
+  bool addBos = post.is_object() && post.value("type", "") == "TemplateProcessing" &&
+                post["single"][0].contains("SpecialToken");
+  w.setBool("tokenizer.ggml.add_bos_token", addBos);
+  return w.write(path, error);
 }
 
 std::string referencePath(const Case &c, const Text &text) {
@@ -197,7 +269,9 @@ std::string referencePath(const Case &c, const Text &text) {
          ".jsonl";
 }
 
-/// Every line of one reference file: ids, decode and round trip.
+/// Every line of one reference file: ids, decode and round trip (a GGUF
+/// file has no clean_up_tokenization_spaces: the decode without clean-up
+/// only).
 void checkText(const Tokenizer &tokenizer, const Case &c, const Text &text) {
   std::string where = std::string(c.tokenizer) + "/" + text.name;
   std::string error;
@@ -235,6 +309,8 @@ void checkText(const Tokenizer &tokenizer, const Case &c, const Text &text) {
     // The references decode without transformers' clean-up of spaces, and
     // with it where tokenizer_config.json asks for it.
     for (bool cleanUp : {false, true}) {
+      if (cleanUp && c.ggufPre)
+        continue;
       std::string decoded;
       ASSERT_TRUE(tokenizer.decode(ids.data(), ids.size(), false, decoded,
                                    error, cleanUp))
@@ -291,9 +367,16 @@ TEST_P(TokenizerReference, IdsAndDecodeMatch) {
   for (const Text &text : c.texts)
     REQUIRE_DATA(referencePath(c, text));
 
-  std::string error;
+  std::string error, source = tokenizerDir;
+  if (c.ggufPre) {
+    source = testing::TempDir() + "/" + c.tokenizer + "-tokenizer.gguf";
+    ASSERT_TRUE(ggufFromTokenizerJson(tokenizerDir, c.ggufPre, source, error))
+        << error;
+  }
   std::unique_ptr<Tokenizer> tokenizer =
-      Tokenizer::loadDirectory(tokenizerDir, error);
+      Tokenizer::loadDirectory(source, error);
+  if (c.ggufPre)
+    std::remove(source.c_str());
   ASSERT_TRUE(tokenizer) << error;
   for (const Text &text : c.texts)
     checkText(*tokenizer, c, text);
@@ -360,10 +443,16 @@ const Case cases[] = {
     {"gptoss", "gptoss", familyTexts()},
     // transformers adds DeepSeek-V3's BOS (id 0), transformers.js does not.
     {"deepseek_v3", "deepseek_v3", familyTexts(), 0},
+    // The same vocabularies read from GGUF metadata (docs/gguf.md).
+    {"gpt2", "gpt2", {{"emma", Exact}, {"jargon", Exact}}, -1, "gpt-2"},
+    {"llama3", "llama3", familyTexts(), -1, "llama-bpe"},
+    {"qwen3", "qwen3", familyTexts(ExactAfterNfc, ExactAfterNfc), -1, "qwen2"},
+    {"gptoss", "gptoss", familyTexts(), -1, "gpt-4o"},
 };
 
 std::string caseName(const testing::TestParamInfo<Case> &info) {
-  std::string name = info.param.tokenizer;
+  std::string name = std::string(info.param.tokenizer) +
+                     (info.param.ggufPre ? "_gguf" : "");
   for (char &ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';

@@ -2,6 +2,8 @@
 
 #include "tokenizer/Tokenizer.h"
 
+#include "tokenizer/GgufTokenizer.h"
+
 #include "Safetensors.h"
 #include "Support.h"
 #include "tokenizer/Utf8.h"
@@ -568,6 +570,14 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const TokenizerSources &sources,
 std::unique_ptr<Tokenizer> Tokenizer::loadDirectory(const std::string &dir,
                                                     std::string &error) {
   TokenizerSources sources;
+  // A GGUF file: its tokenizer.ggml.* metadata (GgufTokenizer.h).
+  if (dir.size() > 5 && dir.compare(dir.size() - 5, 5, ".gguf") == 0) {
+    GgufFile file;
+    if (!file.open(dir, error, /*populate=*/false) ||
+        !ggufTokenizerSources(file, sources, error))
+      return nullptr;
+    return load(sources, error);
+  }
   std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
   sources.tokenizerJsonName = base + "tokenizer.json";
   sources.tokenizerConfigName = base + "tokenizer_config.json";

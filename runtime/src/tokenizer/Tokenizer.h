@@ -69,7 +69,8 @@ private:
 
 class Tokenizer {
 public:
-  /// Loads the files of a model folder (tokenizer.json required).
+  /// Loads the files of a model folder (tokenizer.json required), or the
+  /// tokenizer metadata of a GGUF file (a path ending in ".gguf").
   static std::unique_ptr<Tokenizer> loadDirectory(const std::string &dir,
                                                   std::string &error);
   static std::unique_ptr<Tokenizer> load(const TokenizerSources &sources,

@@ -1,0 +1,32 @@
+//===- GgufTokenizer.h - a GGUF file's tokenizer as tokenizer.json -*- C++ -*-===//
+//
+// The tokenizer.json and tokenizer_config.json a GGUF file's tokenizer.ggml.*
+// metadata stands for, so the runtime's one tokenizer implementation reads
+// it. llama.cpp's converter stores a byte-level BPE vocabulary
+// ("tokenizer.ggml.model" = "gpt2") as its tokens by id, their types
+// (control tokens are the special added tokens, user-defined ones the other
+// added tokens), the merges, and the name of the pre-tokenizer
+// ("tokenizer.ggml.pre"): each name stands for the normalizer,
+// pre-tokenizer and merge rule of the family's own tokenizer.json, copied
+// here from those files. A model or pre-tokenizer name not in the table is
+// an error naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNRT_TOKENIZER_GGUFTOKENIZER_H
+#define ATTNRT_TOKENIZER_GGUFTOKENIZER_H
+
+#include "Gguf.h"
+#include "tokenizer/Tokenizer.h"
+
+#include <string>
+
+namespace attnrt {
+
+/// Fills `sources` from `file`'s metadata. Errors name the file and key.
+bool ggufTokenizerSources(const GgufFile &file, TokenizerSources &sources,
+                          std::string &error);
+
+} // namespace attnrt
+
+#endif // ATTNRT_TOKENIZER_GGUFTOKENIZER_H
