@@ -5,11 +5,14 @@
 #include "GgmlTypes.h"
 #include "GgufNames.h"
 #include "GgufWriter.h"
+#include "Safetensors.h"
+#include "tokenizer/GgufTokenizer.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 namespace attn {
 namespace modelgen {
@@ -92,6 +95,89 @@ int64_t integer(const Json &config, const char *key, int64_t fallback) {
   return it == config.end() || it->is_null() ? fallback : it->get<int64_t>();
 }
 
+/// The converter's tokenizer metadata (convert_hf_to_gguf's
+/// _set_vocab_gpt2 and gguf-py's SpecialVocab) for `dir`'s tokenizer.json.
+bool addTokenizer(attnrt::GgufWriter &gguf, const std::string &dir,
+                  std::string &error) {
+  std::string text, configText;
+  if (!attnrt::readFileText(dir + "/tokenizer.json", true, text, error) ||
+      !attnrt::readFileText(dir + "/tokenizer_config.json", false, configText,
+                            error))
+    return false;
+  Json root = Json::parse(text, nullptr, false);
+  Json config = configText.empty() ? Json::object()
+                                   : Json::parse(configText, nullptr, false);
+  std::string where = dir + "/tokenizer.json: ";
+  if (root.is_discarded() || config.is_discarded() || !root.is_object() ||
+      !root.contains("model") || !root["model"].is_object()) {
+    error = where + "not a tokenizer.json (or its tokenizer_config.json is "
+                    "not JSON)";
+    return false;
+  }
+  const Json &model = root["model"];
+  if (model.value("type", "") != "BPE" || model.value("byte_fallback", false)) {
+    error = where + "only byte-level BPE tokenizers are written to GGUF so "
+                    "far";
+    return false;
+  }
+  std::string pre = attnrt::ggufPreTokenizerName(
+      root.value("normalizer", Json()).dump(),
+      root.value("pre_tokenizer", Json()).dump(),
+      model.value("ignore_merges", false));
+  if (pre.empty()) {
+    error = where + "its normalizer and pre-tokenizer are none that "
+                    "tokenizer.ggml.pre can name";
+    return false;
+  }
+  std::map<int64_t, std::pair<std::string, int32_t>> byId; // Token, type.
+  for (auto &[token, id] : model["vocab"].items())
+    byId[id.get<int64_t>()] = {token, 1};
+  for (const Json &added : root.value("added_tokens", Json::array()))
+    byId[added["id"].get<int64_t>()] = {added["content"].get<std::string>(),
+                                        added.value("special", false) ? 3 : 4};
+  int64_t count = byId.empty() ? 0 : byId.rbegin()->first + 1;
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  for (int64_t id = 0; id < count; ++id) {
+    auto it = byId.find(id);
+    tokens.push_back(it == byId.end() ? "[PAD" + std::to_string(id) + "]"
+                                      : it->second.first);
+    types.push_back(it == byId.end() ? 5 : it->second.second); // 5: unused.
+  }
+  std::vector<std::string> merges;
+  for (const Json &m : model["merges"])
+    merges.push_back(m.is_string() ? m.get<std::string>()
+                                   : m[0].get<std::string>() + " " +
+                                         m[1].get<std::string>());
+  gguf.setString("tokenizer.ggml.model", "gpt2");
+  gguf.setString("tokenizer.ggml.pre", pre);
+  gguf.setStringArray("tokenizer.ggml.tokens", tokens);
+  gguf.setI32Array("tokenizer.ggml.token_type", types);
+  gguf.setStringArray("tokenizer.ggml.merges", merges);
+  for (const char *key : {"bos_token", "eos_token"}) {
+    const Json *v = config.contains(key) ? &config[key] : nullptr;
+    std::string name = !v || v->is_null() ? ""
+                       : v->is_string()   ? v->get<std::string>()
+                                          : v->value("content", "");
+    for (int64_t id = 0; id < count && !name.empty(); ++id)
+      if (tokens[id] == name) {
+        gguf.setU32(std::string("tokenizer.ggml.") + key + "_id",
+                    uint32_t(id));
+        break;
+      }
+  }
+  const Json post = root.value("post_processor", Json());
+  bool addBos = post.is_object() &&
+                post.value("type", "") == "TemplateProcessing" &&
+                post["single"].is_array() && !post["single"].empty() &&
+                post["single"][0].contains("SpecialToken");
+  gguf.setBool("tokenizer.ggml.add_bos_token", addBos);
+  if (config.contains("chat_template") && config["chat_template"].is_string())
+    gguf.setString("tokenizer.chat_template",
+                   config["chat_template"].get<std::string>());
+  return true;
+}
+
 } // namespace
 
 bool isGgufWeightType(const std::string &type) {
@@ -106,7 +192,8 @@ std::string ggufWeightTypes() {
 }
 
 bool writeGgufModel(const ModelSpec &spec, const std::string &path,
-                    const std::string &typeName, std::string &error) {
+                    const std::string &typeName, std::string &error,
+                    const std::string &tokenizerDir) {
   const WeightType *weightType = findWeightType(typeName);
   if (!weightType) {
     error = "GGUF weight type '" + typeName + "' is not one of " +
@@ -174,6 +261,9 @@ bool writeGgufModel(const ModelSpec &spec, const std::string &path,
                 uint32_t(integer(config, "vocab_size", 0)));
     gguf.setU32(prefix + "rope.dimension_count", uint32_t(headDim));
   }
+
+  if (!tokenizerDir.empty() && !addTokenizer(gguf, tokenizerDir, error))
+    return false;
 
   bool permute = attnrt::ggufPermutesQueryKey(arch);
   bool tied = true;

@@ -11,7 +11,7 @@
 // Architectures: llama (and mistral checkpoints, written as llama), qwen2,
 // qwen3. Refused by name, rather than written wrong: other families, rope
 // scaling, sliding windows (llama-architecture files cannot record them).
-// No tokenizer is written yet (the test models have none either).
+// With --gguf-tokenizer DIR, DIR's byte-level BPE tokenizer goes in too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,9 +39,14 @@ bool isGgufWeightType(const std::string &type);
 std::string ggufWeightTypes();
 
 /// Writes `path`. Returns false and sets `error` (one line) for a model it
-/// cannot write or a failed write.
+/// cannot write or a failed write. A non-empty `tokenizerDir` adds the
+/// tokenizer of that folder's tokenizer.json (and tokenizer_config.json) as
+/// the converter writes a byte-level BPE one: tokenizer.ggml.model "gpt2",
+/// the tokens by id with their types, the merges, the pre-tokenizer's name
+/// (GgufTokenizer.h's table), BOS/EOS and add_bos_token.
 bool writeGgufModel(const ModelSpec &spec, const std::string &path,
-                    const std::string &type, std::string &error);
+                    const std::string &type, std::string &error,
+                    const std::string &tokenizerDir = "");
 
 } // namespace modelgen
 } // namespace attn

@@ -112,6 +112,7 @@ const char *kUsage =
     "                      llama-quantize would (llama, mistral, qwen2, qwen3)\n"
     "  --gguf-type T       its matrices: f32, f16 (default), bf16, q8_0, q4_0,\n"
     "                      q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m\n"
+    "  --gguf-tokenizer DIR  put DIR's byte-level BPE tokenizer.json in it\n"
     "other: --list-presets, --quiet, --help\n";
 
 [[noreturn]] void fail(const std::string &message) {
@@ -217,7 +218,7 @@ bool contains(const std::vector<Family> &families, Family f) {
 
 int main(int argc, char **argv) {
   std::optional<std::string> preset, out, activation, prefix, description, gguf;
-  std::string ggufType = "f16";
+  std::string ggufType = "f16", ggufTokenizer;
   // Every flag given, for the ones --description cannot honour.
   std::vector<std::string> given;
   std::optional<int64_t> layers, hidden, heads, kvHeads, ffn, vocab,
@@ -425,6 +426,8 @@ int main(int argc, char **argv) {
       gguf = takeValue();
       if (gguf->empty())
         fail("--gguf expects a file name");
+    } else if (flag == "--gguf-tokenizer") {
+      ggufTokenizer = takeValue();
     } else if (flag == "--gguf-type") {
       ggufType = takeValue();
       if (!isGgufWeightType(ggufType))
@@ -640,14 +643,15 @@ int main(int argc, char **argv) {
   spec.omitTensors = omitTensors;
   spec.poison = poison;
 
-  if (!gguf && std::count(given.begin(), given.end(), "--gguf-type"))
-    fail("--gguf-type needs --gguf FILE");
+  for (const char *needsGguf : {"--gguf-type", "--gguf-tokenizer"})
+    if (!gguf && std::count(given.begin(), given.end(), needsGguf))
+      fail(std::string(needsGguf) + " needs --gguf FILE");
   std::vector<TensorDesc> tensors;
   std::string error;
   if (!planTensors(spec, tensors, error))
     fail(error);
   // The GGUF first: a model it cannot hold leaves no folder behind either.
-  if (gguf && !writeGgufModel(spec, *gguf, ggufType, error))
+  if (gguf && !writeGgufModel(spec, *gguf, ggufType, error, ggufTokenizer))
     fail("--gguf: " + error);
   if (!writeModel(spec, *out, error))
     fail(error);

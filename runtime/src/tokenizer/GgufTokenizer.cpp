@@ -214,4 +214,17 @@ bool ggufTokenizerSources(const GgufFile &file, TokenizerSources &sources,
   return true;
 }
 
+std::string ggufPreTokenizerName(const std::string &normalizer,
+                                 const std::string &preTokenizer,
+                                 bool ignoreMerges) {
+  TokenizerJson norm = TokenizerJson::parse(normalizer, nullptr, false);
+  TokenizerJson pre = TokenizerJson::parse(preTokenizer, nullptr, false);
+  for (const GgufPreTokenizer &p : preTokenizers)
+    if (norm == TokenizerJson::parse(p.normalizer) &&
+        pre == TokenizerJson::parse(p.preTokenizer) &&
+        ignoreMerges == p.ignoreMerges)
+      return p.name;
+  return "";
+}
+
 } // namespace attnrt

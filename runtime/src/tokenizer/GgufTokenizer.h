@@ -27,6 +27,14 @@ namespace attnrt {
 bool ggufTokenizerSources(const GgufFile &file, TokenizerSources &sources,
                           std::string &error);
 
+/// The tokenizer.ggml.pre name whose parts are exactly tokenizer.json's
+/// `normalizer` and `pre_tokenizer` (JSON texts) and its model's
+/// `ignore_merges`, or "" when no name stands for them (what a GGUF writer
+/// records).
+std::string ggufPreTokenizerName(const std::string &normalizer,
+                                 const std::string &preTokenizer,
+                                 bool ignoreMerges);
+
 } // namespace attnrt
 
 #endif // ATTNRT_TOKENIZER_GGUFTOKENIZER_H
