@@ -11,6 +11,8 @@
 #include "Gguf.h"
 #include "GgufConfig.h"
 #include "GgufWriter.h"
+#include "chat/ChatTemplate.h"
+#include "tokenizer/Tokenizer.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -540,6 +542,99 @@ TEST(GgufConfigTest, RefusesWhatItCannotHonourByName) {
   noEmbedding.setF32("qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
   EXPECT_EQ(configError(noEmbedding),
             "tensor 'token_embd.weight' is missing");
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The tokenizer and chat template of a GGUF file (GgufTokenizer)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A byte-level BPE vocabulary as the converter writes one: "a", "b", the
+/// merge "a b", a control and a user-defined token.
+GgufWriter tokenizerFile() {
+  GgufWriter w;
+  w.setString("general.architecture", "qwen3");
+  w.setString("tokenizer.ggml.model", "gpt2");
+  w.setString("tokenizer.ggml.pre", "qwen2");
+  w.setStringArray("tokenizer.ggml.tokens",
+                   {"a", "b", "ab", "<|im_end|>", "<tool>"});
+  w.setI32Array("tokenizer.ggml.token_type", {1, 1, 1, 3, 4});
+  w.setStringArray("tokenizer.ggml.merges", {"a b"});
+  w.setU32("tokenizer.ggml.eos_token_id", 3);
+  w.setString("tokenizer.chat_template",
+              "{% for m in messages %}{{ m.content }}{{ eos_token }}"
+              "{% endfor %}");
+  return w;
+}
+
+TEST(GgufTokenizerTest, VocabularyMergesAndAddedTokens) {
+  TempDir dir;
+  std::string path = dir.file("t.gguf"), error;
+  ASSERT_TRUE(tokenizerFile().write(path, error)) << error;
+  std::unique_ptr<Tokenizer> tokenizer = Tokenizer::loadDirectory(path, error);
+  ASSERT_TRUE(tokenizer) << error;
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(tokenizer->encode("abab<|im_end|>a<tool>b",
+                                Tokenizer::AddSpecial | Tokenizer::ParseSpecial,
+                                ids, error))
+      << error;
+  EXPECT_EQ(ids, (std::vector<int32_t>{2, 2, 3, 0, 4, 1}));
+  // A control token is special (dropped by skip-special decoding), a
+  // user-defined one is not.
+  std::string text;
+  ASSERT_TRUE(tokenizer->decode(ids.data(), ids.size(), true, text, error));
+  EXPECT_EQ(text, "ababa<tool>b");
+  EXPECT_EQ(tokenizer->eosIds(), std::vector<int32_t>{3});
+
+  std::unique_ptr<chat::ChatTemplate> chat = chat::ChatTemplate::loadDirectory(path, error);
+  ASSERT_TRUE(chat) << error;
+  std::string rendered;
+  ASSERT_TRUE(chat->apply({{"user", std::string("ab")}}, false, rendered, error))
+      << error;
+  EXPECT_EQ(rendered, "ab<|im_end|>");
+}
+
+TEST(GgufTokenizerTest, RefusesWhatItCannotRead) {
+  TempDir dir;
+  std::string path = dir.file("t.gguf"), error;
+  auto loadError = [&](const GgufWriter &w) {
+    EXPECT_TRUE(w.write(path, error)) << error;
+    EXPECT_EQ(Tokenizer::loadDirectory(path, error), nullptr);
+    std::string prefix = "GGUF file '" + path + "': ";
+    EXPECT_EQ(error.rfind(prefix, 0), 0u) << error;
+    return error.substr(std::min(error.size(), prefix.size()));
+  };
+  GgufWriter w = tokenizerFile();
+  w.setString("tokenizer.ggml.model", "llama");
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.model': 'llama' is "
+                          "not supported yet (supported: gpt2, byte-level "
+                          "BPE)");
+  w = tokenizerFile();
+  w.setString("tokenizer.ggml.pre", "deepseek-v3");
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.pre': 'deepseek-v3' "
+                          "is not supported (supported: default, gpt-2, "
+                          "llama-bpe, qwen2, gpt-4o)");
+  w = tokenizerFile();
+  w.setI32Array("tokenizer.ggml.token_type", {1, 1});
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.token_type' has 2 "
+                          "entries for 5 tokens");
+  w = tokenizerFile();
+  w.setU32("tokenizer.ggml.eos_token_id", 9);
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.eos_token_id': 9 is "
+                          "not a token id (there are 5 tokens)");
+  w = tokenizerFile();
+  w.setStringArray("tokenizer.ggml.tokens", {"a", "b", "a", "<|im_end|>", "x"});
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.tokens': token 2 'a' "
+                          "appears twice");
+  GgufWriter noTemplate;
+  noTemplate.setStringArray("tokenizer.ggml.tokens", {"a"});
+  ASSERT_TRUE(noTemplate.write(path, error)) << error;
+  EXPECT_EQ(chat::ChatTemplate::loadDirectory(path, error), nullptr);
+  EXPECT_EQ(error, "GGUF file '" + path +
+                       "': metadata key 'tokenizer.chat_template' is missing");
 }
 
 } // namespace

@@ -2,10 +2,12 @@
 
 #include "chat/ChatTemplate.h"
 
+#include "Gguf.h"
 #include "Json.h"
 #include "Safetensors.h"
 #include "Support.h"
 #include "chat/Parser.h"
+#include "tokenizer/GgufTokenizer.h"
 #include "tokenizer/Utf8.h"
 
 using namespace attnrt;
@@ -136,6 +138,21 @@ ChatTemplate::fromFiles(std::string_view config, const std::string &configName,
 
 std::unique_ptr<ChatTemplate>
 ChatTemplate::loadDirectory(const std::string &dir, std::string &error) {
+  // A GGUF file: tokenizer.chat_template and its BOS/EOS tokens.
+  if (dir.size() > 5 && dir.compare(dir.size() - 5, 5, ".gguf") == 0) {
+    GgufFile file;
+    std::string config;
+    if (!file.open(dir, error, /*populate=*/false) ||
+        !ggufTokenizerConfig(file, config, error))
+      return nullptr;
+    std::string name = "GGUF file " + quote(dir);
+    if (!file.findKey("tokenizer.chat_template")) {
+      error = name + ": metadata key 'tokenizer.chat_template' is missing";
+      return nullptr;
+    }
+    return fromFiles(config, name + " (tokenizer.chat_template)", "", "",
+                     error);
+  }
   std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
   std::string configName = base + "tokenizer_config.json";
   std::string templateName = base + "chat_template.jinja";

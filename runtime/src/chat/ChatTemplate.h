@@ -44,6 +44,8 @@ public:
   /// the "default" entry of a list of {"name", "template"}); with the special
   /// tokens of tokenizer_config.json (bos_token, eos_token, unk_token,
   /// pad_token: strings or {"content": ...}). Errors name the file.
+  /// A path ending in ".gguf" reads tokenizer.chat_template and the
+  /// file's BOS/EOS tokens instead.
   static std::unique_ptr<ChatTemplate> loadDirectory(const std::string &dir,
                                                      std::string &error);
 

@@ -201,12 +201,8 @@ bool ggufTokenizerSources(const GgufFile &file, TokenizerSources &sources,
   sources.tokenizerJsonName = "GGUF file " + quote(file.path()) +
                               " (its tokenizer metadata as tokenizer.json)";
 
-  TokenizerJson config = TokenizerJson::object();
-  if (bos >= 0)
-    config["bos_token"] = std::string(tokens[bos]);
-  if (eos >= 0)
-    config["eos_token"] = std::string(tokens[eos]);
-  sources.tokenizerConfig = config.dump();
+  if (!ggufTokenizerConfig(file, sources.tokenizerConfig, error))
+    return false;
   sources.tokenizerConfigName =
       "GGUF file " + quote(file.path()) +
       " (its tokenizer metadata as tokenizer_config.json)";
@@ -225,6 +221,47 @@ std::string ggufPreTokenizerName(const std::string &normalizer,
         ignoreMerges == p.ignoreMerges)
       return p.name;
   return "";
+}
+
+bool ggufTokenizerConfig(const GgufFile &file, std::string &json,
+                         std::string &error) {
+  std::vector<std::string_view> tokens;
+  if (!file.getStringArray("tokenizer.ggml.tokens", tokens, error))
+    return false;
+  TokenizerJson config = TokenizerJson::object();
+  for (const char *name : {"bos", "eos"}) {
+    std::string key = std::string("tokenizer.ggml.") + name + "_token_id";
+    uint64_t id;
+    if (!file.findKey(key))
+      continue;
+    if (!file.getUnsigned(key, id, error))
+      return false;
+    if (id >= tokens.size()) {
+      error = file.where() + "metadata key " + quote(key) +
+              format(": %llu is not a token id (there are %zu tokens)",
+                     static_cast<unsigned long long>(id), tokens.size());
+      return false;
+    }
+    if (!isValidUtf8(tokens[id])) {
+      error = file.where() + "metadata key 'tokenizer.ggml.tokens': token " +
+              std::to_string(id) + " is not valid UTF-8";
+      return false;
+    }
+    config[std::string(name) + "_token"] = std::string(tokens[id]);
+  }
+  if (file.findKey("tokenizer.chat_template")) {
+    std::string_view text;
+    if (!file.getString("tokenizer.chat_template", text, error))
+      return false;
+    if (!isValidUtf8(text)) {
+      error = file.where() +
+              "metadata key 'tokenizer.chat_template' is not valid UTF-8";
+      return false;
+    }
+    config["chat_template"] = std::string(text);
+  }
+  json = config.dump();
+  return true;
 }
 
 } // namespace attnrt

@@ -27,6 +27,12 @@ namespace attnrt {
 bool ggufTokenizerSources(const GgufFile &file, TokenizerSources &sources,
                           std::string &error);
 
+/// The tokenizer_config.json of `file`'s metadata alone: bos_token and
+/// eos_token as text, and chat_template from tokenizer.chat_template (what
+/// a chat template reads; any tokenizer model).
+bool ggufTokenizerConfig(const GgufFile &file, std::string &json,
+                         std::string &error);
+
 /// The tokenizer.ggml.pre name whose parts are exactly tokenizer.json's
 /// `normalizer` and `pre_tokenizer` (JSON texts) and its model's
 /// `ignore_merges`, or "" when no name stands for them (what a GGUF writer
