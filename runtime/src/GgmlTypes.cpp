@@ -524,6 +524,40 @@ void quantizeQ6K(const float *x, uint8_t *b) {
   }
 }
 
+/// The block types: one block's dequantization and quantization each.
+struct BlockCodec {
+  GgmlType type;
+  void (*dequantize)(const uint8_t *block, float *values);
+  void (*quantize)(const float *values, uint8_t *block);
+};
+
+const BlockCodec codecs[] = {
+    {GgmlType::Q4_0, dequantizeQ4_0, quantizeQ4_0},
+    {GgmlType::Q4_1, dequantizeQ4_1,
+     [](const float *x, uint8_t *b) { quantizeQ41Q51(x, b, false); }},
+    {GgmlType::Q5_0,
+     [](const uint8_t *b, float *y) { dequantizeQ5(b, y, false); },
+     quantizeQ5_0},
+    {GgmlType::Q5_1,
+     [](const uint8_t *b, float *y) { dequantizeQ5(b, y, true); },
+     [](const float *x, uint8_t *b) { quantizeQ41Q51(x, b, true); }},
+    {GgmlType::Q8_0, dequantizeQ8_0, quantizeQ8_0},
+    {GgmlType::Q4_K,
+     [](const uint8_t *b, float *y) { dequantizeQ45K(b, y, false); },
+     [](const float *x, uint8_t *b) { quantizeQ45K(x, b, false); }},
+    {GgmlType::Q5_K,
+     [](const uint8_t *b, float *y) { dequantizeQ45K(b, y, true); },
+     [](const float *x, uint8_t *b) { quantizeQ45K(x, b, true); }},
+    {GgmlType::Q6_K, dequantizeQ6K, quantizeQ6K},
+};
+
+const BlockCodec *findCodec(GgmlType type) {
+  for (const BlockCodec &codec : codecs)
+    if (codec.type == type)
+      return &codec;
+  return nullptr;
+}
+
 } // namespace
 
 const GgmlTypeTraits *ggmlTypeTraits(uint32_t id) {
@@ -531,25 +565,6 @@ const GgmlTypeTraits *ggmlTypeTraits(uint32_t id) {
     if (static_cast<uint32_t>(traits.type) == id)
       return &traits;
   return nullptr;
-}
-
-bool canDequantizeGgml(GgmlType type) {
-  switch (type) {
-  case GgmlType::F32:
-  case GgmlType::F16:
-  case GgmlType::BF16:
-  case GgmlType::Q4_0:
-  case GgmlType::Q4_1:
-  case GgmlType::Q5_0:
-  case GgmlType::Q5_1:
-  case GgmlType::Q8_0:
-  case GgmlType::Q4_K:
-  case GgmlType::Q5_K:
-  case GgmlType::Q6_K:
-    return true;
-  default:
-    return false;
-  }
 }
 
 void dequantizeGgmlRow(GgmlType type, const uint8_t *blocks, float *out,
@@ -570,40 +585,15 @@ void dequantizeGgmlRow(GgmlType type, const uint8_t *blocks, float *out,
   default:
     break;
   }
+  const BlockCodec *codec = findCodec(type);
   const GgmlTypeTraits &traits = ggmlTypeTraits(type);
-  int64_t numBlocks = count / traits.blockSize;
-  for (int64_t i = 0; i < numBlocks; ++i) {
-    const uint8_t *b = blocks + i * traits.typeSize;
-    float *y = out + i * traits.blockSize;
-    switch (type) {
-    case GgmlType::Q4_0:
-      dequantizeQ4_0(b, y);
-      break;
-    case GgmlType::Q4_1:
-      dequantizeQ4_1(b, y);
-      break;
-    case GgmlType::Q5_0:
-      dequantizeQ5(b, y, /*hasMin=*/false);
-      break;
-    case GgmlType::Q5_1:
-      dequantizeQ5(b, y, /*hasMin=*/true);
-      break;
-    case GgmlType::Q8_0:
-      dequantizeQ8_0(b, y);
-      break;
-    case GgmlType::Q4_K:
-      dequantizeQ45K(b, y, /*fifthBit=*/false);
-      break;
-    case GgmlType::Q5_K:
-      dequantizeQ45K(b, y, /*fifthBit=*/true);
-      break;
-    case GgmlType::Q6_K:
-      dequantizeQ6K(b, y);
-      break;
-    default:
-      __builtin_unreachable();
-    }
-  }
+  for (int64_t i = 0; i < count / traits.blockSize; ++i)
+    codec->dequantize(blocks + i * traits.typeSize, out + i * traits.blockSize);
+}
+
+bool canDequantizeGgml(GgmlType type) {
+  return type == GgmlType::F32 || type == GgmlType::F16 ||
+         type == GgmlType::BF16 || findCodec(type) != nullptr;
 }
 
 bool canQuantizeGgml(GgmlType type) {
@@ -631,40 +621,10 @@ void quantizeGgmlRow(GgmlType type, const float *values, uint8_t *blocks,
   default:
     break;
   }
+  const BlockCodec *codec = findCodec(type);
   const GgmlTypeTraits &traits = ggmlTypeTraits(type);
-  int64_t numBlocks = count / traits.blockSize;
-  for (int64_t i = 0; i < numBlocks; ++i) {
-    const float *x = values + i * traits.blockSize;
-    uint8_t *b = blocks + i * traits.typeSize;
-    switch (type) {
-    case GgmlType::Q8_0:
-      quantizeQ8_0(x, b);
-      break;
-    case GgmlType::Q4_0:
-      quantizeQ4_0(x, b);
-      break;
-    case GgmlType::Q4_1:
-      quantizeQ41Q51(x, b, /*fifthBit=*/false);
-      break;
-    case GgmlType::Q5_0:
-      quantizeQ5_0(x, b);
-      break;
-    case GgmlType::Q5_1:
-      quantizeQ41Q51(x, b, /*fifthBit=*/true);
-      break;
-    case GgmlType::Q4_K:
-      quantizeQ45K(x, b, /*fifthBit=*/false);
-      break;
-    case GgmlType::Q5_K:
-      quantizeQ45K(x, b, /*fifthBit=*/true);
-      break;
-    case GgmlType::Q6_K:
-      quantizeQ6K(x, b);
-      break;
-    default:
-      __builtin_unreachable();
-    }
-  }
+  for (int64_t i = 0; i < count / traits.blockSize; ++i)
+    codec->quantize(values + i * traits.blockSize, blocks + i * traits.typeSize);
 }
 
 } // namespace attnrt

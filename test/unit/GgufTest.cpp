@@ -589,6 +589,17 @@ TEST(GgufTokenizerTest, VocabularyMergesAndAddedTokens) {
   EXPECT_EQ(text, "ababa<tool>b");
   EXPECT_EQ(tokenizer->eosIds(), std::vector<int32_t>{3});
 
+  // add_bos_token puts the BOS id first, as the converter records it.
+  GgufWriter withBos = tokenizerFile();
+  withBos.setU32("tokenizer.ggml.bos_token_id", 4);
+  withBos.setBool("tokenizer.ggml.add_bos_token", true);
+  std::string bosPath = dir.file("bos.gguf");
+  ASSERT_TRUE(withBos.write(bosPath, error)) << error;
+  std::unique_ptr<Tokenizer> bosTokenizer =
+      Tokenizer::loadDirectory(bosPath, error);
+  ASSERT_TRUE(bosTokenizer) << error;
+  EXPECT_EQ(bosTokenizer->prefixIds(), std::vector<int32_t>{4});
+
   std::unique_ptr<chat::ChatTemplate> chat = chat::ChatTemplate::loadDirectory(path, error);
   ASSERT_TRUE(chat) << error;
   std::string rendered;
@@ -621,6 +632,10 @@ TEST(GgufTokenizerTest, RefusesWhatItCannotRead) {
   w.setI32Array("tokenizer.ggml.token_type", {1, 1});
   EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.token_type' has 2 "
                           "entries for 5 tokens");
+  w = tokenizerFile();
+  w.setBool("tokenizer.ggml.add_bos_token", true);
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.add_bos_token' is "
+                          "true but there is no tokenizer.ggml.bos_token_id");
   w = tokenizerFile();
   w.setU32("tokenizer.ggml.eos_token_id", 9);
   EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.eos_token_id': 9 is "

@@ -134,35 +134,22 @@ bool ggufTokenizerSources(const GgufFile &file, TokenizerSources &sources,
     mergeList.push_back(std::string(merges[i]));
   }
 
-  // BOS/EOS and whether BOS is added, as the converter records them.
-  auto tokenId = [&](const char *key, int64_t &id) {
-    id = -1;
-    if (!file.findKey(key))
-      return true;
-    uint64_t value;
-    if (!file.getUnsigned(key, value, error))
-      return false;
-    if (value >= tokens.size()) {
-      error = where + "metadata key " + quote(key) +
-              format(": %llu is not a token id (there are %zu tokens)",
-                     static_cast<unsigned long long>(value), tokens.size());
-      return false;
-    }
-    id = static_cast<int64_t>(value);
-    return true;
-  };
-  int64_t bos, eos;
-  bool addBos = false;
-  if (!tokenId("tokenizer.ggml.bos_token_id", bos) ||
-      !tokenId("tokenizer.ggml.eos_token_id", eos) ||
-      (file.findKey("tokenizer.ggml.add_bos_token") &&
-       !file.getBool("tokenizer.ggml.add_bos_token", addBos, error)))
+  // BOS/EOS as text (checked to be token ids there), and whether BOS is
+  // added, as the converter records them.
+  if (!ggufTokenizerConfig(file, sources.tokenizerConfig, error))
     return false;
-  if (addBos && bos < 0) {
+  bool addBos = false;
+  uint64_t bos = 0;
+  if (file.findKey("tokenizer.ggml.add_bos_token") &&
+      !file.getBool("tokenizer.ggml.add_bos_token", addBos, error))
+    return false;
+  if (addBos && !file.findKey("tokenizer.ggml.bos_token_id")) {
     error = where + "metadata key 'tokenizer.ggml.add_bos_token' is true but "
                     "there is no tokenizer.ggml.bos_token_id";
     return false;
   }
+  if (addBos && !file.getUnsigned("tokenizer.ggml.bos_token_id", bos, error))
+    return false;
 
   TokenizerJson root;
   root["version"] = "1.0";
@@ -201,8 +188,6 @@ bool ggufTokenizerSources(const GgufFile &file, TokenizerSources &sources,
   sources.tokenizerJsonName = "GGUF file " + quote(file.path()) +
                               " (its tokenizer metadata as tokenizer.json)";
 
-  if (!ggufTokenizerConfig(file, sources.tokenizerConfig, error))
-    return false;
   sources.tokenizerConfigName =
       "GGUF file " + quote(file.path()) +
       " (its tokenizer metadata as tokenizer_config.json)";
