@@ -95,8 +95,10 @@ void checkOpened(const GgufFile &file, size_t fileSize) {
     const uint8_t *bytes = file.tensorData(t);
     for (uint64_t k = 0; k < t.end - t.begin; ++k)
       checksum += bytes[k];
-    // Dequantize the first row (whole rows of a small file).
-    if (canDequantizeGgml(t.type) && t.dims[0] > 0 && t.dims[0] <= 4096) {
+    // Dequantize the first row (whole rows of a small file); a tensor with
+    // a zero dimension has no row to read.
+    if (canDequantizeGgml(t.type) && t.dims[0] > 0 && t.dims[0] <= 4096 &&
+        t.elements >= t.dims[0]) {
       row.resize(static_cast<size_t>(t.dims[0]));
       dequantizeGgmlRow(t.type, bytes, row.data(), t.dims[0]);
       for (float v : row)
