@@ -6,13 +6,16 @@
 // (checked here independently, and by reading every byte of every tensor and
 // every value through the typed reads); it must reject it otherwise with one
 // line naming the file. Tensors of the types Attn reads are dequantized, so
-// arbitrary block bytes go through every formula.
+// arbitrary block bytes go through every formula. The tokenizer metadata
+// (byte-level or SentencePiece) is read as a tokenizer, which either loads
+// and encodes a text or fails with one line naming the file.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FuzzUtil.h"
 
 #include "Gguf.h"
+#include "tokenizer/GgufTokenizer.h"
 
 #include <algorithm>
 #include <string>
@@ -108,6 +111,24 @@ void checkOpened(const GgufFile &file, size_t fileSize) {
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)
     FUZZ_CHECK(ranges[i].first >= ranges[i - 1].second, "overlapping tensors");
+
+  if (file.findKey("tokenizer.ggml.model")) {
+    TokenizerSources sources;
+    error.clear();
+    std::unique_ptr<Tokenizer> tokenizer;
+    if (ggufTokenizerSources(file, sources, error))
+      tokenizer = Tokenizer::load(sources, error);
+    if (tokenizer) {
+      std::vector<int32_t> ids;
+      if (tokenizer->encode("Hello  world, caf\u00e9 <s>!",
+                            Tokenizer::AddSpecial | Tokenizer::ParseSpecial,
+                            ids, error))
+        checksum += ids.size();
+    } else {
+      FUZZ_CHECK(!error.empty() && error.find('\n') == std::string::npos,
+                 "tokenizer message: %s", error.c_str());
+    }
+  }
   volatile uint64_t sink = checksum;
   (void)sink;
 }

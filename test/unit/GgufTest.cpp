@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstring>
 
 using namespace attnrt;
@@ -608,6 +609,57 @@ TEST(GgufTokenizerTest, VocabularyMergesAndAddedTokens) {
   EXPECT_EQ(rendered, "ab<|im_end|>");
 }
 
+/// A SentencePiece vocabulary as the converter writes one: pieces, scores,
+/// types (unknown, control, byte, normal), no merges.
+GgufWriter sentencePieceFile() {
+  GgufWriter w;
+  w.setString("general.architecture", "llama");
+  w.setString("tokenizer.ggml.model", "llama");
+  w.setString("tokenizer.ggml.pre", "default");
+  w.setStringArray("tokenizer.ggml.tokens",
+                   {"<unk>", "<s>", "</s>", "<0x21>", "\u2581", "a", "b",
+                    "ab", "\u2581ab", "ba"});
+  w.setF32Array("tokenizer.ggml.scores",
+                {0, 0, 0, 0, -10, -11, -12, -2, -3, -1});
+  w.setI32Array("tokenizer.ggml.token_type", {2, 3, 3, 6, 1, 1, 1, 1, 1, 1});
+  w.setU32("tokenizer.ggml.bos_token_id", 1);
+  w.setU32("tokenizer.ggml.eos_token_id", 2);
+  w.setU32("tokenizer.ggml.unknown_token_id", 0);
+  return w;
+}
+
+TEST(GgufTokenizerTest, SentencePieceMergesByScore) {
+  TempDir dir;
+  std::string path = dir.file("spm.gguf"), error;
+  auto encode = [&](const GgufWriter &w, const std::string &text) {
+    std::vector<int32_t> ids;
+    EXPECT_TRUE(w.write(path, error)) << error;
+    std::unique_ptr<Tokenizer> tokenizer = Tokenizer::loadDirectory(path, error);
+    EXPECT_TRUE(tokenizer) << error;
+    if (tokenizer)
+      EXPECT_TRUE(tokenizer->encode(text, Tokenizer::AddSpecial, ids, error))
+          << error;
+    return ids;
+  };
+  // "▁aba!": "ba" scores above "ab" (ids say the opposite), so it merges
+  // first and "▁ab" never forms; "!" falls back to its byte piece; BOS is
+  // added by default.
+  GgufWriter w = sentencePieceFile();
+  EXPECT_EQ(encode(w, "aba!"), (std::vector<int32_t>{1, 4, 5, 9, 3}));
+  EXPECT_EQ(encode(w, "ab ab"), (std::vector<int32_t>{1, 8, 8}));
+  std::unique_ptr<Tokenizer> tokenizer = Tokenizer::loadDirectory(path, error);
+  ASSERT_TRUE(tokenizer) << error;
+  std::vector<int32_t> ids = {1, 8, 5, 3, 2};
+  std::string text;
+  ASSERT_TRUE(tokenizer->decode(ids.data(), ids.size(), true, text, error));
+  EXPECT_EQ(text, "aba!");
+  // Without the prefix space (Gemma) and with EOS added.
+  w.setBool("tokenizer.ggml.add_space_prefix", false);
+  w.setBool("tokenizer.ggml.add_bos_token", false);
+  w.setBool("tokenizer.ggml.add_eos_token", true);
+  EXPECT_EQ(encode(w, "ab ab"), (std::vector<int32_t>{7, 8, 2}));
+}
+
 TEST(GgufTokenizerTest, RefusesWhatItCannotRead) {
   TempDir dir;
   std::string path = dir.file("t.gguf"), error;
@@ -619,10 +671,10 @@ TEST(GgufTokenizerTest, RefusesWhatItCannotRead) {
     return error.substr(std::min(error.size(), prefix.size()));
   };
   GgufWriter w = tokenizerFile();
-  w.setString("tokenizer.ggml.model", "llama");
-  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.model': 'llama' is "
-                          "not supported yet (supported: gpt2, byte-level "
-                          "BPE)");
+  w.setString("tokenizer.ggml.model", "t5");
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.model': 't5' is not "
+                          "supported (supported: gpt2, byte-level BPE; "
+                          "llama, SentencePiece BPE)");
   w = tokenizerFile();
   w.setString("tokenizer.ggml.pre", "deepseek-v3");
   EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.pre': 'deepseek-v3' "
@@ -644,6 +696,27 @@ TEST(GgufTokenizerTest, RefusesWhatItCannotRead) {
   w.setStringArray("tokenizer.ggml.tokens", {"a", "b", "a", "<|im_end|>", "x"});
   EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.tokens': token 2 'a' "
                           "appears twice");
+  w = sentencePieceFile();
+  w.setF32Array("tokenizer.ggml.scores", {0, 0});
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.scores' has 2 "
+                          "entries for 10 tokens");
+  w = sentencePieceFile();
+  w.setF32Array("tokenizer.ggml.scores",
+                {0, 0, 0, 0, -10, -11, -12, NAN, -3, -1});
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.scores': the score "
+                          "of token 7 is not finite");
+  w = sentencePieceFile();
+  w.setI32Array("tokenizer.ggml.token_type", {2, 3, 3, 6, 1, 1, 1, 1, 1, 7});
+  EXPECT_EQ(loadError(w), "metadata key 'tokenizer.ggml.token_type': token 9 "
+                          "has type 7 (llama.cpp's types are 1 to 6)");
+  // llama.cpp adds a SentencePiece BOS unless the file says otherwise.
+  GgufWriter noBos;
+  noBos.setString("tokenizer.ggml.model", "llama");
+  noBos.setStringArray("tokenizer.ggml.tokens", {"a"});
+  noBos.setF32Array("tokenizer.ggml.scores", {0});
+  EXPECT_EQ(loadError(noBos), "the tokenizer adds bos by default (there is "
+                              "no tokenizer.ggml.add_bos_token) but there is "
+                              "no tokenizer.ggml.bos_token_id");
   GgufWriter noTemplate;
   noTemplate.setStringArray("tokenizer.ggml.tokens", {"a"});
   ASSERT_TRUE(noTemplate.write(path, error)) << error;

@@ -178,7 +178,8 @@ struct Case {
   int32_t transformersBos = -1;
   /// Set: the tokenizer is read from a GGUF file's metadata, written from
   /// tokenizer.json as llama.cpp's converter writes it with this
-  /// tokenizer.ggml.pre name (ggufFromTokenizerJson).
+  /// tokenizer.ggml.pre name (ggufFromTokenizerJson; "default" for a
+  /// SentencePiece vocabulary, as the converter writes it).
   const char *ggufPre = nullptr;
 };
 
@@ -205,8 +206,17 @@ std::ostream &operator<<(std::ostream &os, const Case &c) {
 /// control, other added tokens user-defined, the rest normal), the merges
 /// as "a b", the pre-tokenizer's name, BOS/EOS ids from
 /// tokenizer_config.json, add_bos_token when the post-processor is a
-/// template starting with a special token. Written apart from the
-/// runtime's reader (GgufTokenizer.cpp) so the two can disagree.
+/// template starting with a special token.
+///
+/// Of a SentencePiece vocabulary (a BPE with byte fallback) the converter
+/// writes _set_vocab_sentencepiece's tokens, scores and types from
+/// tokenizer.model, which the test data does not have: the scores are
+/// rebuilt as SentencePiece's trainer orders its pieces (score = -id) with
+/// the runs of "▁" LLaMA-2's and Mistral's files score -1e9 (from these
+/// scores transformers' generate_merges gives back both files' merges);
+/// control, unknown and byte pieces score 0 and have their own types; no
+/// merges. Written apart from the runtime's reader (GgufTokenizer.cpp) so
+/// the two can disagree.
 bool ggufFromTokenizerJson(const std::string &dir, const char *pre,
                            const std::string &path, std::string &error) {
   std::string text, configText;
@@ -216,33 +226,58 @@ bool ggufFromTokenizerJson(const std::string &dir, const char *pre,
   nlohmann::json root = nlohmann::json::parse(text);
   nlohmann::json config = configText.empty() ? nlohmann::json::object()
                                              : nlohmann::json::parse(configText);
+  const nlohmann::json &model = root["model"];
+  bool sentencePiece = model.value("byte_fallback", false);
+  std::string unk = model["unk_token"].is_string()
+                        ? model["unk_token"].get<std::string>()
+                        : "";
   std::map<int64_t, std::pair<std::string, int32_t>> byId; // token, type
-  for (auto &[token, id] : root["model"]["vocab"].items())
+  for (auto &[token, id] : model["vocab"].items())
     byId[id.get<int64_t>()] = {token, 1};
-  for (const nlohmann::json &a : root["added_tokens"])
-    byId[a["id"].get<int64_t>()] = {a["content"].get<std::string>(),
-                                    a["special"].get<bool>() ? 3 : 4};
+  for (const nlohmann::json &a : root["added_tokens"]) {
+    std::string content = a["content"].get<std::string>();
+    byId[a["id"].get<int64_t>()] = {
+        content, sentencePiece && content == unk ? 2
+                 : a["special"].get<bool>()      ? 3
+                                                 : 4};
+  }
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
+  std::vector<float> scores;
   int64_t count = byId.empty() ? 0 : byId.rbegin()->first + 1;
   for (int64_t id = 0; id < count; ++id) {
     auto it = byId.find(id);
-    tokens.push_back(it == byId.end() ? "[PAD" + std::to_string(id) + "]"
-                                      : it->second.first);
-    types.push_back(it == byId.end() ? 5 : it->second.second);
+    std::string token =
+        it == byId.end() ? "[PAD" + std::to_string(id) + "]" : it->second.first;
+    int32_t type = it == byId.end() ? 5 : it->second.second;
+    bool byte = token.size() == 6 && token.rfind("<0x", 0) == 0 &&
+                token.back() == '>';
+    if (sentencePiece && byte)
+      type = 6;
+    bool spaces = token.size() >= 6 && token.size() % 3 == 0;
+    for (size_t i = 0; spaces && i < token.size(); i += 3)
+      spaces = token.compare(i, 3, "\u2581") == 0;
+    tokens.push_back(token);
+    types.push_back(type);
+    scores.push_back(type != 1 ? 0.0f : spaces ? -1e9f : -float(id));
   }
   std::vector<std::string> merges;
-  for (const nlohmann::json &m : root["model"]["merges"])
+  for (const nlohmann::json &m : model["merges"])
     merges.push_back(m.is_string() ? m.get<std::string>()
                                    : m[0].get<std::string>() + " " +
                                          m[1].get<std::string>());
   GgufWriter w;
   w.setString("general.architecture", "llama");
-  w.setString("tokenizer.ggml.model", "gpt2");
+  w.setString("tokenizer.ggml.model", sentencePiece ? "llama" : "gpt2");
   w.setString("tokenizer.ggml.pre", pre);
   w.setStringArray("tokenizer.ggml.tokens", tokens);
+  if (sentencePiece) {
+    w.setF32Array("tokenizer.ggml.scores", scores);
+    w.setBool("tokenizer.ggml.add_space_prefix", true);
+  }
   w.setI32Array("tokenizer.ggml.token_type", types);
-  w.setStringArray("tokenizer.ggml.merges", merges);
+  if (!sentencePiece)
+    w.setStringArray("tokenizer.ggml.merges", merges);
   auto idOf = [&](const char *key) -> int64_t {
     const nlohmann::json *v = config.contains(key) ? &config[key] : nullptr;
     std::string name = !v || v->is_null() ? ""
@@ -257,10 +292,16 @@ bool ggufFromTokenizerJson(const std::string &dir, const char *pre,
     w.setU32("tokenizer.ggml.bos_token_id", uint32_t(bos));
   if (int64_t eos = idOf("eos_token"); eos >= 0)
     w.setU32("tokenizer.ggml.eos_token_id", uint32_t(eos));
+  if (int64_t unkId = idOf("unk_token"); sentencePiece && unkId >= 0)
+    w.setU32("tokenizer.ggml.unknown_token_id", uint32_t(unkId));
   const nlohmann::json &post = root["post_processor"];
   bool addBos = post.is_object() && post.value("type", "") == "TemplateProcessing" &&
                 post["single"][0].contains("SpecialToken");
-  w.setBool("tokenizer.ggml.add_bos_token", addBos);
+  w.setBool("tokenizer.ggml.add_bos_token",
+            sentencePiece ? config.value("add_bos_token", true) : addBos);
+  if (sentencePiece)
+    w.setBool("tokenizer.ggml.add_eos_token",
+              config.value("add_eos_token", false));
   return w.write(path, error);
 }
 
@@ -448,6 +489,8 @@ const Case cases[] = {
     {"llama3", "llama3", familyTexts(), -1, "llama-bpe"},
     {"qwen3", "qwen3", familyTexts(ExactAfterNfc, ExactAfterNfc), -1, "qwen2"},
     {"gptoss", "gptoss", familyTexts(), -1, "gpt-4o"},
+    {"llama2", "llama2", novelsAndJargon(AsReference), -1, "default"},
+    {"mistral", "mistral", novelsAndJargon(AsReference), -1, "default"},
 };
 
 std::string caseName(const testing::TestParamInfo<Case> &info) {

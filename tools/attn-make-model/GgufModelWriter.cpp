@@ -5,13 +5,18 @@
 #include "GgmlTypes.h"
 #include "GgufNames.h"
 #include "GgufWriter.h"
+#include "Half.h"
 #include "Safetensors.h"
+#include "Support.h"
+#include "WeightFiles.h"
 #include "tokenizer/GgufTokenizer.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 namespace attn {
@@ -95,8 +100,15 @@ int64_t integer(const Json &config, const char *key, int64_t fallback) {
   return it == config.end() || it->is_null() ? fallback : it->get<int64_t>();
 }
 
-/// The converter's tokenizer metadata (convert_hf_to_gguf's
-/// _set_vocab_gpt2 and gguf-py's SpecialVocab) for `dir`'s tokenizer.json.
+/// The converter's tokenizer metadata for `dir`'s tokenizer.json: a
+/// byte-level BPE as convert_hf_to_gguf's _set_vocab_gpt2 and gguf-py's
+/// SpecialVocab write it (tokens, types, merges, the pre-tokenizer's
+/// name); a SentencePiece BPE (byte fallback, LLaMA-2's or Gemma's
+/// normalizer) as _set_vocab_sentencepiece writes it from a tokenizer.model
+/// (tokens, scores, types, no merges). A tokenizer.json has no scores:
+/// a piece scores minus the rank of the first merge that makes it, so the
+/// merge order the reader derives from the scores is the file's; pieces no
+/// merge makes score below every merged one, as SentencePiece orders them.
 bool addTokenizer(attnrt::GgufWriter &gguf, const std::string &dir,
                   std::string &error) {
   std::string text, configText;
@@ -115,63 +127,115 @@ bool addTokenizer(attnrt::GgufWriter &gguf, const std::string &dir,
     return false;
   }
   const Json &model = root["model"];
-  if (model.value("type", "") != "BPE" || model.value("byte_fallback", false)) {
-    error = where + "only byte-level BPE tokenizers are written to GGUF so "
-                    "far";
+  if (model.value("type", "") != "BPE") {
+    error = where + "only BPE tokenizers are written to GGUF so far";
     return false;
   }
-  std::string pre = attnrt::ggufPreTokenizerName(
-      root.value("normalizer", Json()).dump(),
-      root.value("pre_tokenizer", Json()).dump(),
-      model.value("ignore_merges", false));
-  if (pre.empty()) {
-    error = where + "its normalizer and pre-tokenizer are none that "
-                    "tokenizer.ggml.pre can name";
+  bool addSpacePrefix = false;
+  bool sentencePiece = model.value("byte_fallback", false);
+  std::string pre = "default";
+  if (sentencePiece &&
+      !attnrt::ggufSentencePieceForm(root.value("normalizer", Json()).dump(),
+                                     root.value("pre_tokenizer", Json()).dump(),
+                                     root.value("decoder", Json()).dump(),
+                                     addSpacePrefix)) {
+    error = where + "a BPE with byte fallback whose normalizer, "
+                    "pre-tokenizer and decoder are not SentencePiece's "
+                    "(LLaMA-2's or Gemma's)";
     return false;
   }
+  if (!sentencePiece) {
+    pre = attnrt::ggufPreTokenizerName(
+        root.value("normalizer", Json()).dump(),
+        root.value("pre_tokenizer", Json()).dump(),
+        model.value("ignore_merges", false));
+    if (pre.empty()) {
+      error = where + "its normalizer and pre-tokenizer are none that "
+                      "tokenizer.ggml.pre can name";
+      return false;
+    }
+  }
+  std::string unk = model.value("unk_token", Json()).is_string()
+                        ? model["unk_token"].get<std::string>()
+                        : "";
   std::map<int64_t, std::pair<std::string, int32_t>> byId; // Token, type.
   for (auto &[token, id] : model["vocab"].items())
     byId[id.get<int64_t>()] = {token, 1};
-  for (const Json &added : root.value("added_tokens", Json::array()))
-    byId[added["id"].get<int64_t>()] = {added["content"].get<std::string>(),
-                                        added.value("special", false) ? 3 : 4};
+  for (const Json &added : root.value("added_tokens", Json::array())) {
+    std::string content = added["content"].get<std::string>();
+    byId[added["id"].get<int64_t>()] = {
+        content, sentencePiece && content == unk ? 2   // Unknown.
+                 : added.value("special", false) ? 3   // Control.
+                                                 : 4}; // User-defined.
+  }
   int64_t count = byId.empty() ? 0 : byId.rbegin()->first + 1;
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
   for (int64_t id = 0; id < count; ++id) {
     auto it = byId.find(id);
-    tokens.push_back(it == byId.end() ? "[PAD" + std::to_string(id) + "]"
-                                      : it->second.first);
-    types.push_back(it == byId.end() ? 5 : it->second.second); // 5: unused.
+    std::string token =
+        it == byId.end() ? "[PAD" + std::to_string(id) + "]" : it->second.first;
+    int32_t type = it == byId.end() ? 5 : it->second.second; // 5: unused.
+    if (sentencePiece && type == 1 && token.size() == 6 &&
+        token.rfind("<0x", 0) == 0 && token.back() == '>')
+      type = 6; // A byte piece.
+    tokens.push_back(token);
+    types.push_back(type);
   }
   std::vector<std::string> merges;
   for (const Json &m : model["merges"])
     merges.push_back(m.is_string() ? m.get<std::string>()
                                    : m[0].get<std::string>() + " " +
                                          m[1].get<std::string>());
-  gguf.setString("tokenizer.ggml.model", "gpt2");
+  gguf.setString("tokenizer.ggml.model", sentencePiece ? "llama" : "gpt2");
   gguf.setString("tokenizer.ggml.pre", pre);
   gguf.setStringArray("tokenizer.ggml.tokens", tokens);
+  if (sentencePiece) {
+    std::map<std::string, size_t> firstMerge;
+    for (size_t rank = 0; rank < merges.size(); ++rank) {
+      std::string merged = merges[rank];
+      merged.erase(merged.find(' '), 1);
+      firstMerge.emplace(merged, rank);
+    }
+    std::vector<float> scores;
+    for (int64_t id = 0; id < count; ++id) {
+      auto it = firstMerge.find(tokens[id]);
+      scores.push_back(types[id] != 1           ? 0.0f
+                       : it != firstMerge.end() ? -float(it->second)
+                                                : -float(merges.size() + id));
+    }
+    gguf.setF32Array("tokenizer.ggml.scores", scores);
+    gguf.setBool("tokenizer.ggml.add_space_prefix", addSpacePrefix);
+  }
   gguf.setI32Array("tokenizer.ggml.token_type", types);
-  gguf.setStringArray("tokenizer.ggml.merges", merges);
-  for (const char *key : {"bos_token", "eos_token"}) {
-    const Json *v = config.contains(key) ? &config[key] : nullptr;
+  if (!sentencePiece)
+    gguf.setStringArray("tokenizer.ggml.merges", merges);
+  auto setId = [&](const char *configKey, const char *ggufKey) {
+    const Json *v = config.contains(configKey) ? &config[configKey] : nullptr;
     std::string name = !v || v->is_null() ? ""
                        : v->is_string()   ? v->get<std::string>()
                                           : v->value("content", "");
     for (int64_t id = 0; id < count && !name.empty(); ++id)
       if (tokens[id] == name) {
-        gguf.setU32(std::string("tokenizer.ggml.") + key + "_id",
-                    uint32_t(id));
-        break;
+        gguf.setU32(ggufKey, uint32_t(id));
+        return;
       }
-  }
+  };
+  setId("bos_token", "tokenizer.ggml.bos_token_id");
+  setId("eos_token", "tokenizer.ggml.eos_token_id");
+  if (sentencePiece)
+    setId("unk_token", "tokenizer.ggml.unknown_token_id");
+  // BOS/EOS are added when the post-processor's template starts/ends with
+  // a special token.
   const Json post = root.value("post_processor", Json());
-  bool addBos = post.is_object() &&
-                post.value("type", "") == "TemplateProcessing" &&
-                post["single"].is_array() && !post["single"].empty() &&
-                post["single"][0].contains("SpecialToken");
-  gguf.setBool("tokenizer.ggml.add_bos_token", addBos);
+  bool hasTemplate = post.is_object() &&
+                     post.value("type", "") == "TemplateProcessing" &&
+                     post["single"].is_array() && !post["single"].empty();
+  gguf.setBool("tokenizer.ggml.add_bos_token",
+               hasTemplate && post["single"].front().contains("SpecialToken"));
+  gguf.setBool("tokenizer.ggml.add_eos_token",
+               hasTemplate && post["single"].size() > 1 &&
+                   post["single"].back().contains("SpecialToken"));
   if (config.contains("chat_template") && config["chat_template"].is_string())
     gguf.setString("tokenizer.chat_template",
                    config["chat_template"].get<std::string>());
@@ -191,19 +255,29 @@ std::string ggufWeightTypes() {
   return list;
 }
 
-bool writeGgufModel(const ModelSpec &spec, const std::string &path,
-                    const std::string &typeName, std::string &error,
-                    const std::string &tokenizerDir) {
+namespace {
+
+/// A tensor of the checkpoint being written: its Hugging Face name and
+/// shape.
+struct SourceTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+using ReadValues = std::function<bool(size_t index, std::vector<float> &values,
+                                      std::string &error)>;
+
+/// The GGUF file of the checkpoint whose config.json is `config`; `read`
+/// gives tensor i's values as f32.
+bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
+               const ReadValues &read, const std::string &path,
+               const std::string &typeName, std::string &error,
+               const std::string &tokenizerDir) {
   const WeightType *weightType = findWeightType(typeName);
   if (!weightType) {
     error = "GGUF weight type '" + typeName + "' is not one of " +
             ggufWeightTypes();
     return false;
   }
-  std::vector<TensorDesc> tensors;
-  if (!planTensors(spec, tensors, error))
-    return false;
-  Json config = Json::parse(configJson(spec));
   std::string modelType = config.value("model_type", "");
   std::string arch(attnrt::ggufArchitecture(modelType));
   auto refuse = [&](const std::string &why) {
@@ -220,10 +294,6 @@ bool writeGgufModel(const ModelSpec &spec, const std::string &path,
       !config["sliding_window"].is_null())
     return refuse("GGUF files of the " + arch +
                   " architecture cannot record a sliding window");
-  if (!spec.prefix.empty() || !spec.extraTensors.empty() ||
-      spec.extraBuffers)
-    return refuse("--prefix, --extra-tensor and --extra-buffers have no "
-                  "GGUF names");
 
   const int64_t heads = integer(config, "num_attention_heads", 0);
   const int64_t hidden = integer(config, "hidden_size", 0);
@@ -267,13 +337,16 @@ bool writeGgufModel(const ModelSpec &spec, const std::string &path,
 
   bool permute = attnrt::ggufPermutesQueryKey(arch);
   bool tied = true;
-  for (const TensorDesc &t : tensors)
+  for (const SourceTensor &t : tensors)
     tied = tied && t.name != "lm_head.weight";
-  for (const TensorDesc &t : tensors) {
+  std::vector<float> values;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const SourceTensor &t = tensors[i];
     std::string name = attnrt::ggufTensorName(t.name);
     if (name.empty())
       return refuse("tensor '" + t.name + "' has no GGUF name");
-    std::vector<float> values = tensorValues(spec, t);
+    if (!read(i, values, error))
+      return false;
     int64_t rowLength = t.shape.back();
     int64_t rows = rowLength ? int64_t(values.size()) / rowLength : 0;
     bool isQuery = name.find(".attn_q.weight") != std::string::npos;
@@ -314,6 +387,87 @@ bool writeGgufModel(const ModelSpec &spec, const std::string &path,
     return false;
   }
   return true;
+}
+
+} // namespace
+
+bool writeGgufModel(const ModelSpec &spec, const std::string &path,
+                    const std::string &typeName, std::string &error,
+                    const std::string &tokenizerDir) {
+  if (!spec.prefix.empty() || !spec.extraTensors.empty() ||
+      spec.extraBuffers) {
+    error = "--prefix, --extra-tensor and --extra-buffers have no GGUF names";
+    return false;
+  }
+  std::vector<TensorDesc> planned;
+  if (!planTensors(spec, planned, error))
+    return false;
+  std::vector<SourceTensor> tensors;
+  for (const TensorDesc &t : planned)
+    tensors.push_back({t.name, t.shape});
+  return writeGguf(
+      Json::parse(configJson(spec)), tensors,
+      [&](size_t i, std::vector<float> &values, std::string &) {
+        values = tensorValues(spec, planned[i]);
+        return true;
+      },
+      path, typeName, error, tokenizerDir);
+}
+
+bool writeGgufFromFolder(const std::string &dir, const std::string &path,
+                         const std::string &typeName, std::string &error,
+                         const std::string &tokenizerDir) {
+  std::string text;
+  if (!attnrt::readFileText(dir + "/config.json", true, text, error))
+    return false;
+  Json config = Json::parse(text, nullptr, false);
+  if (!config.is_object()) {
+    error = "'" + dir + "/config.json' is not a JSON object";
+    return false;
+  }
+  attnrt::WeightFiles weights;
+  if (!weights.open(dir, error))
+    return false;
+  std::vector<SourceTensor> tensors;
+  std::vector<size_t> indices;
+  for (size_t i = 0; i < weights.numTensors(); ++i) {
+    const attnrt::TensorInfo &t = weights.tensor(i);
+    // Buffers older checkpoints carry; the converter skips them too.
+    if (t.name.size() >= 22 &&
+        t.name.compare(t.name.size() - 22, 22, ".rotary_emb.inv_freq") == 0)
+      continue;
+    if (t.isGgml || (t.dtype != attnrt::DType::F32 &&
+                     t.dtype != attnrt::DType::F16 &&
+                     t.dtype != attnrt::DType::BF16)) {
+      error = weights.fileWhere(weights.fileOf(i)) + "tensor '" + t.name +
+              "' is " + attnrt::dtypeName(t.dtype) +
+              "; only F32, F16 and BF16 checkpoints are converted";
+      return false;
+    }
+    tensors.push_back({t.name, t.shape});
+    indices.push_back(i);
+  }
+  return writeGguf(
+      config, tensors,
+      [&](size_t k, std::vector<float> &values, std::string &) {
+        size_t i = indices[k];
+        const attnrt::TensorInfo &t = weights.tensor(i);
+        const uint8_t *data = weights.tensorData(i);
+        values.resize(size_t(t.elements));
+        for (size_t e = 0; e < values.size(); ++e) {
+          if (t.dtype == attnrt::DType::F32) {
+            std::memcpy(&values[e], data + 4 * e, 4);
+            continue;
+          }
+          uint16_t bits;
+          std::memcpy(&bits, data + 2 * e, 2);
+          values[e] = t.dtype == attnrt::DType::F16
+                          ? attnrt::halfToFloat(bits)
+                          : attnrt::bfloat16ToFloat(bits);
+        }
+        return true;
+      },
+      path, typeName, error, tokenizerDir);
 }
 
 } // namespace modelgen

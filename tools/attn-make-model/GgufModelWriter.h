@@ -11,7 +11,9 @@
 // Architectures: llama (and mistral checkpoints, written as llama), qwen2,
 // qwen3. Refused by name, rather than written wrong: other families, rope
 // scaling, sliding windows (llama-architecture files cannot record them).
-// With --gguf-tokenizer DIR, DIR's byte-level BPE tokenizer goes in too.
+// With --gguf-tokenizer DIR, DIR's tokenizer goes in too (byte-level or
+// SentencePiece BPE). writeGgufFromFolder converts a real checkpoint the
+// same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,12 +43,21 @@ std::string ggufWeightTypes();
 /// Writes `path`. Returns false and sets `error` (one line) for a model it
 /// cannot write or a failed write. A non-empty `tokenizerDir` adds the
 /// tokenizer of that folder's tokenizer.json (and tokenizer_config.json) as
-/// the converter writes a byte-level BPE one: tokenizer.ggml.model "gpt2",
-/// the tokens by id with their types, the merges, the pre-tokenizer's name
-/// (GgufTokenizer.h's table), BOS/EOS and add_bos_token.
+/// the converter writes it: a byte-level BPE as tokenizer.ggml.model "gpt2"
+/// (the tokens by id with their types, the merges, the pre-tokenizer's
+/// name from GgufTokenizer.h's table), a SentencePiece BPE as "llama" (the
+/// pieces, scores from the merge order, types, add_space_prefix); BOS/EOS
+/// ids and whether they are added; the chat template.
 bool writeGgufModel(const ModelSpec &spec, const std::string &path,
                     const std::string &type, std::string &error,
                     const std::string &tokenizerDir = "");
+
+/// The same for the Hugging Face folder `dir` (config.json and its F32,
+/// F16 or BF16 safetensors, sharded or not): convert_hf_to_gguf.py and
+/// llama-quantize in one step, for checkpoints that are not test models.
+bool writeGgufFromFolder(const std::string &dir, const std::string &path,
+                         const std::string &type, std::string &error,
+                         const std::string &tokenizerDir = "");
 
 } // namespace modelgen
 } // namespace attn

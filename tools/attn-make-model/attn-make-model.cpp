@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -32,11 +33,15 @@ const char *kUsage =
     "usage: attn-make-model --preset NAME --out DIR [options]\n"
     "       attn-make-model --description FILE --out DIR [--sharp] [--dtype D]\n"
     "                       [--seed S]\n"
+    "       attn-make-model --from DIR --gguf FILE [--gguf-type T]\n"
+    "                       [--gguf-tokenizer DIR]\n"
     "\n"
     "Writes DIR/config.json and DIR/model.safetensors (or shards) with\n"
     "deterministic random weights in the layout of a Hugging Face checkpoint,\n"
     "or, with --description, a copy of a model description\n"
     "(docs/model-description.md) and random weights named as it says.\n"
+    "With --from, converts the Hugging Face folder DIR to a GGUF file (its\n"
+    "own tokenizer too, when DIR has one) instead.\n"
     "\n"
     "presets (--list-presets): tiny-gpt2, tiny-llama, tiny-llama-tied,\n"
     "  gpt2-small, llama-15m, llama-110m, tiny-mistral, tiny-mistral-mqa,\n"
@@ -112,7 +117,8 @@ const char *kUsage =
     "                      llama-quantize would (llama, mistral, qwen2, qwen3)\n"
     "  --gguf-type T       its matrices: f32, f16 (default), bf16, q8_0, q4_0,\n"
     "                      q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m\n"
-    "  --gguf-tokenizer DIR  put DIR's byte-level BPE tokenizer.json in it\n"
+    "  --gguf-tokenizer DIR  put DIR's tokenizer.json in it (byte-level BPE, or\n"
+    "                      SentencePiece BPE as LLaMA-2's and Mistral's)\n"
     "other: --list-presets, --quiet, --help\n";
 
 [[noreturn]] void fail(const std::string &message) {
@@ -217,7 +223,8 @@ bool contains(const std::vector<Family> &families, Family f) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::optional<std::string> preset, out, activation, prefix, description, gguf;
+  std::optional<std::string> preset, out, activation, prefix, description, gguf,
+      from;
   std::string ggufType = "f16", ggufTokenizer;
   // Every flag given, for the ones --description cannot honour.
   std::vector<std::string> given;
@@ -310,6 +317,8 @@ int main(int argc, char **argv) {
       return 0;
     } else if (flag == "--preset") {
       preset = takeValue();
+    } else if (flag == "--from") {
+      from = takeValue();
     } else if (flag == "--description") {
       description = takeValue();
     } else if (flag == "--out") {
@@ -441,6 +450,27 @@ int main(int argc, char **argv) {
     } else {
       fail("unknown flag '" + flag + "' (see --help)");
     }
+  }
+
+  if (from) {
+    for (const std::string &flag : given)
+      if (flag != "--from" && flag != "--gguf" && flag != "--gguf-type" &&
+          flag != "--gguf-tokenizer" && flag != "--quiet")
+        fail(flag + " does not apply to --from (the folder is the model; "
+                    "only --gguf, --gguf-type and --gguf-tokenizer do)");
+    if (!gguf)
+      fail("--from DIR needs --gguf FILE");
+    if (!std::count(given.begin(), given.end(), "--gguf-tokenizer") &&
+        std::filesystem::exists(*from + "/tokenizer.json"))
+      ggufTokenizer = *from;
+    std::string error;
+    if (!writeGgufFromFolder(*from, *gguf, ggufType, error, ggufTokenizer))
+      fail("--gguf: " + error);
+    if (!quiet)
+      std::cout << "wrote " << *gguf << ": " << *from << " (GGUF, " << ggufType
+                << (ggufTokenizer.empty() ? "" : ", with its tokenizer")
+                << ")\n";
+    return 0;
   }
 
   if (description) {

@@ -8,8 +8,12 @@
 // added tokens), the merges, and the name of the pre-tokenizer
 // ("tokenizer.ggml.pre"): each name stands for the normalizer,
 // pre-tokenizer and merge rule of the family's own tokenizer.json, copied
-// here from those files. A model or pre-tokenizer name not in the table is
-// an error naming it.
+// here from those files. A SentencePiece vocabulary ("llama") is its pieces,
+// their scores and types; its merges are derived from the scores as
+// transformers derives them from a tokenizer.model, and its normalizer and
+// decoder are LLaMA-2's (or, without tokenizer.ggml.add_space_prefix,
+// Gemma's). A model or pre-tokenizer name not in the table is an error
+// naming it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +44,14 @@ bool ggufTokenizerConfig(const GgufFile &file, std::string &json,
 std::string ggufPreTokenizerName(const std::string &normalizer,
                                  const std::string &preTokenizer,
                                  bool ignoreMerges);
+
+/// Whether tokenizer.json's `normalizer`, `pre_tokenizer` and `decoder`
+/// (JSON texts) are those a SentencePiece vocabulary in GGUF stands for,
+/// and if so whether they add the prefix space (what a GGUF writer records
+/// as tokenizer.ggml.add_space_prefix).
+bool ggufSentencePieceForm(const std::string &normalizer,
+                           const std::string &preTokenizer,
+                           const std::string &decoder, bool &addSpacePrefix);
 
 } // namespace attnrt
 

@@ -14,6 +14,7 @@
 #include "Gguf.h"
 #include "GgufModelWriter.h"
 #include "GgufNames.h"
+#include "Half.h"
 #include "ModelWriter.h"
 
 #include "TestSupport.h"
@@ -21,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 using namespace attn::modelgen;
@@ -214,6 +216,60 @@ TEST(GgufModelWriterTest, QuantizedTypesFollowLlamaQuantize) {
   EXPECT_EQ(typeOf("blk.0.attn_q.weight"), GgmlType::Q5_0);
   EXPECT_EQ(typeOf("output.weight"), GgmlType::Q8_0);
   EXPECT_EQ(typeOf("blk.0.ffn_down.weight"), GgmlType::F16);
+}
+
+// A folder converted by writeGgufFromFolder holds what the test model's own
+// writer makes of it: the same metadata and every tensor's type, shape and
+// bytes (F32 and quantized; tensors in the folder's order); a BF16 folder
+// gives its values exactly.
+TEST(GgufModelWriterTest, AFolderConvertsToTheSameFile) {
+  TempDir dir;
+  ModelSpec spec = llama8();
+  std::string error;
+  ASSERT_TRUE(writeModel(spec, dir.sub("folder"), error)) << error;
+  for (const char *type : {"f32", "q4_k_m"}) {
+    ASSERT_TRUE(writeGgufModel(spec, dir.sub("spec.gguf"), type, error))
+        << error;
+    ASSERT_TRUE(writeGgufFromFolder(dir.sub("folder"), dir.sub("folder.gguf"),
+                                    type, error))
+        << error;
+    GgufFile a, b;
+    ASSERT_TRUE(a.open(dir.sub("spec.gguf"), error)) << error;
+    ASSERT_TRUE(b.open(dir.sub("folder.gguf"), error)) << error;
+    ASSERT_EQ(a.metadata().size(), b.metadata().size());
+    for (size_t i = 0; i < a.metadata().size(); ++i)
+      EXPECT_EQ(a.metadata()[i].name, b.metadata()[i].name);
+    ASSERT_EQ(a.tensors().size(), b.tensors().size());
+    for (const GgufTensorInfo &t : a.tensors()) {
+      int64_t at = b.find(t.name);
+      ASSERT_GE(at, 0) << t.name;
+      const GgufTensorInfo &u = b.tensors()[size_t(at)];
+      EXPECT_EQ(t.type, u.type) << t.name;
+      EXPECT_EQ(t.dims, u.dims) << t.name;
+      ASSERT_EQ(t.end - t.begin, u.end - u.begin) << t.name;
+      EXPECT_EQ(std::memcmp(a.tensorData(t), b.tensorData(u), t.end - t.begin),
+                0)
+          << type << " " << t.name;
+    }
+  }
+  spec.dtype = DType::BF16;
+  ASSERT_TRUE(writeModel(spec, dir.sub("bf16"), error)) << error;
+  ASSERT_TRUE(writeGgufFromFolder(dir.sub("bf16"), dir.sub("bf16.gguf"), "f32",
+                                  error))
+      << error;
+  GgufFile file;
+  ASSERT_TRUE(file.open(dir.sub("bf16.gguf"), error)) << error;
+  const GgufTensorInfo &w = file.tensors()[file.find("blk.3.ffn_up.weight")];
+  std::vector<float> got = dequantized(file, w);
+  std::vector<float> expected =
+      folderValues(spec)["model.layers.3.mlp.up_proj.weight"];
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(got[i], attnrt::bfloat16ToFloat(attnrt::floatToBfloat16(expected[i])))
+        << i;
+  EXPECT_FALSE(writeGgufFromFolder(dir.sub("nothing"), dir.sub("n.gguf"), "f32",
+                                   error));
+  EXPECT_NE(error.find("nothing/config.json"), std::string::npos) << error;
 }
 
 TEST(GgufModelWriterTest, RefusesWhatAFileCannotSay) {
