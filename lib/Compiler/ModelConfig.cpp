@@ -284,11 +284,14 @@ llvm::Expected<ModelConfig> mlir::attn::loadModelConfig(llvm::StringRef path) {
   // A GGUF file: the config.json its metadata stands for, read by the
   // family's own reader (runtime/src/GgufConfig.cpp).
   if (file.str().ends_with(".gguf")) {
-    std::string json, error;
-    if (!attnrt::ggufConfigJson(file.str().str(), json, error))
+    std::string json, error, format;
+    if (!attnrt::ggufConfigJson(file.str().str(), json, error, &format))
       return llvm::createStringError(error);
-    return parseModelConfig(json,
-                            (file + " (its metadata as config.json)").str());
+    llvm::Expected<ModelConfig> config = parseModelConfig(
+        json, (file + " (its metadata as config.json)").str());
+    if (config)
+      config->sourceWeightFormat = format;
+    return config;
   }
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(file, /*IsText=*/true);

@@ -321,9 +321,12 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
   const std::string &dir = settings.modelDir;
   std::string config, message;
   // A GGUF file: the config.json its metadata stands for, as attn-compile
-  // derives it (the library depends on nothing else of the file).
+  // derives it, and unless one is asked for, the weight format its tensor
+  // types call for (the library depends on nothing else of the file).
   if (isGguf()) {
-    if (!ggufConfigJson(dir, config, error))
+    if (!ggufConfigJson(dir, config, error,
+                        settings.weightFormat.empty() ? &settings.weightFormat
+                                                      : nullptr))
       return false;
   } else if (!readWholeFile(joinPath(dir, "config.json"), config, message)) {
     error = "model folder " + quote(dir) + ": config.json: " + message;
@@ -339,7 +342,10 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
     options.push_back("--max-seq");
     options.push_back(std::to_string(maxSeq));
   }
-  if (!settings.weightFormat.empty() && settings.weightFormat != "f32") {
+  // A GGUF file's format is always said: attn-compile's default for one
+  // follows its tensor types, not f32.
+  if (!settings.weightFormat.empty() &&
+      (settings.weightFormat != "f32" || isGguf())) {
     options.push_back("--weight-format");
     options.push_back(settings.weightFormat);
   }

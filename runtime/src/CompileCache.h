@@ -39,7 +39,8 @@ struct CompileSettings {
   int64_t context = 0;
   /// attn-compile to run; "" searches for it (attnrt.h).
   std::string compiler;
-  /// attn-compile --weight-format; "" or "f32": the compiler's default.
+  /// attn-compile --weight-format; "" or "f32": the compiler's default
+  /// (for a GGUF file "" is what its tensor types call for).
   std::string weightFormat;
   /// attn-compile --kv-format; "" or "f32": the compiler's default.
   std::string kvFormat;

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 namespace attnrt {
 
 using Json = nlohmann::ordered_json;
@@ -187,10 +189,40 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
 }
 
 bool ggufConfigJson(const std::string &path, std::string &json,
-                    std::string &error) {
+                    std::string &error, std::string *weightFormat) {
   GgufFile file;
-  return file.open(path, error, /*populate=*/false) &&
-         ggufConfigJson(file, json, error);
+  if (!file.open(path, error, /*populate=*/false) ||
+      !ggufConfigJson(file, json, error))
+    return false;
+  if (weightFormat)
+    *weightFormat = ggufWeightFormat(file);
+  return true;
+}
+
+const char *ggufWeightFormat(const GgufFile &file) {
+  // Elements of the matrices by type; the most common type decides.
+  std::map<GgmlType, int64_t> elements;
+  for (const GgufTensorInfo &t : file.tensors())
+    if (t.dims.size() == 2)
+      elements[t.type] += t.elements;
+  GgmlType bulk = GgmlType::F32;
+  int64_t most = 0;
+  for (const auto &[type, count] : elements)
+    if (count > most) {
+      bulk = type;
+      most = count;
+    }
+  switch (bulk) {
+  case GgmlType::F32:
+  case GgmlType::F16: // f32 holds every f16 value; bf16 would round them.
+    return "f32";
+  case GgmlType::BF16:
+    return "bf16";
+  case GgmlType::Q4_0:
+    return "q4_0";
+  default: // Q8_0, and the types without kernels of their own yet.
+    return "q8_0";
+  }
 }
 
 } // namespace attnrt

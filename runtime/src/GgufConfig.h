@@ -24,9 +24,18 @@ namespace attnrt {
 bool ggufConfigJson(const GgufFile &file, std::string &json,
                     std::string &error);
 
-/// Opens `path` and does the same.
+/// Opens `path` and does the same; with `weightFormat`, also sets it to
+/// ggufWeightFormat of the file.
 bool ggufConfigJson(const std::string &path, std::string &json,
-                    std::string &error);
+                    std::string &error, std::string *weightFormat = nullptr);
+
+/// The weight format (--weight-format) a file runs in when none is asked
+/// for: the one nearest its matrices' most common type by elements that
+/// holds no more bytes than needed. F32 and F16 run as f32 (exactly),
+/// BF16 as bf16, Q8_0 and Q4_0 as q8_0 and q4_0 (the same blocks: the
+/// loader's dequantize-requantize gives their bytes back), and the types
+/// Attn has no kernels for yet (the K-quants, Q4_1, Q5_0, Q5_1) as q8_0.
+const char *ggufWeightFormat(const GgufFile &file);
 
 } // namespace attnrt
 

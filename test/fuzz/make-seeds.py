@@ -143,6 +143,36 @@ def gguf_seeds():
     write("gguf", "metadata-only", gguf(keys, []))
     write("gguf", "truncated", gguf(keys, tensors)[:300])
 
+    # Tokenizer metadata: SentencePiece (scores, unknown/control/byte/
+    # user-defined pieces) and byte-level BPE (merges, a pre-tokenizer name).
+    array = lambda vtype, fmt, vs: (struct.pack("<IQ", vtype, len(vs)) +
+                                    struct.pack("<%d%s" % (len(vs), fmt), *vs))
+    flag = lambda v: bytes([v])
+    pieces = ["<unk>", "<s>", "</s>", "<0x21>", "<0x20>", "\u2581", "a", "b", "ab",
+              "\u2581ab", "ba", "\u2581\u2581", "caf", "\u00e9"]
+    write("gguf", "sentencepiece-tokenizer", gguf([
+        ("general.architecture", 8, gguf_string("llama")),
+        ("tokenizer.ggml.model", 8, gguf_string("llama")),
+        ("tokenizer.ggml.tokens", 9, strings(pieces)),
+        ("tokenizer.ggml.scores", 9, array(6, "f", [0, 0, 0, 0, 0, -10, -11, -12, -2, -3,
+                                                    -1, -1e9, -5, -13])),
+        ("tokenizer.ggml.token_type", 9, array(5, "i", [2, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1,
+                                                       1, 4, 1])),
+        ("tokenizer.ggml.bos_token_id", 4, u32(1)),
+        ("tokenizer.ggml.eos_token_id", 4, u32(2)),
+        ("tokenizer.ggml.unknown_token_id", 4, u32(0)),
+        ("tokenizer.ggml.add_space_prefix", 7, flag(1)),
+        ("tokenizer.ggml.add_eos_token", 7, flag(1))], []))
+    write("gguf", "byte-level-tokenizer", gguf([
+        ("general.architecture", 8, gguf_string("llama")),
+        ("tokenizer.ggml.model", 8, gguf_string("gpt2")),
+        ("tokenizer.ggml.pre", 8, gguf_string("llama-bpe")),
+        ("tokenizer.ggml.merges", 9, strings(["a b", "\u0120 a"])),
+        ("tokenizer.ggml.tokens", 9, strings(["a", "b", "ab", "\u0120", "\u0120a", "<|end|>",
+                                              "<tool>"])),
+        ("tokenizer.ggml.token_type", 9, array(5, "i", [1, 1, 1, 1, 1, 3, 4])),
+        ("tokenizer.ggml.eos_token_id", 4, u32(5))], []))
+
 
 # --- manifests and JSON -----------------------------------------------------
 

@@ -500,6 +500,37 @@ TEST(GgufConfigTest, MetadataBecomesTheFamilysKeys) {
   EXPECT_EQ(c["rope_scaling"]["original_max_position_embeddings"], 32);
 }
 
+// The weight format a file runs in by default: its matrices' most common
+// type by elements, mapped to the nearest format (1-D tensors do not vote).
+TEST(GgufConfigTest, WeightFormatFollowsTheMatrices) {
+  auto format = [](GgmlType bulk, GgmlType other) {
+    GgufWriter w;
+    w.setString("general.architecture", "llama");
+    const GgmlTypeTraits &b = ggmlTypeTraits(bulk), &o = ggmlTypeTraits(other);
+    // 2 x 256 elements of `bulk`, 1 x 256 of `other`, and a 1-D tensor of
+    // `other` bigger than both.
+    w.addTensor("blk.0.ffn_up.weight", bulk, {256, 2},
+                std::string(2 * 256 / b.blockSize * b.typeSize, '\0'));
+    w.addTensor("output.weight", other, {256, 1},
+                std::string(256 / o.blockSize * o.typeSize, '\0'));
+    w.addTensor("blk.0.attn_norm.weight", other, {4096},
+                std::string(4096 / o.blockSize * o.typeSize, '\0'));
+    std::string bytes = w.bytes(), error;
+    GgufFile file;
+    EXPECT_TRUE(opens(file, bytes, error)) << error;
+    return std::string(ggufWeightFormat(file));
+  };
+  EXPECT_EQ(format(GgmlType::F32, GgmlType::Q4_0), "f32");
+  EXPECT_EQ(format(GgmlType::F16, GgmlType::BF16), "f32");
+  EXPECT_EQ(format(GgmlType::BF16, GgmlType::F32), "bf16");
+  EXPECT_EQ(format(GgmlType::Q8_0, GgmlType::Q4_0), "q8_0");
+  EXPECT_EQ(format(GgmlType::Q4_0, GgmlType::Q6_K), "q4_0");
+  for (GgmlType other : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                         GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1})
+    EXPECT_EQ(format(other, GgmlType::Q4_0), "q8_0")
+        << ggmlTypeTraits(other).name;
+}
+
 TEST(GgufConfigTest, RefusesWhatItCannotHonourByName) {
   GgufWriter w = llamaModel();
   w.setString("general.architecture", "gemma2");

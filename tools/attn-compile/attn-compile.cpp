@@ -46,7 +46,8 @@ static cl::opt<attn::EmitKind> emit(
     cl::cat(category));
 static cl::opt<std::string> weightFormat(
     "weight-format",
-    cl::desc("How projection weights are stored: f32 (default), bf16 (half "
+    cl::desc("How projection weights are stored: f32 (default; a GGUF "
+             "file's default follows its tensor types), bf16 (half "
              "the bytes), or llama.cpp's q8_0 / q4_0 blocks of 32 (8.5 and 4.5 "
              "bits per weight; int8 kernels for AVX2 and AVX-512, VNNI where "
              "the CPU has it); the runtime converts the "
@@ -172,6 +173,9 @@ int main(int argc, char **argv) {
   if (!positions)
     return fail(llvm::toString(positions.takeError()));
 
+  // A GGUF file runs in the format its tensors call for unless told.
+  if (!weightFormat.getNumOccurrences() && !config->sourceWeightFormat.empty())
+    weightFormat = config->sourceWeightFormat;
   std::optional<attn::WeightFormat> format = attn::parseWeightFormat(weightFormat);
   if (!format)
     return fail("--weight-format must be f32, bf16, q8_0 or q4_0, got '" + weightFormat + "'");

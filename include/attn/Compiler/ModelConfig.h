@@ -293,6 +293,9 @@ struct ModelConfig {
   /// What of the checkpoint's config the model does not compute, for the
   /// user (attn-compile prints them): one sentence each.
   std::vector<std::string> notes;
+  /// The weight format a GGUF file's tensor types call for when none is
+  /// asked for (attnrt::ggufWeightFormat); empty for a folder.
+  std::string sourceWeightFormat;
   int64_t vocabSize = 0;
   int64_t hiddenSize = 0;
   int64_t numLayers = 0;

@@ -179,7 +179,8 @@ typedef struct {
   void *log_user;
   const char *weight_format; /* how projections are stored: NULL or "f32", "bf16",
                                 "q8_0" or "q4_0" (attn-compile --weight-format; part
-                                of the cache key) */
+                                of the cache key); NULL for a GGUF file: what its
+                                tensor types call for (docs/gguf.md) */
   const char *kv_format;     /* how the KV cache stores keys and values: NULL or
                                 "f32", "bf16" or "f16" (attn-compile --kv-format;
                                 part of the cache key) */
