@@ -21,12 +21,12 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   // The model_type the file's architecture maps back to (mistral files
   // are llama files).
   std::string modelType;
-  for (const char *candidate : {"llama", "qwen2", "qwen3"})
+  for (const char *candidate : {"llama", "qwen2", "qwen3", "gpt2"})
     if (ggufArchitecture(candidate) == arch)
       modelType = candidate;
   if (modelType.empty()) {
     error = file.where() + "architecture " + quote(arch) +
-            " is not supported (supported: llama, qwen2, qwen3)";
+            " is not supported (supported: llama, qwen2, qwen3, gpt2)";
     return false;
   }
   const std::string prefix = std::string(arch) + ".";
@@ -52,6 +52,72 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
     }
     return file.getFloat(key, value, error);
   };
+
+  // The vocabulary: the key, else the embedding's rows.
+  auto vocabulary = [&](uint64_t &vocab) {
+    int64_t embedding = file.find("token_embd.weight");
+    if (embedding < 0) {
+      error = file.where() + "tensor 'token_embd.weight' is missing";
+      return false;
+    }
+    const GgufTensorInfo &info = file.tensors()[size_t(embedding)];
+    if (info.dims.size() != 2) {
+      error = file.where() + "tensor 'token_embd.weight' has " +
+              std::to_string(info.dims.size()) + " dimensions, not 2";
+      return false;
+    }
+    return optionalCount("vocab_size", vocab, uint64_t(info.dims[1]));
+  };
+  auto specialIds = [&](Json &config) {
+    for (const char *key : {"bos_token_id", "eos_token_id"}) {
+      std::string ggufKey = std::string("tokenizer.ggml.") + key;
+      uint64_t id;
+      if (file.findKey(ggufKey)) {
+        if (!file.getUnsigned(ggufKey, id, error))
+          return false;
+        config[key] = id;
+      }
+    }
+    return true;
+  };
+
+  if (modelType == "gpt2") {
+    // convert_hf_to_gguf's GPT2Model: no rope, LayerNorm with biases, the
+    // output a copy of the token embedding (Attn's GPT-2 is tied).
+    uint64_t layers, hidden, ffn, heads, context, vocab;
+    double epsilon;
+    if (!count("block_count", layers) || !count("embedding_length", hidden) ||
+        !count("feed_forward_length", ffn) ||
+        !count("attention.head_count", heads) ||
+        !count("context_length", context) ||
+        !file.getFloat(prefix + "attention.layer_norm_epsilon", epsilon,
+                       error) ||
+        !vocabulary(vocab))
+      return false;
+    if (heads == 0 || hidden % heads != 0) {
+      error = where(prefix + "attention.head_count") +
+              format("%llu does not divide the embedding length %llu",
+                     static_cast<unsigned long long>(heads),
+                     static_cast<unsigned long long>(hidden));
+      return false;
+    }
+    Json config;
+    config["model_type"] = "gpt2";
+    config["architectures"] = Json::array({"GPT2LMHeadModel"});
+    config["n_embd"] = hidden;
+    config["n_inner"] = ffn;
+    config["n_layer"] = layers;
+    config["n_head"] = heads;
+    config["n_positions"] = context;
+    config["vocab_size"] = vocab;
+    config["layer_norm_epsilon"] = epsilon;
+    config["activation_function"] = "gelu_new"; // llama.cpp's GELU.
+    config["tie_word_embeddings"] = true;
+    if (!specialIds(config))
+      return false;
+    json = config.dump(2) + "\n";
+    return true;
+  }
 
   uint64_t layers, hidden, ffn, heads, kvHeads, context;
   if (!count("block_count", layers) || !count("embedding_length", hidden) ||
@@ -92,21 +158,8 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
                      error))
     return false;
 
-  // The vocabulary: the key, else the tokenizer's, else the embedding's rows.
   uint64_t vocab = 0;
-  int64_t embedding = file.find("token_embd.weight");
-  if (embedding < 0) {
-    error = file.where() + "tensor 'token_embd.weight' is missing";
-    return false;
-  }
-  const GgufTensorInfo &embeddingInfo = file.tensors()[embedding];
-  if (embeddingInfo.dims.size() != 2) {
-    error = file.where() + "tensor 'token_embd.weight' has " +
-            std::to_string(embeddingInfo.dims.size()) +
-            " dimensions, not 2";
-    return false;
-  }
-  if (!optionalCount("vocab_size", vocab, uint64_t(embeddingInfo.dims[1])))
+  if (!vocabulary(vocab))
     return false;
 
   Json config;
@@ -132,15 +185,8 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
     config["use_sliding_window"] = false;
   if (modelType != "qwen2")
     config["attention_bias"] = file.find("blk.0.attn_q.bias") >= 0;
-  for (const char *key : {"bos_token_id", "eos_token_id"}) {
-    std::string ggufKey = std::string("tokenizer.ggml.") + key;
-    uint64_t id;
-    if (file.findKey(ggufKey)) {
-      if (!file.getUnsigned(ggufKey, id, error))
-        return false;
-      config[key] = id;
-    }
-  }
+  if (!specialIds(config))
+    return false;
 
   // RoPE scaling: what the converter writes for linear and yarn; Llama 3's
   // is a tensor of factors (rope_freqs.weight).

@@ -3,6 +3,7 @@
 #include "GgufNames.h"
 
 #include <cctype>
+#include <iterator>
 
 namespace attnrt {
 
@@ -14,26 +15,24 @@ struct Architecture {
 };
 
 const Architecture architectures[] = {
-    {"llama", "llama"},
-    {"mistral", "llama"},
-    {"qwen2", "qwen2"},
-    {"qwen3", "qwen3"},
+    {"llama", "llama"}, {"mistral", "llama"}, {"qwen2", "qwen2"},
+    {"qwen3", "qwen3"}, {"gpt2", "gpt2"},
 };
 
-// Per-layer names, "{}" for the layer number; gguf-py's tensor_mapping.py
-// for the LLaMA-style checkpoints.
+// Per-layer names, "{}" for the layer number; gguf-py's tensor_mapping.py.
 struct NamePair {
   const char *hf;
   const char *gguf;
 };
 
-const NamePair globalNames[] = {
+// The LLaMA-style checkpoints (llama, mistral, qwen2, qwen3).
+const NamePair llamaGlobalNames[] = {
     {"model.embed_tokens.weight", "token_embd.weight"},
     {"model.norm.weight", "output_norm.weight"},
     {"lm_head.weight", "output.weight"},
 };
 
-const NamePair layerNames[] = {
+const NamePair llamaLayerNames[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
     {"self_attn.q_proj.weight", "attn_q.weight"},
     {"self_attn.q_proj.bias", "attn_q.bias"},
@@ -50,6 +49,54 @@ const NamePair layerNames[] = {
     {"mlp.up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"},
 };
+
+// GPT-2 (its checkpoints name tensors with or without "transformer.").
+const NamePair gpt2GlobalNames[] = {
+    {"transformer.wte.weight", "token_embd.weight"},
+    {"transformer.wpe.weight", "position_embd.weight"},
+    {"transformer.ln_f.weight", "output_norm.weight"},
+    {"transformer.ln_f.bias", "output_norm.bias"},
+    {"lm_head.weight", "output.weight"},
+};
+
+const NamePair gpt2LayerNames[] = {
+    {"ln_1.weight", "attn_norm.weight"},
+    {"ln_1.bias", "attn_norm.bias"},
+    {"attn.c_attn.weight", "attn_qkv.weight"},
+    {"attn.c_attn.bias", "attn_qkv.bias"},
+    {"attn.c_proj.weight", "attn_output.weight"},
+    {"attn.c_proj.bias", "attn_output.bias"},
+    {"ln_2.weight", "ffn_norm.weight"},
+    {"ln_2.bias", "ffn_norm.bias"},
+    {"mlp.c_fc.weight", "ffn_up.weight"},
+    {"mlp.c_fc.bias", "ffn_up.bias"},
+    {"mlp.c_proj.weight", "ffn_down.weight"},
+    {"mlp.c_proj.bias", "ffn_down.bias"},
+};
+
+struct NameTable {
+  const char *layerPrefix; // Hugging Face's, before the layer number.
+  const NamePair *global;
+  size_t globalCount;
+  const NamePair *layer;
+  size_t layerCount;
+};
+
+const NameTable llamaTable = {"model.layers.", llamaGlobalNames,
+                              std::size(llamaGlobalNames), llamaLayerNames,
+                              std::size(llamaLayerNames)};
+const NameTable gpt2Table = {"transformer.h.", gpt2GlobalNames,
+                             std::size(gpt2GlobalNames), gpt2LayerNames,
+                             std::size(gpt2LayerNames)};
+
+const NameTable *tableOf(std::string_view architecture) {
+  if (architecture == "gpt2")
+    return &gpt2Table;
+  for (const Architecture &a : architectures)
+    if (architecture == a.gguf)
+      return &llamaTable;
+  return nullptr;
+}
 
 /// Splits "<prefix><digits>.<rest>" into the layer number and rest.
 bool splitLayer(std::string_view name, std::string_view prefix,
@@ -69,17 +116,32 @@ bool splitLayer(std::string_view name, std::string_view prefix,
   return true;
 }
 
-std::string rename(std::string_view name, bool toGguf) {
-  for (const NamePair &pair : globalNames)
+std::string rename(std::string_view architecture, std::string_view name,
+                   bool toGguf) {
+  const NameTable *table = tableOf(architecture);
+  if (!table)
+    return "";
+  // GPT-2 checkpoints without the "transformer." prefix.
+  std::string prefixed;
+  if (toGguf && table == &gpt2Table &&
+      name.substr(0, 12) != "transformer." && name != "lm_head.weight") {
+    prefixed = "transformer." + std::string(name);
+    name = prefixed;
+  }
+  for (size_t i = 0; i < table->globalCount; ++i) {
+    const NamePair &pair = table->global[i];
     if (name == (toGguf ? pair.hf : pair.gguf))
       return toGguf ? pair.gguf : pair.hf;
+  }
   std::string_view layer, rest;
-  if (!splitLayer(name, toGguf ? "model.layers." : "blk.", layer, rest))
+  if (!splitLayer(name, toGguf ? table->layerPrefix : "blk.", layer, rest))
     return "";
-  for (const NamePair &pair : layerNames)
+  for (size_t i = 0; i < table->layerCount; ++i) {
+    const NamePair &pair = table->layer[i];
     if (rest == (toGguf ? pair.hf : pair.gguf))
-      return (toGguf ? "blk." : "model.layers.") + std::string(layer) + "." +
-             (toGguf ? pair.gguf : pair.hf);
+      return (toGguf ? "blk." : table->layerPrefix) + std::string(layer) +
+             "." + (toGguf ? pair.gguf : pair.hf);
+  }
   return "";
 }
 
@@ -92,8 +154,23 @@ std::string_view ggufArchitecture(std::string_view modelType) {
   return "";
 }
 
-std::string ggufTensorName(std::string_view hf) { return rename(hf, true); }
-std::string hfTensorName(std::string_view gguf) { return rename(gguf, false); }
+std::string ggufTensorName(std::string_view architecture, std::string_view hf) {
+  return rename(architecture, hf, true);
+}
+std::string hfTensorName(std::string_view architecture, std::string_view gguf) {
+  return rename(architecture, gguf, false);
+}
+
+bool ggufTransposesMatrix(std::string_view architecture,
+                          std::string_view gguf) {
+  auto endsWith = [&](std::string_view tail) {
+    return gguf.size() >= tail.size() &&
+           gguf.substr(gguf.size() - tail.size()) == tail;
+  };
+  return architecture == "gpt2" &&
+         (endsWith(".attn_qkv.weight") || endsWith(".attn_output.weight") ||
+          endsWith(".ffn_up.weight") || endsWith(".ffn_down.weight"));
+}
 
 bool ggufPermutesQueryKey(std::string_view architecture) {
   return architecture == "llama";

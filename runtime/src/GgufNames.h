@@ -11,8 +11,8 @@
 // The converter also changes some tensors' values: for the "llama"
 // architecture it interleaves the two rotary halves of every head's q and k
 // rows (LlamaModel.permute: rotate-half pairing becomes adjacent pairs), and
-// for Gemma it adds 1 to RMSNorm weights. ggufPermutedRow says where a row
-// goes.
+// for Gemma it adds 1 to RMSNorm weights; GPT-2's Conv1D weights are
+// transposed. ggufPermutedRow says where a row goes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,11 +29,17 @@ namespace attnrt {
 /// "llama"), or "" for a model_type Attn does not write or read as GGUF.
 std::string_view ggufArchitecture(std::string_view modelType);
 
-/// llama.cpp's name for the Hugging Face tensor `hf`, or "" when the table
-/// has none.
-std::string ggufTensorName(std::string_view hf);
+/// llama.cpp's name for the Hugging Face tensor `hf` of a GGUF
+/// `architecture`, or "" when the table has none.
+std::string ggufTensorName(std::string_view architecture, std::string_view hf);
 /// The Hugging Face name of GGUF tensor `gguf`, or "".
-std::string hfTensorName(std::string_view gguf);
+std::string hfTensorName(std::string_view architecture, std::string_view gguf);
+
+/// True for the matrices the converter transposes: GPT-2's Conv1D weights
+/// are [in, out] in Hugging Face's checkpoints and [out, in] (as every
+/// other linear layer) in GGUF files.
+bool ggufTransposesMatrix(std::string_view architecture,
+                          std::string_view gguf);
 
 /// True when the converter permutes the q/k rows of `architecture`'s files
 /// (only "llama": the others keep HF's rotate-half layout).

@@ -275,10 +275,20 @@ static std::string unflatten(int64_t flat, const std::vector<int64_t> &shape) {
 
 /// Reads a GGUF tensor's `elements` values at `src` into `dst`: its ggml
 /// blocks dequantized, then the q/k rows llama.cpp's converter interleaved
-/// put back in Hugging Face's order.
+/// put back in Hugging Face's order, or a transposed matrix transposed back
+/// (both read whole tensors only).
 static void convertGgmlToF32(const TensorInfo &tensor, const uint8_t *src,
                              float *dst, int64_t elements) {
   dequantizeGgmlRow(tensor.ggml, src, dst, elements);
+  if (tensor.transposed && elements > 0) {
+    // The file's rows are Hugging Face's columns.
+    int64_t rows = tensor.shape[0], columns = tensor.shape[1];
+    std::vector<float> file(dst, dst + elements);
+    for (int64_t c = 0; c < columns; ++c)
+      for (int64_t r = 0; r < rows; ++r)
+        dst[r * columns + c] = file[static_cast<size_t>(c * rows + r)];
+    return;
+  }
   int64_t headDim = tensor.interleavedHeadDim;
   if (headDim == 0 || elements == 0)
     return;
@@ -507,10 +517,16 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
                             "which GGUF files do not hold";
       return false;
     }
+    if (tensor.transposed && weight.elements != tensor.elements) {
+      error = tensorWhere + " is stored transposed in the GGUF file and "
+                            "cannot be read in part";
+      return false;
+    }
     used[index] = true;
     Binding binding = {index, false, 0, slice ? weight.sliceOffset : 0,
                        weight.elements};
     binding.inPlace = tensor.dtype == DType::F32 && tensor.interleavedHeadDim == 0 &&
+                      !tensor.transposed &&
                       (files.fileOffset(index) + 4 * binding.first) % alignof(float) == 0;
     if (!binding.inPlace && binding.elements > 0) {
       binding.offset = convertedBytes;

@@ -92,6 +92,9 @@ struct TensorInfo {
   /// The head size of q/k rows llama.cpp's converter interleaved
   /// (ggufPermutedRow), to undo on load; 0 for every other tensor.
   int64_t interleavedHeadDim = 0;
+  /// A matrix the converter transposed (ggufTransposesMatrix): `shape` is
+  /// Hugging Face's, the file holds its transpose.
+  bool transposed = false;
 };
 
 class SafetensorsFile {

@@ -97,7 +97,7 @@ bool WeightFiles::openGguf(const std::string &path, std::string &error) {
   }
   for (const GgufTensorInfo &g : gguf->tensors()) {
     TensorInfo t;
-    std::string hf = hfTensorName(g.name);
+    std::string hf = hfTensorName(arch, g.name);
     // A tensor the table does not name keeps its GGUF name: the loader
     // warns that the model does not use it.
     t.name = hf.empty() ? g.name : hf;
@@ -108,6 +108,11 @@ bool WeightFiles::openGguf(const std::string &path, std::string &error) {
               : g.type == GgmlType::BF16 ? DType::BF16
                                          : DType::U8;
     t.shape = g.shape();
+    // GPT-2's Conv1D weights: [in, out] under their Hugging Face name.
+    if (ggufTransposesMatrix(arch, g.name) && g.dims.size() == 2) {
+      t.shape = {g.dims[0], g.dims[1]};
+      t.transposed = true;
+    }
     t.elements = g.elements;
     t.begin = g.begin;
     t.end = g.end;

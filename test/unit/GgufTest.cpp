@@ -535,7 +535,7 @@ TEST(GgufConfigTest, RefusesWhatItCannotHonourByName) {
   GgufWriter w = llamaModel();
   w.setString("general.architecture", "gemma2");
   EXPECT_EQ(configError(w), "architecture 'gemma2' is not supported "
-                            "(supported: llama, qwen2, qwen3)");
+                            "(supported: llama, qwen2, qwen3, gpt2)");
   w = llamaModel();
   w.setString("llama.block_count", "two");
   EXPECT_EQ(configError(w), "metadata key 'llama.block_count': expected an "

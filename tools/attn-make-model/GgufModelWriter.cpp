@@ -285,8 +285,9 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
     return false;
   };
   if (arch.empty())
-    return refuse("only llama, mistral, qwen2 and qwen3 models are written "
-                  "as GGUF so far");
+    return refuse("only llama, mistral, qwen2, qwen3 and gpt2 models are "
+                  "written as GGUF so far");
+  bool gpt2 = arch == "gpt2";
   if (config.contains("rope_scaling") && !config["rope_scaling"].is_null())
     return refuse("rope_scaling is not written to GGUF yet");
   bool windowed = config.value("use_sliding_window", modelType == "mistral");
@@ -295,10 +296,11 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
     return refuse("GGUF files of the " + arch +
                   " architecture cannot record a sliding window");
 
-  const int64_t heads = integer(config, "num_attention_heads", 0);
-  const int64_t hidden = integer(config, "hidden_size", 0);
-  const int64_t layers = integer(config, "num_hidden_layers", 0);
-  const int64_t headDim = integer(config, "head_dim", hidden / heads);
+  // GPT-2's config.json names its sizes its own way.
+  const int64_t heads = integer(config, gpt2 ? "n_head" : "num_attention_heads", 0);
+  const int64_t hidden = integer(config, gpt2 ? "n_embd" : "hidden_size", 0);
+  const int64_t layers = integer(config, gpt2 ? "n_layer" : "num_hidden_layers", 0);
+  const int64_t headDim = integer(config, "head_dim", heads ? hidden / heads : 0);
   attnrt::GgufWriter gguf;
   std::string prefix = arch + ".";
   gguf.setString("general.architecture", arch);
@@ -307,21 +309,28 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
   if (weightType->type != GgmlType::F32 && weightType->type != GgmlType::F16 &&
       weightType->type != GgmlType::BF16)
     gguf.setU32("general.quantization_version", 2);
-  // convert_hf_to_gguf's TextModel.set_gguf_parameters, then LlamaModel's.
+  // convert_hf_to_gguf's TextModel.set_gguf_parameters, then LlamaModel's
+  // (or GPT2Model's).
   gguf.setU32(prefix + "block_count", uint32_t(layers));
   gguf.setU32(prefix + "context_length",
-              uint32_t(integer(config, "max_position_embeddings", 0)));
+              uint32_t(integer(config, gpt2 ? "n_positions" : "max_position_embeddings", 0)));
   gguf.setU32(prefix + "embedding_length", uint32_t(hidden));
   gguf.setU32(prefix + "feed_forward_length",
-              uint32_t(integer(config, "intermediate_size", 0)));
+              uint32_t(gpt2 ? integer(config, "n_inner", 4 * hidden)
+                            : integer(config, "intermediate_size", 0)));
   gguf.setU32(prefix + "attention.head_count", uint32_t(heads));
-  gguf.setU32(prefix + "attention.head_count_kv",
-              uint32_t(integer(config, "num_key_value_heads", heads)));
+  if (gpt2)
+    gguf.setF32(prefix + "attention.layer_norm_epsilon",
+                config.value("layer_norm_epsilon", 1e-5f));
+  else
+    gguf.setU32(prefix + "attention.head_count_kv",
+                uint32_t(integer(config, "num_key_value_heads", heads)));
   if (config.contains("rope_theta"))
     gguf.setF32(prefix + "rope.freq_base",
                 config["rope_theta"].get<float>());
-  gguf.setF32(prefix + "attention.layer_norm_rms_epsilon",
-              config.value("rms_norm_eps", 1e-6f));
+  if (!gpt2)
+    gguf.setF32(prefix + "attention.layer_norm_rms_epsilon",
+                config.value("rms_norm_eps", 1e-6f));
   if (config.contains("head_dim") && !config["head_dim"].is_null()) {
     gguf.setU32(prefix + "attention.key_length", uint32_t(headDim));
     gguf.setU32(prefix + "attention.value_length", uint32_t(headDim));
@@ -336,18 +345,39 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
     return false;
 
   bool permute = attnrt::ggufPermutesQueryKey(arch);
-  bool tied = true;
+  // GPT-2's output is written as a copy of the token embedding, so the
+  // file is never tied.
+  bool tied = !gpt2;
   for (const SourceTensor &t : tensors)
     tied = tied && t.name != "lm_head.weight";
+  auto endsWith = [](const std::string &name, const char *tail) {
+    size_t n = std::strlen(tail);
+    return name.size() >= n && name.compare(name.size() - n, n, tail) == 0;
+  };
   std::vector<float> values;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const SourceTensor &t = tensors[i];
-    std::string name = attnrt::ggufTensorName(t.name);
+    // GPT-2's causal-mask buffers (and its tied lm_head) are not weights.
+    if (gpt2 && (endsWith(t.name, ".attn.bias") ||
+                 endsWith(t.name, ".attn.masked_bias") ||
+                 t.name == "lm_head.weight"))
+      continue;
+    std::string name = attnrt::ggufTensorName(arch, t.name);
     if (name.empty())
       return refuse("tensor '" + t.name + "' has no GGUF name");
     if (!read(i, values, error))
       return false;
-    int64_t rowLength = t.shape.back();
+    std::vector<int64_t> shape = t.shape;
+    if (attnrt::ggufTransposesMatrix(arch, name) && shape.size() == 2) {
+      // Conv1D [in, out] to [out, in].
+      std::vector<float> transposed(values.size());
+      for (int64_t r = 0; r < shape[0]; ++r)
+        for (int64_t c = 0; c < shape[1]; ++c)
+          transposed[size_t(c * shape[0] + r)] = values[size_t(r * shape[1] + c)];
+      values.swap(transposed);
+      std::swap(shape[0], shape[1]);
+    }
+    int64_t rowLength = shape.back();
     int64_t rows = rowLength ? int64_t(values.size()) / rowLength : 0;
     bool isQuery = name.find(".attn_q.weight") != std::string::npos;
     bool isKey = name.find(".attn_k.weight") != std::string::npos;
@@ -359,18 +389,25 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
                         attnrt::ggufPermutedRow(r, headDim) * rowLength);
       values.swap(permuted);
     }
-    GgmlType type = t.shape.size() == 2
-                        ? matrixType(*weightType, name, rowLength, layers, tied)
-                        : GgmlType::F32;
-    const attnrt::GgmlTypeTraits &traits = attnrt::ggmlTypeTraits(type);
-    std::string data(size_t(values.size() / traits.blockSize) *
-                         traits.typeSize,
-                     '\0');
-    attnrt::quantizeGgmlRow(type, values.data(),
-                            reinterpret_cast<uint8_t *>(data.data()),
-                            int64_t(values.size()));
-    std::vector<int64_t> dims(t.shape.rbegin(), t.shape.rend());
-    gguf.addTensor(name, type, dims, std::move(data));
+    std::vector<int64_t> dims(shape.rbegin(), shape.rend());
+    // GPT2Model.modify_tensors: the output is the token embedding again.
+    for (const std::string &written :
+         gpt2 && name == "token_embd.weight"
+             ? std::vector<std::string>{name, "output.weight"}
+             : std::vector<std::string>{name}) {
+      GgmlType type =
+          shape.size() == 2
+              ? matrixType(*weightType, written, rowLength, layers, tied)
+              : GgmlType::F32;
+      const attnrt::GgmlTypeTraits &traits = attnrt::ggmlTypeTraits(type);
+      std::string data(size_t(values.size() / traits.blockSize) *
+                           traits.typeSize,
+                       '\0');
+      attnrt::quantizeGgmlRow(type, values.data(),
+                              reinterpret_cast<uint8_t *>(data.data()),
+                              int64_t(values.size()));
+      gguf.addTensor(written, type, dims, std::move(data));
+    }
   }
   // Through a temporary file renamed into place, as the folder writer does.
   std::string tmpPath = path + ".tmp";

@@ -9,7 +9,8 @@
 // shape without downloading any.
 //
 // Architectures: llama (and mistral checkpoints, written as llama), qwen2,
-// qwen3. Refused by name, rather than written wrong: other families, rope
+// qwen3, gpt2 (Conv1D weights transposed, the output a copy of the token
+// embedding). Refused by name, rather than written wrong: other families, rope
 // scaling, sliding windows (llama-architecture files cannot record them).
 // With --gguf-tokenizer DIR, DIR's tokenizer goes in too (byte-level or
 // SentencePiece BPE). writeGgufFromFolder converts a real checkpoint the

@@ -104,7 +104,7 @@ TEST(GgufModelWriterTest, LlamaF32HoldsTheFolderWithQueryKeyRowsInterleaved) {
   std::map<std::string, std::vector<float>> folder = folderValues(spec);
   ASSERT_EQ(file.tensors().size(), folder.size());
   for (const GgufTensorInfo &t : file.tensors()) {
-    std::string hf = attnrt::hfTensorName(t.name);
+    std::string hf = attnrt::hfTensorName("llama", t.name);
     ASSERT_TRUE(folder.count(hf)) << t.name << " -> " << hf;
     EXPECT_EQ(t.type, GgmlType::F32) << t.name;
     const std::vector<float> &expected = folder[hf];
@@ -149,7 +149,7 @@ TEST(GgufModelWriterTest, Qwen3KeepsRowsAndWritesItsKeys) {
   std::map<std::string, std::vector<float>> folder = folderValues(spec);
   EXPECT_GE(file.find("blk.0.attn_q_norm.weight"), 0);
   for (const GgufTensorInfo &t : file.tensors())
-    EXPECT_EQ(dequantized(file, t), folder[attnrt::hfTensorName(t.name)])
+    EXPECT_EQ(dequantized(file, t), folder[attnrt::hfTensorName("qwen3", t.name)])
         << t.name;
 }
 
@@ -186,7 +186,7 @@ TEST(GgufModelWriterTest, QuantizedTypesFollowLlamaQuantize) {
           expected = GgmlType::Q6_K;
       }
       EXPECT_EQ(t.type, expected) << c.type << " " << t.name;
-      const std::vector<float> &ref = folder[attnrt::hfTensorName(t.name)];
+      const std::vector<float> &ref = folder[attnrt::hfTensorName("llama", t.name)];
       std::vector<float> got = dequantized(file, t);
       bool permuted = t.name.find(".attn_q.weight") != std::string::npos ||
                       t.name.find(".attn_k.weight") != std::string::npos;
@@ -272,14 +272,52 @@ TEST(GgufModelWriterTest, AFolderConvertsToTheSameFile) {
   EXPECT_NE(error.find("nothing/config.json"), std::string::npos) << error;
 }
 
+// GPT-2 as convert_hf_to_gguf's GPT2Model writes it: Conv1D weights [in,
+// out] transposed to [out, in], no causal-mask buffers, the output a copy of
+// the token embedding, LayerNorm epsilon under its own key.
+TEST(GgufModelWriterTest, Gpt2TransposesItsConv1DWeights) {
+  TempDir dir;
+  ModelSpec spec;
+  ASSERT_TRUE(presetSpec("tiny-gpt2", spec));
+  spec.extraBuffers = false;
+  std::string path = dir.sub("g.gguf"), error;
+  ASSERT_TRUE(writeGgufModel(spec, path, "f32", error)) << error;
+  GgufFile file;
+  ASSERT_TRUE(file.open(path, error)) << error;
+  std::map<std::string, std::vector<float>> folder = folderValues(spec);
+  std::vector<TensorDesc> planned;
+  ASSERT_TRUE(planTensors(spec, planned, error)) << error;
+  std::string prefix = planned[0].name.rfind("transformer.", 0) == 0
+                           ? "transformer."
+                           : "";
+  const GgufTensorInfo &qkv = file.tensors()[file.find("blk.1.attn_qkv.weight")];
+  const std::vector<float> &conv = folder[prefix + "h.1.attn.c_attn.weight"];
+  int64_t in = qkv.dims[0], out = qkv.dims[1];
+  ASSERT_EQ(int64_t(conv.size()), in * out);
+  EXPECT_EQ(out, 3 * in);
+  std::vector<float> got = dequantized(file, qkv);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i)
+      ASSERT_EQ(got[o * in + i], conv[i * out + o]) << o << ", " << i;
+  EXPECT_EQ(dequantized(file, file.tensors()[file.find("output.weight")]),
+            folder[prefix + "wte.weight"]);
+  EXPECT_GE(file.find("position_embd.weight"), 0);
+  double epsilon = 0;
+  EXPECT_TRUE(file.getFloat("gpt2.attention.layer_norm_epsilon", epsilon,
+                            error))
+      << error;
+  for (const GgufTensorInfo &t : file.tensors())
+    EXPECT_FALSE(attnrt::hfTensorName("gpt2", t.name).empty()) << t.name;
+}
+
 TEST(GgufModelWriterTest, RefusesWhatAFileCannotSay) {
   TempDir dir;
   std::string error;
   ModelSpec gemma;
   ASSERT_TRUE(presetSpec("tiny-gemma", gemma));
   EXPECT_FALSE(writeGgufModel(gemma, dir.sub("g.gguf"), "f16", error));
-  EXPECT_EQ(error, "cannot write gemma as GGUF: only llama, mistral, qwen2 "
-                   "and qwen3 models are written as GGUF so far");
+  EXPECT_EQ(error, "cannot write gemma as GGUF: only llama, mistral, qwen2, "
+                   "qwen3 and gpt2 models are written as GGUF so far");
   ModelSpec mistral;
   ASSERT_TRUE(presetSpec("tiny-mistral", mistral));
   EXPECT_FALSE(writeGgufModel(mistral, dir.sub("m.gguf"), "f16", error));
