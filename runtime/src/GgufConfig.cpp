@@ -7,11 +7,128 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <map>
 
 namespace attnrt {
 
 using Json = nlohmann::ordered_json;
+
+namespace {
+
+/// Llama 3's rope scaling from the factors of rope_freqs.weight (one per
+/// rotary pair; HF's rope_scaling is not in the metadata). Outside the
+/// smooth band a factor is 1 or `factor`; inside, 1/f is linear in
+/// 1/wavelength, which fixes the band: two parameters, so low_freq_factor
+/// is taken as 1 (Llama 3's) and the original length and high_freq_factor
+/// follow; Llama 3.x files give their own values back. The derived scaling
+/// must give every factor back; `scaling` stays null when all are 1.
+bool llama3Scaling(const GgufFile &file, double theta, uint64_t rotaryDims,
+                   Json &scaling, std::string &error) {
+  std::string where = file.where() + "tensor 'rope_freqs.weight': ";
+  const GgufTensorInfo &t = file.tensors()[size_t(file.find("rope_freqs.weight"))];
+  if (t.type != GgmlType::F32 || t.dims.size() != 1 ||
+      uint64_t(t.dims[0]) * 2 != rotaryDims) {
+    error = where + format("expected %llu f32 factors, one per rotary pair",
+                           static_cast<unsigned long long>(rotaryDims / 2));
+    return false;
+  }
+  std::vector<double> factors(size_t(t.dims[0])), inverseWavelengths;
+  double factor = 1;
+  for (size_t i = 0; i < factors.size(); ++i) {
+    float f;
+    std::memcpy(&f, file.tensorData(t) + 4 * i, 4);
+    if (!(f >= 1.0f - 1e-6f) || !std::isfinite(f)) {
+      error = where + format("factor %zu is %g; Llama 3's are 1 or more", i,
+                             double(f));
+      return false;
+    }
+    factors[i] = f;
+    factor = std::max(factor, factors[i]);
+  }
+  if (factor <= 1 + 1e-6)
+    return true;
+  // In the band 1/f = (1 - s)/factor + s with s = (original/wavelength -
+  // low)/(high - low), and low = 1: s = 0 at wavelength = original, s = 1 at
+  // original/high.
+  auto wavelength = [&](size_t i) {
+    return 2 * M_PI * std::pow(theta, 2.0 * double(i) / double(rotaryDims));
+  };
+  auto smoothOf = [&](size_t i) {
+    return (1 / factors[i] - 1 / factor) / (1 - 1 / factor);
+  };
+  std::vector<size_t> band;
+  double longestOne = 0, shortestFull = HUGE_VAL; // Wavelengths.
+  for (size_t i = 0; i < factors.size(); ++i) {
+    if (factors[i] <= 1 + 1e-6)
+      longestOne = std::max(longestOne, wavelength(i));
+    else if (factors[i] >= factor * (1 - 1e-6))
+      shortestFull = std::min(shortestFull, wavelength(i));
+    else
+      band.push_back(i);
+  }
+  double original = 0, high = 0;
+  if (band.size() >= 2) {
+    // s is linear in 1/wavelength: fit it, original = -a/b.
+    double n = 0, su = 0, ss = 0, suu = 0, sus = 0;
+    for (size_t i : band) {
+      double u = 1 / wavelength(i), smooth = smoothOf(i);
+      n += 1, su += u, ss += smooth, suu += u * u, sus += u * smooth;
+    }
+    double a = (n * sus - su * ss) / (n * suu - su * su);
+    double b = (ss - a * su) / n;
+    original = b < 0 ? std::round(-a / b) : 0;
+    high = original > 0 ? 1 + original / a : 0;
+  } else {
+    // The model's own frequencies do not fix the band (a small head):
+    // any band that gives them back is the same RoPE. Its edges go midway
+    // between the neighbouring wavelengths.
+    // Below the band's s = 0 edge (at `original`): the band's point, else
+    // the longest factor-1 wavelength.
+    double below = band.empty() ? longestOne : wavelength(band[0]);
+    double upper = std::isinf(shortestFull) ? 2 * below : shortestFull;
+    original = std::floor((below + upper) / 2);
+    if (band.empty())
+      high = original / ((longestOne + original) / 2); // s = 1 edge.
+    else
+      high = 1 + (original / below - 1) / smoothOf(band[0]);
+  }
+  // The file's f32 arithmetic leaves high a hair off a round value.
+  if (double rounded = std::round(high * 1e4) / 1e4;
+      std::fabs(rounded - high) <= 1e-6 * high)
+    high = rounded;
+  bool agrees = original > 0 && high > 1 && std::isfinite(high);
+  for (size_t i = 0; agrees && i < factors.size(); ++i)
+    agrees = std::fabs(ggufLlama3RopeFactor(2 * M_PI / wavelength(i), factor, 1, high,
+                                    original) -
+                       factors[i]) <= 1e-5 * factors[i];
+  if (!agrees) {
+    error = where + "its factors are not those of Llama 3's rope scaling "
+                    "(no factor, band and original length give them back)";
+    return false;
+  }
+  scaling["rope_type"] = "llama3";
+  scaling["factor"] = factor;
+  scaling["low_freq_factor"] = 1.0;
+  scaling["high_freq_factor"] = high;
+  scaling["original_max_position_embeddings"] = uint64_t(original);
+  return true;
+}
+
+} // namespace
+
+double ggufLlama3RopeFactor(double frequency, double factor, double low,
+                            double high, double original) {
+  double wavelength = 2 * M_PI / frequency;
+  if (wavelength < original / high)
+    return 1;
+  if (wavelength > original / low)
+    return factor;
+  double smooth = (original / wavelength - low) / (high - low);
+  return 1 / ((1 - smooth) / factor + smooth);
+}
 
 bool ggufConfigJson(const GgufFile &file, std::string &json,
                     std::string &error) {
@@ -191,9 +308,11 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   // RoPE scaling: what the converter writes for linear and yarn; Llama 3's
   // is a tensor of factors (rope_freqs.weight).
   if (file.find("rope_freqs.weight") >= 0) {
-    error = file.where() + "tensor 'rope_freqs.weight' (Llama 3 rope "
-                           "scaling) is not supported yet";
-    return false;
+    Json scaling;
+    if (!llama3Scaling(file, theta, rotaryDims, scaling, error))
+      return false;
+    if (!scaling.is_null())
+      config["rope_scaling"] = scaling;
   }
   std::string scalingKey = prefix + "rope.scaling.type";
   if (file.findKey(scalingKey)) {
@@ -201,6 +320,11 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
     if (!file.getString(scalingKey, type, error))
       return false;
     if (type != "none") {
+      if (config.contains("rope_scaling")) {
+        error = where(scalingKey) + quote(type) +
+                " and tensor 'rope_freqs.weight' both scale RoPE";
+        return false;
+      }
       if (type != "linear" && type != "yarn") {
         error = where(scalingKey) + quote(type) +
                 " is not supported (supported: none, linear, yarn)";

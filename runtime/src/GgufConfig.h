@@ -24,6 +24,13 @@ namespace attnrt {
 bool ggufConfigJson(const GgufFile &file, std::string &json,
                     std::string &error);
 
+/// The factor llama.cpp's converter writes in rope_freqs.weight for one
+/// rotary frequency of Llama 3's rope scaling
+/// (LlamaModel.generate_extra_tensors): 1 above the band, `factor` below
+/// it, interpolated in 1/f between.
+double ggufLlama3RopeFactor(double frequency, double factor, double low,
+                            double high, double original);
+
 /// Opens `path` and does the same; with `weightFormat`, also sets it to
 /// ggufWeightFormat of the file.
 bool ggufConfigJson(const std::string &path, std::string &json,

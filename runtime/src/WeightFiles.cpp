@@ -47,6 +47,7 @@ bool WeightFiles::open(const std::string &path, std::string &error) {
   files.clear();
   gguf.reset();
   ggufTensors.clear();
+  ggufIndex.clear();
   entries.clear();
   byName.clear();
   openWarnings.clear();
@@ -95,7 +96,12 @@ bool WeightFiles::openGguf(const std::string &path, std::string &error) {
     headDim = keyLength ? int64_t(keyLength)
                         : heads ? int64_t(hidden / heads) : 0;
   }
-  for (const GgufTensorInfo &g : gguf->tensors()) {
+  for (size_t index = 0; index < gguf->tensors().size(); ++index) {
+    const GgufTensorInfo &g = gguf->tensors()[index];
+    // Llama 3's rope scaling, which the config reads (GgufConfig.cpp).
+    if (g.name == "rope_freqs.weight")
+      continue;
+    ggufIndex.push_back(index);
     TensorInfo t;
     std::string hf = hfTensorName(arch, g.name);
     // A tensor the table does not name keeps its GGUF name: the loader

@@ -531,6 +531,79 @@ TEST(GgufConfigTest, WeightFormatFollowsTheMatrices) {
         << ggmlTypeTraits(other).name;
 }
 
+/// rope_freqs.weight as convert_hf_to_gguf computes it (in f32, as torch
+/// does) for Llama 3's rope scaling.
+std::string llama3Factors(int64_t headDim, float theta, float factor,
+                          float low, float high, float original) {
+  std::string data;
+  for (int64_t i = 0; i < headDim; i += 2) {
+    float frequency = 1.0f / std::pow(theta, float(i) / float(headDim));
+    float wavelength = float(2 * M_PI) / frequency;
+    float f = wavelength < original / high ? 1.0f
+              : wavelength > original / low ? factor
+                                            : 0.0f;
+    if (f == 0.0f) {
+      float smooth = (original / wavelength - low) / (high - low);
+      f = 1.0f / ((1.0f - smooth) / factor + smooth);
+    }
+    data.append(reinterpret_cast<const char *>(&f), 4);
+  }
+  return data;
+}
+
+// Llama 3.1's rope scaling comes back from its factors exactly; factors no
+// Llama 3 scaling gives, or a second scaling, are refused by name.
+TEST(GgufConfigTest, Llama3RopeScalingFromItsFactors) {
+  auto llama31 = [] {
+    GgufWriter w = llamaModel();
+    w.setU32("llama.embedding_length", 4096);
+    w.setU32("llama.attention.head_count", 32);
+    w.setU32("llama.attention.head_count_kv", 8);
+    w.setU32("llama.rope.dimension_count", 128);
+    w.setU32("llama.context_length", 131072);
+    w.setF32("llama.rope.freq_base", 500000.0f);
+    return w;
+  };
+  GgufWriter w = llama31();
+  w.addTensor("rope_freqs.weight", GgmlType::F32, {64},
+              llama3Factors(128, 500000.0f, 8, 1, 4, 8192));
+  nlohmann::json c = config(w);
+  EXPECT_EQ(c["rope_scaling"]["rope_type"], "llama3");
+  EXPECT_EQ(c["rope_scaling"]["factor"], 8.0);
+  EXPECT_EQ(c["rope_scaling"]["low_freq_factor"], 1.0);
+  EXPECT_EQ(c["rope_scaling"]["high_freq_factor"], 4.0);
+  EXPECT_EQ(c["rope_scaling"]["original_max_position_embeddings"], 8192);
+
+  // All ones: no scaling.
+  w = llama31();
+  w.addTensor("rope_freqs.weight", GgmlType::F32, {64},
+              llama3Factors(128, 500000.0f, 1, 1, 4, 8192));
+  EXPECT_FALSE(config(w).contains("rope_scaling"));
+
+  // One factor moved off the curve.
+  std::string bad = llama3Factors(128, 500000.0f, 8, 1, 4, 8192);
+  float off = 3.0f;
+  std::memcpy(&bad[4 * 40], &off, 4);
+  w = llama31();
+  w.addTensor("rope_freqs.weight", GgmlType::F32, {64}, bad);
+  EXPECT_EQ(configError(w),
+            "tensor 'rope_freqs.weight': its factors are not those of Llama "
+            "3's rope scaling (no factor, band and original length give them "
+            "back)");
+  w = llama31();
+  w.addTensor("rope_freqs.weight", GgmlType::F32, {32},
+              llama3Factors(64, 500000.0f, 8, 1, 4, 8192));
+  EXPECT_EQ(configError(w), "tensor 'rope_freqs.weight': expected 64 f32 "
+                            "factors, one per rotary pair");
+  w = llama31();
+  w.addTensor("rope_freqs.weight", GgmlType::F32, {64},
+              llama3Factors(128, 500000.0f, 8, 1, 4, 8192));
+  w.setString("llama.rope.scaling.type", "linear");
+  w.setF32("llama.rope.scaling.factor", 2.0f);
+  EXPECT_EQ(configError(w), "metadata key 'llama.rope.scaling.type': 'linear' "
+                            "and tensor 'rope_freqs.weight' both scale RoPE");
+}
+
 TEST(GgufConfigTest, RefusesWhatItCannotHonourByName) {
   GgufWriter w = llamaModel();
   w.setString("general.architecture", "gemma2");
@@ -551,9 +624,13 @@ TEST(GgufConfigTest, RefusesWhatItCannotHonourByName) {
                             "32 differs from the key length 16 (Attn's "
                             "attention has one head size)");
   w = llamaModel();
-  w.addTensor("rope_freqs.weight", GgmlType::F32, {8}, pattern(32, 3));
-  EXPECT_EQ(configError(w), "tensor 'rope_freqs.weight' (Llama 3 rope "
-                            "scaling) is not supported yet");
+  float half = 0.5f;
+  w.addTensor("rope_freqs.weight", GgmlType::F32, {1},
+              std::string(reinterpret_cast<const char *>(&half), 4));
+  w.setU32("llama.rope.dimension_count", 2);
+  w.setU32("llama.attention.key_length", 2);
+  EXPECT_EQ(configError(w), "tensor 'rope_freqs.weight': factor 0 is 0.5; "
+                            "Llama 3's are 1 or more");
   w = llamaModel();
   w.setString("llama.rope.scaling.type", "longrope");
   EXPECT_EQ(configError(w), "metadata key 'llama.rope.scaling.type': "

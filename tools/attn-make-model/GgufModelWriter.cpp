@@ -3,6 +3,7 @@
 #include "GgufModelWriter.h"
 
 #include "GgmlTypes.h"
+#include "GgufConfig.h"
 #include "GgufNames.h"
 #include "GgufWriter.h"
 #include "Half.h"
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -288,8 +290,17 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
     return refuse("only llama, mistral, qwen2, qwen3 and gpt2 models are "
                   "written as GGUF so far");
   bool gpt2 = arch == "gpt2";
-  if (config.contains("rope_scaling") && !config["rope_scaling"].is_null())
-    return refuse("rope_scaling is not written to GGUF yet");
+  // Llama 3's rope scaling is a tensor of per-pair factors in llama files;
+  // the other kinds are not written yet.
+  const Json scaling = config.value("rope_scaling", Json());
+  bool llama3Rope = scaling.is_object() &&
+                    scaling.value("rope_type", scaling.value("type", "")) ==
+                        "llama3";
+  if (!scaling.is_null() && !(llama3Rope && arch == "llama"))
+    return refuse(llama3Rope ? "Llama 3 rope scaling is only written for "
+                               "the llama architecture"
+                             : "rope_scaling other than llama3 is not "
+                               "written to GGUF yet");
   bool windowed = config.value("use_sliding_window", modelType == "mistral");
   if (windowed && config.contains("sliding_window") &&
       !config["sliding_window"].is_null())
@@ -345,6 +356,28 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
     return false;
 
   bool permute = attnrt::ggufPermutesQueryKey(arch);
+  if (llama3Rope) {
+    // LlamaModel.generate_extra_tensors, first: one factor per rotary pair
+    // (computed in double here, in f32 by the converter; the reader allows
+    // for either). The converter takes the original length from the
+    // config's top level (default 8192), transformers from rope_scaling:
+    // the latter is what the model means.
+    double theta = config.value("rope_theta", 10000.0);
+    double factor = scaling.value("factor", 8.0);
+    double low = scaling.value("low_freq_factor", 1.0);
+    double high = scaling.value("high_freq_factor", 4.0);
+    double original = scaling.value("original_max_position_embeddings", 8192.0);
+    std::string data;
+    for (int64_t i = 0; i < headDim / 2; ++i) {
+      double frequency = std::pow(theta, -2.0 * double(i) / double(headDim));
+      float value = float(attnrt::ggufLlama3RopeFactor(frequency, factor, low,
+                                                       high, original));
+      data.append(reinterpret_cast<const char *>(&value), 4);
+    }
+    gguf.addTensor("rope_freqs.weight", GgmlType::F32, {headDim / 2},
+                   std::move(data));
+  }
+
   // GPT-2's output is written as a copy of the token embedding, so the
   // file is never tied.
   bool tied = !gpt2;

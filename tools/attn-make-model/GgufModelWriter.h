@@ -10,8 +10,9 @@
 //
 // Architectures: llama (and mistral checkpoints, written as llama), qwen2,
 // qwen3, gpt2 (Conv1D weights transposed, the output a copy of the token
-// embedding). Refused by name, rather than written wrong: other families, rope
-// scaling, sliding windows (llama-architecture files cannot record them).
+// embedding); Llama 3 rope scaling as rope_freqs.weight. Refused by name,
+// rather than written wrong: other families, other rope scaling, sliding
+// windows (llama-architecture files cannot record them).
 // With --gguf-tokenizer DIR, DIR's tokenizer goes in too (byte-level or
 // SentencePiece BPE). writeGgufFromFolder converts a real checkpoint the
 // same way.

@@ -329,8 +329,8 @@ TEST(GgufModelWriterTest, RefusesWhatAFileCannotSay) {
   ModelSpec scaled = llama8();
   ASSERT_TRUE(parseRopeScaling("linear:2", scaled.ropeScaling, error));
   EXPECT_FALSE(writeGgufModel(scaled, dir.sub("s.gguf"), "f16", error));
-  EXPECT_EQ(error, "cannot write llama as GGUF: rope_scaling is not written "
-                   "to GGUF yet");
+  EXPECT_EQ(error, "cannot write llama as GGUF: rope_scaling other than "
+                   "llama3 is not written to GGUF yet");
   EXPECT_FALSE(writeGgufModel(llama8(), dir.sub("x.gguf"), "q3_k", error));
   EXPECT_EQ(error, "GGUF weight type 'q3_k' is not one of f32, f16, bf16, "
                    "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m");
