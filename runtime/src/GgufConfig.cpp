@@ -138,14 +138,19 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   // The model_type the file's architecture maps back to (mistral files
   // are llama files).
   std::string modelType;
-  for (const char *candidate : {"llama", "qwen2", "qwen3", "gpt2"})
+  for (const char *candidate : {"llama", "qwen2", "qwen3", "qwen3_moe", "gpt2"})
     if (ggufArchitecture(candidate) == arch)
       modelType = candidate;
   if (modelType.empty()) {
     error = file.where() + "architecture " + quote(arch) +
-            " is not supported (supported: llama, qwen2, qwen3, gpt2)";
+            " is not supported (supported: llama, qwen2, qwen3, qwen3moe, "
+            "gpt2)";
     return false;
   }
+  // llama files with experts are Mixtral's.
+  const std::string prefixKey = std::string(arch) + ".expert_count";
+  if (modelType == "llama" && file.findKey(prefixKey))
+    modelType = "mixtral";
   const std::string prefix = std::string(arch) + ".";
   auto where = [&](const std::string &key) {
     return file.where() + "metadata key " + quote(key) + ": ";
@@ -282,15 +287,48 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   Json config;
   config["model_type"] = modelType;
   config["architectures"] = Json::array(
-      {modelType == "llama"   ? "LlamaForCausalLM"
-       : modelType == "qwen2" ? "Qwen2ForCausalLM"
-                              : "Qwen3ForCausalLM"});
+      {modelType == "llama"       ? "LlamaForCausalLM"
+       : modelType == "mixtral"   ? "MixtralForCausalLM"
+       : modelType == "qwen2"     ? "Qwen2ForCausalLM"
+       : modelType == "qwen3_moe" ? "Qwen3MoeForCausalLM"
+                                  : "Qwen3ForCausalLM"});
   config["hidden_size"] = hidden;
   config["intermediate_size"] = ffn;
+  if (modelType == "mixtral" || modelType == "qwen3_moe") {
+    // The experts: how many, how many a token uses, their MLP width (a
+    // Mixtral file may give it as the dense width). llama.cpp renormalizes
+    // the chosen experts' weights for both, as HF's Mixtral does and
+    // Qwen3-MoE's norm_topk_prob says.
+    uint64_t experts, used, expertFfn;
+    if (!count("expert_count", experts) || !count("expert_used_count", used) ||
+        !optionalCount("expert_feed_forward_length", expertFfn, ffn))
+      return false;
+    if (modelType == "mixtral") {
+      config["num_local_experts"] = experts;
+      config["num_experts_per_tok"] = used;
+      config["intermediate_size"] = expertFfn;
+      config["sliding_window"] = nullptr;
+    } else {
+      config["num_experts"] = experts;
+      config["num_experts_per_tok"] = used;
+      config["moe_intermediate_size"] = expertFfn;
+      config["norm_topk_prob"] = true;
+      config["decoder_sparse_step"] = 1;
+      // A layer with a dense MLP instead of experts (HF's mlp_only_layers)
+      // has no router.
+      Json dense = Json::array();
+      for (uint64_t layer = 0; layer < layers; ++layer)
+        if (file.find("blk." + std::to_string(layer) +
+                      ".ffn_gate_inp.weight") < 0)
+          dense.push_back(layer);
+      config["mlp_only_layers"] = dense;
+    }
+  }
   config["num_hidden_layers"] = layers;
   config["num_attention_heads"] = heads;
   config["num_key_value_heads"] = kvHeads;
-  if (modelType == "qwen3" || headDim != hidden / heads)
+  if (modelType == "qwen3" || modelType == "qwen3_moe" ||
+      headDim != hidden / heads)
     config["head_dim"] = headDim;
   config["max_position_embeddings"] = context;
   config["vocab_size"] = vocab;
@@ -300,7 +338,7 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   config["tie_word_embeddings"] = file.find("output.weight") < 0;
   if (modelType == "qwen2")
     config["use_sliding_window"] = false;
-  if (modelType != "qwen2")
+  if (modelType != "qwen2" && modelType != "mixtral")
     config["attention_bias"] = file.find("blk.0.attn_q.bias") >= 0;
   if (!specialIds(config))
     return false;
@@ -347,8 +385,10 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   }
   // A key the converter writes for a feature Attn does not read from GGUF
   // yet must not be dropped silently.
+  bool experts = modelType == "mixtral" || modelType == "qwen3_moe";
   for (const char *unsupported :
-       {"expert_count", "attention.sliding_window", "rope.scaling.attn_factor"})
+       {experts ? "expert_shared_count" : "expert_count",
+        "attention.sliding_window", "rope.scaling.attn_factor"})
     if (file.findKey(prefix + unsupported)) {
       error = file.where() + "metadata key " + quote(prefix + unsupported) +
               " is not read from GGUF files yet";

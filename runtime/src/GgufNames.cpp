@@ -15,8 +15,9 @@ struct Architecture {
 };
 
 const Architecture architectures[] = {
-    {"llama", "llama"}, {"mistral", "llama"}, {"qwen2", "qwen2"},
-    {"qwen3", "qwen3"}, {"gpt2", "gpt2"},
+    {"llama", "llama"}, {"mistral", "llama"},      {"mixtral", "llama"},
+    {"qwen2", "qwen2"}, {"qwen3", "qwen3"},        {"qwen3_moe", "qwen3moe"},
+    {"gpt2", "gpt2"},
 };
 
 // Per-layer names, "{}" for the layer number; gguf-py's tensor_mapping.py.
@@ -50,6 +51,24 @@ const NamePair llamaLayerNames[] = {
     {"mlp.down_proj.weight", "ffn_down.weight"},
 };
 
+// Mixtures of experts: the router, and each expert's three matrices, which
+// GGUF stacks into one tensor per kind ("blk.N.ffn_gate_exps.weight").
+const NamePair mixtralMoeNames[] = {
+    {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+};
+const NamePair qwenMoeNames[] = {
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},
+};
+
+struct ExpertNames {
+  const char *prefix; // Hugging Face's, before the expert number.
+  const char *gate, *up, *down;
+};
+const ExpertNames mixtralExperts = {"block_sparse_moe.experts.", "w1.weight",
+                                    "w3.weight", "w2.weight"};
+const ExpertNames qwenExperts = {"mlp.experts.", "gate_proj.weight",
+                                 "up_proj.weight", "down_proj.weight"};
+
 // GPT-2 (its checkpoints name tensors with or without "transformer.").
 const NamePair gpt2GlobalNames[] = {
     {"transformer.wte.weight", "token_embd.weight"},
@@ -80,21 +99,46 @@ struct NameTable {
   size_t globalCount;
   const NamePair *layer;
   size_t layerCount;
+  const NamePair *moe; // The router; null without experts.
+  size_t moeCount;
+  const ExpertNames *experts;
 };
 
-const NameTable llamaTable = {"model.layers.", llamaGlobalNames,
-                              std::size(llamaGlobalNames), llamaLayerNames,
-                              std::size(llamaLayerNames)};
+// llama files with experts are Mixtral's.
+const NameTable llamaTable = {"model.layers.",
+                              llamaGlobalNames,
+                              std::size(llamaGlobalNames),
+                              llamaLayerNames,
+                              std::size(llamaLayerNames),
+                              mixtralMoeNames,
+                              std::size(mixtralMoeNames),
+                              &mixtralExperts};
+const NameTable qwenTable = {"model.layers.",           llamaGlobalNames,
+                             std::size(llamaGlobalNames), llamaLayerNames,
+                             std::size(llamaLayerNames), nullptr,
+                             0,                          nullptr};
+const NameTable qwenMoeTable = {"model.layers.",
+                                llamaGlobalNames,
+                                std::size(llamaGlobalNames),
+                                llamaLayerNames,
+                                std::size(llamaLayerNames),
+                                qwenMoeNames,
+                                std::size(qwenMoeNames),
+                                &qwenExperts};
 const NameTable gpt2Table = {"transformer.h.", gpt2GlobalNames,
                              std::size(gpt2GlobalNames), gpt2LayerNames,
-                             std::size(gpt2LayerNames)};
+                             std::size(gpt2LayerNames), nullptr,
+                             0,                 nullptr};
 
 const NameTable *tableOf(std::string_view architecture) {
   if (architecture == "gpt2")
     return &gpt2Table;
-  for (const Architecture &a : architectures)
-    if (architecture == a.gguf)
-      return &llamaTable;
+  if (architecture == "llama")
+    return &llamaTable;
+  if (architecture == "qwen3moe")
+    return &qwenMoeTable;
+  if (architecture == "qwen2" || architecture == "qwen3")
+    return &qwenTable;
   return nullptr;
 }
 
@@ -136,13 +180,25 @@ std::string rename(std::string_view architecture, std::string_view name,
   std::string_view layer, rest;
   if (!splitLayer(name, toGguf ? table->layerPrefix : "blk.", layer, rest))
     return "";
-  for (size_t i = 0; i < table->layerCount; ++i) {
-    const NamePair &pair = table->layer[i];
-    if (rest == (toGguf ? pair.hf : pair.gguf))
-      return (toGguf ? "blk." : table->layerPrefix) + std::string(layer) +
-             "." + (toGguf ? pair.gguf : pair.hf);
-  }
+  for (const auto &[pairs, count] :
+       {std::pair{table->layer, table->layerCount},
+        std::pair{table->moe, table->moeCount}})
+    for (size_t i = 0; i < count; ++i) {
+      const NamePair &pair = pairs[i];
+      if (rest == (toGguf ? pair.hf : pair.gguf))
+        return (toGguf ? "blk." : table->layerPrefix) + std::string(layer) +
+               "." + (toGguf ? pair.gguf : pair.hf);
+    }
   return "";
+}
+
+// The stacked GGUF names of an expert's three matrices.
+const char *const stackedNames[] = {"ffn_gate_exps.weight",
+                                    "ffn_up_exps.weight",
+                                    "ffn_down_exps.weight"};
+
+const char *expertName(const ExpertNames &e, size_t kind) {
+  return kind == 0 ? e.gate : kind == 1 ? e.up : e.down;
 }
 
 } // namespace
@@ -159,6 +215,37 @@ std::string ggufTensorName(std::string_view architecture, std::string_view hf) {
 }
 std::string hfTensorName(std::string_view architecture, std::string_view gguf) {
   return rename(architecture, gguf, false);
+}
+
+bool ggufExpertName(std::string_view architecture, std::string_view hf,
+                    std::string &gguf, int64_t &expert) {
+  const NameTable *table = tableOf(architecture);
+  std::string_view layer, rest, number, tail;
+  if (!table || !table->experts ||
+      !splitLayer(hf, table->layerPrefix, layer, rest) ||
+      !splitLayer(rest, table->experts->prefix, number, tail))
+    return false;
+  for (size_t kind = 0; kind < 3; ++kind)
+    if (tail == expertName(*table->experts, kind)) {
+      gguf = "blk." + std::string(layer) + "." + stackedNames[kind];
+      expert = std::stoll(std::string(number));
+      return true;
+    }
+  return false;
+}
+
+std::string hfExpertName(std::string_view architecture, std::string_view gguf,
+                         int64_t expert) {
+  const NameTable *table = tableOf(architecture);
+  std::string_view layer, rest;
+  if (!table || !table->experts || !splitLayer(gguf, "blk.", layer, rest))
+    return "";
+  for (size_t kind = 0; kind < 3; ++kind)
+    if (rest == stackedNames[kind])
+      return table->layerPrefix + std::string(layer) + "." +
+             table->experts->prefix + std::to_string(expert) + "." +
+             expertName(*table->experts, kind);
+  return "";
 }
 
 bool ggufTransposesMatrix(std::string_view architecture,

@@ -35,6 +35,17 @@ std::string ggufTensorName(std::string_view architecture, std::string_view hf);
 /// The Hugging Face name of GGUF tensor `gguf`, or "".
 std::string hfTensorName(std::string_view architecture, std::string_view gguf);
 
+/// For a Hugging Face expert matrix ("model.layers.1.mlp.experts.3.
+/// gate_proj.weight"), the stacked GGUF tensor that holds it as one slice
+/// ("blk.1.ffn_gate_exps.weight", [experts, rows, columns]) and the expert;
+/// false for any other name.
+bool ggufExpertName(std::string_view architecture, std::string_view hf,
+                    std::string &gguf, int64_t &expert);
+/// The Hugging Face name of expert `expert`'s slice of stacked GGUF tensor
+/// `gguf`, or "" when `gguf` is not a stacked expert tensor.
+std::string hfExpertName(std::string_view architecture, std::string_view gguf,
+                         int64_t expert);
+
 /// True for the matrices the converter transposes: GPT-2's Conv1D weights
 /// are [in, out] in Hugging Face's checkpoints and [out, in] (as every
 /// other linear layer) in GGUF files.

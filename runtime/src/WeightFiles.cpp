@@ -7,6 +7,7 @@
 #include "Json.h"
 #include "Support.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -48,6 +49,7 @@ bool WeightFiles::open(const std::string &path, std::string &error) {
   gguf.reset();
   ggufTensors.clear();
   ggufIndex.clear();
+  ggufDelta.clear();
   entries.clear();
   byName.clear();
   openWarnings.clear();
@@ -101,18 +103,36 @@ bool WeightFiles::openGguf(const std::string &path, std::string &error) {
     // Llama 3's rope scaling, which the config reads (GgufConfig.cpp).
     if (g.name == "rope_freqs.weight")
       continue;
-    ggufIndex.push_back(index);
     TensorInfo t;
-    std::string hf = hfTensorName(arch, g.name);
-    // A tensor the table does not name keeps its GGUF name: the loader
-    // warns that the model does not use it.
-    t.name = hf.empty() ? g.name : hf;
     t.isGgml = true;
     t.ggml = g.type;
     t.dtype = g.type == GgmlType::F32    ? DType::F32
               : g.type == GgmlType::F16  ? DType::F16
               : g.type == GgmlType::BF16 ? DType::BF16
                                          : DType::U8;
+    // A stacked expert tensor [experts, rows, columns]: one Hugging Face
+    // matrix per expert, each a contiguous slab of whole rows.
+    if (g.dims.size() == 3 && !hfExpertName(arch, g.name, 0).empty()) {
+      uint64_t slab = (g.end - g.begin) / uint64_t(std::max<int64_t>(g.dims[2], 1));
+      for (int64_t e = 0; e < g.dims[2]; ++e) {
+        TensorInfo x = t;
+        x.name = hfExpertName(arch, g.name, e);
+        x.shape = {g.dims[1], g.dims[0]};
+        x.elements = g.dims[0] * g.dims[1];
+        x.begin = g.begin + uint64_t(e) * slab;
+        x.end = x.begin + slab;
+        ggufIndex.push_back(index);
+        ggufDelta.push_back(uint64_t(e) * slab);
+        ggufTensors.push_back(std::move(x));
+      }
+      continue;
+    }
+    ggufIndex.push_back(index);
+    ggufDelta.push_back(0);
+    std::string hf = hfTensorName(arch, g.name);
+    // A tensor the table does not name keeps its GGUF name: the loader
+    // warns that the model does not use it.
+    t.name = hf.empty() ? g.name : hf;
     t.shape = g.shape();
     // GPT-2's Conv1D weights: [in, out] under their Hugging Face name.
     if (ggufTransposesMatrix(arch, g.name) && g.dims.size() == 2) {

@@ -61,7 +61,7 @@ public:
   /// The bytes of tensor `i` (inside its file's mapping, which must be
   /// open).
   const uint8_t *tensorData(size_t i) const {
-    return gguf ? gguf->tensorData(gguf->tensors()[ggufIndex[i]])
+    return gguf ? gguf->tensorData(gguf->tensors()[ggufIndex[i]]) + ggufDelta[i]
                 : files[entries[i].file]->tensorData(tensor(i));
   }
   /// Offset of tensor `i`'s bytes from the start of its file.
@@ -91,8 +91,10 @@ private:
   std::unique_ptr<GgufFile> gguf;
   std::vector<TensorInfo> ggufTensors;
   /// Where each of ggufTensors is in the file's list (rope_freqs.weight is
-  /// not a weight: it is left out).
+  /// not a weight: it is left out), and its byte offset in that tensor (an
+  /// expert's slab of a stacked tensor).
   std::vector<size_t> ggufIndex;
+  std::vector<uint64_t> ggufDelta;
   std::vector<Entry> entries;
   std::unordered_map<std::string_view, size_t> byName;
   std::string setWhere;

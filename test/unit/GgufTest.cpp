@@ -608,7 +608,8 @@ TEST(GgufConfigTest, RefusesWhatItCannotHonourByName) {
   GgufWriter w = llamaModel();
   w.setString("general.architecture", "gemma2");
   EXPECT_EQ(configError(w), "architecture 'gemma2' is not supported "
-                            "(supported: llama, qwen2, qwen3, gpt2)");
+                            "(supported: llama, qwen2, qwen3, qwen3moe, "
+                            "gpt2)");
   w = llamaModel();
   w.setString("llama.block_count", "two");
   EXPECT_EQ(configError(w), "metadata key 'llama.block_count': expected an "
@@ -636,11 +637,18 @@ TEST(GgufConfigTest, RefusesWhatItCannotHonourByName) {
   EXPECT_EQ(configError(w), "metadata key 'llama.rope.scaling.type': "
                             "'longrope' is not supported (supported: none, "
                             "linear, yarn)");
+  // A llama file with experts is Mixtral's: it must say how many a token
+  // uses; shared experts (DeepSeek, Qwen2-MoE) are not read yet.
   w = llamaModel();
   w.setU32("llama.expert_count", 8);
   EXPECT_EQ(configError(w),
-            "metadata key 'llama.expert_count' is not read from GGUF files "
-            "yet");
+            "metadata key 'llama.expert_used_count' is missing");
+  w.setU32("llama.expert_used_count", 2);
+  w.setU32("llama.expert_shared_count", 1);
+  EXPECT_EQ(configError(w),
+            "metadata key 'llama.expert_shared_count' is not read from GGUF "
+            "files yet");
+
   GgufWriter noEmbedding;
   noEmbedding.setString("general.architecture", "qwen3");
   for (const char *key :

@@ -65,14 +65,19 @@ bool useMoreBits(int64_t layer, int64_t layers) {
 GgmlType matrixType(const WeightType &w, const std::string &gguf,
                     int64_t rowLength, int64_t layers, bool tied) {
   GgmlType type = w.type;
+  int layer = -1;
+  char tail[64] = "";
+  std::sscanf(gguf.c_str(), "blk.%d.%63s", &layer, tail);
+  std::string t = tail;
+  // The router stays F32 (the converter's list; llama-quantize skips it).
+  if (t == "ffn_gate_inp.weight")
+    return GgmlType::F32;
   if (std::string(w.name) == "q4_k_m") {
-    int layer = -1;
-    char tail[64] = "";
-    std::sscanf(gguf.c_str(), "blk.%d.%63s", &layer, tail);
-    std::string t = tail;
-    // A tied embedding is the output projection too.
+    // A tied embedding is the output projection too; the experts' down
+    // projections count as ffn_down (llama-quantize matches the name).
     if (gguf == "output.weight" || (tied && gguf == "token_embd.weight") ||
-        ((t == "attn_v.weight" || t == "ffn_down.weight") &&
+        ((t == "attn_v.weight" || t == "ffn_down.weight" ||
+          t == "ffn_down_exps.weight") &&
          useMoreBits(layer, layers)))
       type = GgmlType::Q6_K;
   }
@@ -287,8 +292,8 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
     return false;
   };
   if (arch.empty())
-    return refuse("only llama, mistral, qwen2, qwen3 and gpt2 models are "
-                  "written as GGUF so far");
+    return refuse("only llama, mistral, mixtral, qwen2, qwen3, qwen3_moe "
+                  "and gpt2 models are written as GGUF so far");
   bool gpt2 = arch == "gpt2";
   // Llama 3's rope scaling is a tensor of per-pair factors in llama files;
   // the other kinds are not written yet.
@@ -301,11 +306,24 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
                                "the llama architecture"
                              : "rope_scaling other than llama3 is not "
                                "written to GGUF yet");
-  bool windowed = config.value("use_sliding_window", modelType == "mistral");
+  bool windowed = config.value("use_sliding_window",
+                                modelType == "mistral" || modelType == "mixtral");
   if (windowed && config.contains("sliding_window") &&
       !config["sliding_window"].is_null())
     return refuse("GGUF files of the " + arch +
                   " architecture cannot record a sliding window");
+
+  // Mixtures of experts: llama.cpp renormalizes the chosen experts'
+  // weights and puts experts in every layer that has a router.
+  const int64_t experts = integer(
+      config, modelType == "mixtral" ? "num_local_experts" : "num_experts", 0);
+  if (modelType == "qwen3_moe") {
+    if (!config.value("norm_topk_prob", false))
+      return refuse("norm_topk_prob false cannot be recorded (llama.cpp "
+                    "renormalizes the chosen experts' weights)");
+    if (integer(config, "decoder_sparse_step", 1) != 1)
+      return refuse("decoder_sparse_step other than 1 cannot be recorded");
+  }
 
   // GPT-2's config.json names its sizes its own way.
   const int64_t heads = integer(config, gpt2 ? "n_head" : "num_attention_heads", 0);
@@ -336,6 +354,14 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
   else
     gguf.setU32(prefix + "attention.head_count_kv",
                 uint32_t(integer(config, "num_key_value_heads", heads)));
+  if (experts > 0) {
+    gguf.setU32(prefix + "expert_count", uint32_t(experts));
+    gguf.setU32(prefix + "expert_used_count",
+                uint32_t(integer(config, "num_experts_per_tok", 0)));
+    if (modelType == "qwen3_moe")
+      gguf.setU32(prefix + "expert_feed_forward_length",
+                  uint32_t(integer(config, "moe_intermediate_size", 0)));
+  }
   if (config.contains("rope_theta"))
     gguf.setF32(prefix + "rope.freq_base",
                 config["rope_theta"].get<float>());
@@ -387,9 +413,51 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
     size_t n = std::strlen(tail);
     return name.size() >= n && name.compare(name.size() - n, n, tail) == 0;
   };
-  std::vector<float> values;
+  std::map<std::string, size_t> byName;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    byName[tensors[i].name] = i;
+  // Adds tensor `name` (dims in ggml order) of `values`: matrices in their
+  // type (matrixType), the rest F32.
+  auto add = [&](const std::string &name, const std::vector<int64_t> &dims,
+                 const std::vector<float> &values) {
+    GgmlType type = dims.size() >= 2 ? matrixType(*weightType, name, dims[0],
+                                                  layers, tied)
+                                     : GgmlType::F32;
+    const attnrt::GgmlTypeTraits &traits = attnrt::ggmlTypeTraits(type);
+    std::string data(size_t(values.size() / traits.blockSize) * traits.typeSize,
+                     '\0');
+    attnrt::quantizeGgmlRow(type, values.data(),
+                            reinterpret_cast<uint8_t *>(data.data()),
+                            int64_t(values.size()));
+    gguf.addTensor(name, type, dims, std::move(data));
+  };
+  std::vector<float> values, expertValues;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const SourceTensor &t = tensors[i];
+    // An expert's matrix goes into its kind's stacked tensor, written when
+    // expert 0's comes up ([experts, rows, columns], expert by expert).
+    std::string stacked;
+    int64_t expert = 0;
+    if (attnrt::ggufExpertName(arch, t.name, stacked, expert)) {
+      if (expert != 0)
+        continue;
+      values.clear();
+      for (int64_t e = 0; e < experts; ++e) {
+        std::string name = t.name;
+        std::string zero = ".experts.0.", other = ".experts." + std::to_string(e) + ".";
+        name.replace(name.find(zero), zero.size(), other);
+        auto it = byName.find(name);
+        if (it == byName.end())
+          return refuse("tensor '" + name + "' is missing");
+        if (tensors[it->second].shape != t.shape)
+          return refuse("tensor '" + name + "' has another shape than expert 0's");
+        if (!read(it->second, expertValues, error))
+          return false;
+        values.insert(values.end(), expertValues.begin(), expertValues.end());
+      }
+      add(stacked, {t.shape[1], t.shape[0], experts}, values);
+      continue;
+    }
     // GPT-2's causal-mask buffers (and its tied lm_head) are not weights.
     if (gpt2 && (endsWith(t.name, ".attn.bias") ||
                  endsWith(t.name, ".attn.masked_bias") ||
@@ -423,24 +491,10 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
       values.swap(permuted);
     }
     std::vector<int64_t> dims(shape.rbegin(), shape.rend());
+    add(name, dims, values);
     // GPT2Model.modify_tensors: the output is the token embedding again.
-    for (const std::string &written :
-         gpt2 && name == "token_embd.weight"
-             ? std::vector<std::string>{name, "output.weight"}
-             : std::vector<std::string>{name}) {
-      GgmlType type =
-          shape.size() == 2
-              ? matrixType(*weightType, written, rowLength, layers, tied)
-              : GgmlType::F32;
-      const attnrt::GgmlTypeTraits &traits = attnrt::ggmlTypeTraits(type);
-      std::string data(size_t(values.size() / traits.blockSize) *
-                           traits.typeSize,
-                       '\0');
-      attnrt::quantizeGgmlRow(type, values.data(),
-                              reinterpret_cast<uint8_t *>(data.data()),
-                              int64_t(values.size()));
-      gguf.addTensor(written, type, dims, std::move(data));
-    }
+    if (gpt2 && name == "token_embd.weight")
+      add("output.weight", dims, values);
   }
   // Through a temporary file renamed into place, as the folder writer does.
   std::string tmpPath = path + ".tmp";

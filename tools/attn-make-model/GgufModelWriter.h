@@ -8,9 +8,9 @@
 // ggml's reference quantizers (GgmlTypes.h). So CI has GGUF files of every
 // shape without downloading any.
 //
-// Architectures: llama (and mistral checkpoints, written as llama), qwen2,
-// qwen3, gpt2 (Conv1D weights transposed, the output a copy of the token
-// embedding); Llama 3 rope scaling as rope_freqs.weight. Refused by name,
+// Architectures: llama (and mistral and mixtral checkpoints, written as
+// llama), qwen2, qwen3, qwen3moe (experts stacked per kind), gpt2 (Conv1D
+// weights transposed, the output a copy of the token embedding); Llama 3 rope scaling as rope_freqs.weight. Refused by name,
 // rather than written wrong: other families, other rope scaling, sliding
 // windows (llama-architecture files cannot record them).
 // With --gguf-tokenizer DIR, DIR's tokenizer goes in too (byte-level or

@@ -114,8 +114,8 @@ const char *kUsage =
     "  --shards N          N shard files and model.safetensors.index.json\n"
     "                      (Hugging Face naming) instead of model.safetensors\n"
     "  --gguf FILE         also write the model as llama.cpp's converter and\n"
-    "                      llama-quantize would (llama, mistral, qwen2, qwen3,\n"
-    "                      gpt2)\n"
+    "                      llama-quantize would (llama, mistral, mixtral, qwen2,\n"
+    "                      qwen3, qwen3_moe, gpt2)\n"
     "  --gguf-type T       its matrices: f32, f16 (default), bf16, q8_0, q4_0,\n"
     "                      q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m\n"
     "  --gguf-tokenizer DIR  put DIR's tokenizer.json in it (byte-level BPE, or\n"
@@ -546,7 +546,8 @@ int main(int argc, char **argv) {
     only(ropeScaling.has_value(), "--rope-scaling", scaled);
   }
   only(slidingWindow.has_value(), "--sliding-window",
-       {F::Mistral, F::Qwen2, F::Qwen3, F::SmolLM3, F::Gemma2, F::Gemma3});
+       {F::Mistral, F::Mixtral, F::Qwen2, F::Qwen3, F::SmolLM3, F::Gemma2,
+        F::Gemma3});
   only(maxWindowLayers.has_value(), "--max-window-layers",
        {F::Qwen2, F::Qwen3});
   only(layerTypes.has_value(), "--layer-types",

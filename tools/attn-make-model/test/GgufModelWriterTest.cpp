@@ -310,14 +310,59 @@ TEST(GgufModelWriterTest, Gpt2TransposesItsConv1DWeights) {
     EXPECT_FALSE(attnrt::hfTensorName("gpt2", t.name).empty()) << t.name;
 }
 
+// Experts as the converter stacks them: one [experts, rows, columns]
+// tensor per kind and layer, expert e's matrix the e-th slab; the router in
+// F32 whatever the type; a layer with a dense MLP keeps ffn_gate/up/down.
+TEST(GgufModelWriterTest, ExpertsAreStackedPerKind) {
+  TempDir dir;
+  ModelSpec spec;
+  ASSERT_TRUE(presetSpec("tiny-qwen3-moe", spec));
+  std::string path = dir.sub("m.gguf"), error;
+  ASSERT_TRUE(writeGgufModel(spec, path, "q8_0", error)) << error;
+  GgufFile file;
+  ASSERT_TRUE(file.open(path, error)) << error;
+  EXPECT_EQ(unsignedKey(file, "qwen3moe.expert_count"), uint64_t(spec.experts));
+  EXPECT_EQ(unsignedKey(file, "qwen3moe.expert_used_count"),
+            uint64_t(spec.expertsPerToken));
+  ASSERT_TRUE(writeGgufModel(spec, path, "f32", error)) << error;
+  ASSERT_TRUE(file.open(path, error)) << error;
+  std::map<std::string, std::vector<float>> folder = folderValues(spec);
+  const GgufTensorInfo &up = file.tensors()[file.find("blk.2.ffn_up_exps.weight")];
+  ASSERT_EQ(up.dims.size(), 3u);
+  EXPECT_EQ(up.dims[2], spec.experts);
+  std::vector<float> got = dequantized(file, up);
+  int64_t slab = up.dims[0] * up.dims[1];
+  for (int64_t e = 0; e < spec.experts; ++e) {
+    std::string hf = attnrt::hfExpertName("qwen3moe", up.name, e);
+    EXPECT_EQ(hf, "model.layers.2.mlp.experts." + std::to_string(e) +
+                      ".up_proj.weight");
+    std::vector<float> expert(got.begin() + e * slab,
+                              got.begin() + (e + 1) * slab);
+    EXPECT_EQ(expert, folder[hf]) << e;
+  }
+  // The preset's layer 1 is dense (mlp_only_layers).
+  EXPECT_GE(file.find("blk.1.ffn_up.weight"), 0);
+  EXPECT_LT(file.find("blk.1.ffn_gate_inp.weight"), 0);
+  ASSERT_TRUE(writeGgufModel(spec, path, "q4_k_m", error)) << error;
+  ASSERT_TRUE(file.open(path, error)) << error;
+  EXPECT_EQ(file.tensors()[file.find("blk.0.ffn_gate_inp.weight")].type,
+            GgmlType::F32);
+  spec.normTopkProb = false;
+  EXPECT_FALSE(writeGgufModel(spec, path, "f32", error));
+  EXPECT_EQ(error, "cannot write qwen3_moe as GGUF: norm_topk_prob false "
+                   "cannot be recorded (llama.cpp renormalizes the chosen "
+                   "experts' weights)");
+}
+
 TEST(GgufModelWriterTest, RefusesWhatAFileCannotSay) {
   TempDir dir;
   std::string error;
   ModelSpec gemma;
   ASSERT_TRUE(presetSpec("tiny-gemma", gemma));
   EXPECT_FALSE(writeGgufModel(gemma, dir.sub("g.gguf"), "f16", error));
-  EXPECT_EQ(error, "cannot write gemma as GGUF: only llama, mistral, qwen2, "
-                   "qwen3 and gpt2 models are written as GGUF so far");
+  EXPECT_EQ(error, "cannot write gemma as GGUF: only llama, mistral, "
+                   "mixtral, qwen2, qwen3, qwen3_moe and gpt2 models are "
+                   "written as GGUF so far");
   ModelSpec mistral;
   ASSERT_TRUE(presetSpec("tiny-mistral", mistral));
   EXPECT_FALSE(writeGgufModel(mistral, dir.sub("m.gguf"), "f16", error));

@@ -1991,8 +1991,8 @@ TEST(WriterFamiliesCli, FlagsAFamilyHasNoSettingForAreErrorsNamingThem) {
   };
   const Case cases[] = {
       {"--preset tiny-llama --sliding-window 8",
-       "--sliding-window applies only to mistral, qwen2, qwen3, smollm3, "
-       "gemma2 and gemma3_text models"},
+       "--sliding-window applies only to mistral, mixtral, qwen2, qwen3, "
+       "smollm3, gemma2 and gemma3_text models"},
       {"--preset tiny-mistral --max-window-layers 1",
        "--max-window-layers applies only to qwen2 and qwen3 models"},
       {"--preset tiny-gpt_neox --rope-scaling linear:2",
