@@ -35,7 +35,7 @@ bool llama3Scaling(const GgufFile &file, double theta, uint64_t rotaryDims,
                            static_cast<unsigned long long>(rotaryDims / 2));
     return false;
   }
-  std::vector<double> factors(size_t(t.dims[0])), inverseWavelengths;
+  std::vector<double> factors(size_t(t.dims[0]));
   double factor = 1;
   for (size_t i = 0; i < factors.size(); ++i) {
     float f;
@@ -148,8 +148,8 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
     return false;
   }
   // llama files with experts are Mixtral's.
-  const std::string prefixKey = std::string(arch) + ".expert_count";
-  if (modelType == "llama" && file.findKey(prefixKey))
+  const std::string expertCountKey = std::string(arch) + ".expert_count";
+  if (modelType == "llama" && file.findKey(expertCountKey))
     modelType = "mixtral";
   const std::string prefix = std::string(arch) + ".";
   auto where = [&](const std::string &key) {
