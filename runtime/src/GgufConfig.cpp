@@ -18,6 +18,8 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
+constexpr uint64_t kMaxLayers = 1024;
+
 /// Llama 3's rope scaling from the factors of rope_freqs.weight (one per
 /// rotary pair; HF's rope_scaling is not in the metadata). Outside the
 /// smooth band a factor is 1 or `factor`; inside, 1/f is linear in
@@ -117,6 +119,152 @@ bool llama3Scaling(const GgufFile &file, double theta, uint64_t rotaryDims,
   return true;
 }
 
+/// Gemma 2 and 3's attention as llama.cpp's loader decides it
+/// (src/models/gemma2.cpp, gemma3.cpp): the query scale by layer count
+/// (query_pre_attn_scalar is not in the metadata: n_embd / n_head for
+/// Gemma 2 27B's 46 layers and Gemma 3 27B's 62, head_dim otherwise), every
+/// `period`-th layer global (2 and 6 unless sliding_window_pattern says),
+/// Gemma 2's softcaps (50 and 30 unless given) and one RoPE base, Gemma 3's
+/// window only when the key is there and its local layers' RoPE base.
+bool gemmaAttention(const GgufFile &file, const std::string &prefix,
+                    const std::string &modelType, uint64_t layers,
+                    uint64_t hiddenPerHead, uint64_t headDim, double theta,
+                    Json &config, std::string &error) {
+  bool gemma2 = modelType == "gemma2";
+  auto optionalFloat = [&](const char *key, double &value, double fallback) {
+    value = fallback;
+    return !file.findKey(prefix + key) ||
+           file.getFloat(prefix + key, value, error);
+  };
+  uint64_t window = gemma2 ? 4096 : 0, period = gemma2 ? 2 : 6;
+  std::string windowKey = prefix + "attention.sliding_window";
+  std::string periodKey = prefix + "attention.sliding_window_pattern";
+  if ((file.findKey(windowKey) &&
+       !file.getUnsigned(windowKey, window, error)) ||
+      (file.findKey(periodKey) && !file.getUnsigned(periodKey, period, error)))
+    return false;
+  config["query_pre_attn_scalar"] =
+      layers == (gemma2 ? 46 : 62) ? hiddenPerHead : headDim;
+  // llama.cpp's set_swa_pattern: layer i slides unless i % period is the
+  // last of the period (period 0: every layer slides).
+  Json types = Json::array();
+  for (uint64_t layer = 0; layer < layers; ++layer)
+    types.push_back(window > 0 && (period == 0 || layer % period < period - 1)
+                        ? "sliding_attention"
+                        : "full_attention");
+  config["layer_types"] = types;
+  config["sliding_window"] = window > 0 ? window : 4096;
+  double localTheta = 0;
+  if (gemma2) {
+    double attnCap, finalCap;
+    if (!optionalFloat("attn_logit_softcapping", attnCap, 50) ||
+        !optionalFloat("final_logit_softcapping", finalCap, 30) ||
+        !optionalFloat("rope.freq_base_swa", localTheta, theta))
+      return false;
+    if (localTheta != theta) {
+      error = file.where() + "metadata key " +
+              quote(prefix + "rope.freq_base_swa") +
+              format(": %g differs from the global base %g, which Gemma 2 "
+                     "does not do",
+                     localTheta, theta);
+      return false;
+    }
+    config["attn_logit_softcapping"] = attnCap;
+    config["final_logit_softcapping"] = finalCap;
+    return true;
+  }
+  double finalCap;
+  if (!optionalFloat("final_logit_softcapping", finalCap, 0) ||
+      !optionalFloat("rope.freq_base_swa", localTheta, 10000))
+    return false;
+  config["final_logit_softcapping"] =
+      finalCap != 0 ? Json(finalCap) : Json(nullptr);
+  config["attn_logit_softcapping"] = nullptr;
+  config["rope_local_base_freq"] = localTheta;
+  return true;
+}
+
+/// Phi-3's window and longrope: the converter writes sliding_window 0 for
+/// none, and longrope as the tensors rope_factors_long/short.weight (one
+/// f32 factor per rotary pair) with the pre-training length and the
+/// attention factor it computed (llama.cpp multiplies by it; 1 without
+/// the key), which config.json gives only when it is not longrope's own.
+bool phi3Positions(const GgufFile &file, const std::string &prefix,
+                   uint64_t rotaryDims, uint64_t context, Json &config,
+                   std::string &error) {
+  uint64_t window = 0;
+  std::string windowKey = prefix + "attention.sliding_window";
+  if (file.findKey(windowKey) && !file.getUnsigned(windowKey, window, error))
+    return false;
+  config["sliding_window"] = window > 0 ? Json(window) : Json(nullptr);
+  int64_t longIndex = file.find("rope_factors_long.weight");
+  int64_t shortIndex = file.find("rope_factors_short.weight");
+  if (longIndex < 0 && shortIndex < 0)
+    return true;
+  Json factors[2];
+  for (int which = 0; which < 2; ++which) {
+    const char *name =
+        which == 0 ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    int64_t index = which == 0 ? longIndex : shortIndex;
+    if (index < 0) {
+      error = file.where() + "tensor " + quote(name) + " is missing (" +
+              (which == 0 ? "rope_factors_short.weight"
+                          : "rope_factors_long.weight") +
+              " is there: longrope needs both)";
+      return false;
+    }
+    const GgufTensorInfo &t = file.tensors()[size_t(index)];
+    if (t.type != GgmlType::F32 || t.dims.size() != 1 ||
+        uint64_t(t.dims[0]) * 2 != rotaryDims) {
+      error = file.where() + "tensor " + quote(name) +
+              format(": expected %llu f32 factors, one per rotary pair",
+                     static_cast<unsigned long long>(rotaryDims / 2));
+      return false;
+    }
+    factors[which] = Json::array();
+    for (int64_t i = 0; i < t.dims[0]; ++i) {
+      float f;
+      std::memcpy(&f, file.tensorData(t) + 4 * i, 4);
+      if (!(f > 0) || !std::isfinite(f)) {
+        error = file.where() + "tensor " + quote(name) +
+                format(": factor %lld is %g; longrope's are positive",
+                       static_cast<long long>(i), double(f));
+        return false;
+      }
+      factors[which].push_back(double(f));
+    }
+  }
+  uint64_t original = context;
+  std::string originalKey = prefix + "rope.scaling.original_context_length";
+  if (file.findKey(originalKey) &&
+      !file.getUnsigned(originalKey, original, error))
+    return false;
+  if (original < 2) {
+    error = file.where() + "metadata key " + quote(originalKey) +
+            format(" is %llu; longrope divides by its log",
+                   static_cast<unsigned long long>(original));
+    return false;
+  }
+  Json scaling;
+  scaling["type"] = "longrope";
+  scaling["long_factor"] = factors[0];
+  scaling["short_factor"] = factors[1];
+  double scale = double(context) / double(original);
+  double own = scale <= 1 ? 1 : std::sqrt(1 + std::log(scale) /
+                                                  std::log(double(original)));
+  double attention = 1;
+  std::string attentionKey = prefix + "rope.scaling.attn_factor";
+  if (file.findKey(attentionKey) &&
+      !file.getFloat(attentionKey, attention, error))
+    return false;
+  // The key is f32: within its rounding it is longrope's own factor.
+  if (std::fabs(attention - own) > 1e-6 * own)
+    scaling["attention_factor"] = attention;
+  config["original_max_position_embeddings"] = original;
+  config["rope_scaling"] = scaling;
+  return true;
+}
+
 } // namespace
 
 double ggufLlama3RopeFactor(double frequency, double factor, double low,
@@ -138,15 +286,17 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   // The model_type the file's architecture maps back to (mistral files
   // are llama files).
   std::string modelType;
-  for (const char *candidate : {"llama", "qwen2", "qwen3", "qwen3_moe", "gpt2"})
+  for (const char *candidate : {"llama", "qwen2", "qwen3", "qwen3_moe", "gpt2",
+                                "gemma", "gemma2", "gemma3_text", "phi3"})
     if (ggufArchitecture(candidate) == arch)
       modelType = candidate;
   if (modelType.empty()) {
     error = file.where() + "architecture " + quote(arch) +
             " is not supported (supported: llama, qwen2, qwen3, qwen3moe, "
-            "gpt2)";
+            "gpt2, gemma, gemma2, gemma3, phi3)";
     return false;
   }
+  const bool gemma = arch.substr(0, 5) == "gemma";
   // llama files with experts are Mixtral's.
   const std::string expertCountKey = std::string(arch) + ".expert_count";
   if (modelType == "llama" && file.findKey(expertCountKey))
@@ -248,6 +398,15 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
       !optionalCount("attention.head_count_kv", kvHeads, heads) ||
       !count("context_length", context))
     return false;
+  // Per-layer lists follow (layer types, dense layers): bounded as the
+  // compiler bounds num_hidden_layers (ConfigReader.h's kMaxLayers).
+  if (layers > kMaxLayers) {
+    error = where(prefix + "block_count") +
+            format("%llu layers, more than the %llu Attn compiles",
+                   static_cast<unsigned long long>(layers),
+                   static_cast<unsigned long long>(kMaxLayers));
+    return false;
+  }
   if (heads == 0) {
     error = where(prefix + "attention.head_count") + "is 0";
     return false;
@@ -265,7 +424,10 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
                    static_cast<unsigned long long>(headDim));
     return false;
   }
-  if (rotaryDims != headDim) {
+  // Phi-3 (Phi-4-mini) rotates the first rope.dimension_count features.
+  if (rotaryDims != headDim &&
+      !(modelType == "phi3" && rotaryDims > 0 && rotaryDims < headDim &&
+        rotaryDims % 2 == 0)) {
     error = where(prefix + "rope.dimension_count") +
             format("rotary embeddings on %llu of the %llu features of a head "
                    "are not supported for %s",
@@ -287,11 +449,15 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   Json config;
   config["model_type"] = modelType;
   config["architectures"] = Json::array(
-      {modelType == "llama"       ? "LlamaForCausalLM"
-       : modelType == "mixtral"   ? "MixtralForCausalLM"
-       : modelType == "qwen2"     ? "Qwen2ForCausalLM"
-       : modelType == "qwen3_moe" ? "Qwen3MoeForCausalLM"
-                                  : "Qwen3ForCausalLM"});
+      {modelType == "llama"         ? "LlamaForCausalLM"
+       : modelType == "mixtral"     ? "MixtralForCausalLM"
+       : modelType == "qwen2"       ? "Qwen2ForCausalLM"
+       : modelType == "qwen3_moe"   ? "Qwen3MoeForCausalLM"
+       : modelType == "gemma"       ? "GemmaForCausalLM"
+       : modelType == "gemma2"      ? "Gemma2ForCausalLM"
+       : modelType == "gemma3_text" ? "Gemma3ForCausalLM"
+       : modelType == "phi3"        ? "Phi3ForCausalLM"
+                                    : "Qwen3ForCausalLM"});
   config["hidden_size"] = hidden;
   config["intermediate_size"] = ffn;
   if (modelType == "mixtral" || modelType == "qwen3_moe") {
@@ -327,20 +493,36 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   config["num_hidden_layers"] = layers;
   config["num_attention_heads"] = heads;
   config["num_key_value_heads"] = kvHeads;
-  if (modelType == "qwen3" || modelType == "qwen3_moe" ||
+  // Gemma's readers default head_dim to 256, so it is always given.
+  if (modelType == "qwen3" || modelType == "qwen3_moe" || gemma ||
       headDim != hidden / heads)
     config["head_dim"] = headDim;
+  if (rotaryDims != headDim)
+    config["partial_rotary_factor"] = double(rotaryDims) / double(headDim);
   config["max_position_embeddings"] = context;
   config["vocab_size"] = vocab;
   config["rms_norm_eps"] = epsilon;
   config["rope_theta"] = theta;
-  config["hidden_act"] = "silu";
-  config["tie_word_embeddings"] = file.find("output.weight") < 0;
+  // llama.cpp's Gemma runs GELU's tanh form; Gemma 2 and 3 name the key
+  // hidden_activation.
+  config[modelType == "gemma" || !gemma ? "hidden_act" : "hidden_activation"] =
+      gemma ? "gelu_pytorch_tanh" : "silu";
+  // Gemma and Gemma 2 always read their head from the token embedding.
+  config["tie_word_embeddings"] =
+      modelType == "gemma" || modelType == "gemma2" ||
+      file.find("output.weight") < 0;
   if (modelType == "qwen2")
     config["use_sliding_window"] = false;
   if (modelType != "qwen2" && modelType != "mixtral")
     config["attention_bias"] = file.find("blk.0.attn_q.bias") >= 0;
   if (!specialIds(config))
+    return false;
+  if ((modelType == "gemma2" || modelType == "gemma3_text") &&
+      !gemmaAttention(file, prefix, modelType, layers, hidden / heads, headDim,
+                      theta, config, error))
+    return false;
+  if (modelType == "phi3" && !phi3Positions(file, prefix, rotaryDims, context,
+                                            config, error))
     return false;
 
   // RoPE scaling: what the converter writes for linear and yarn; Llama 3's
@@ -359,8 +541,10 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
       return false;
     if (type != "none") {
       if (config.contains("rope_scaling")) {
-        error = where(scalingKey) + quote(type) +
-                " and tensor 'rope_freqs.weight' both scale RoPE";
+        error = where(scalingKey) + quote(type) + " and tensor " +
+                (modelType == "phi3" ? "'rope_factors_long.weight'"
+                                     : "'rope_freqs.weight'") +
+                " both scale RoPE";
         return false;
       }
       if (type != "linear" && type != "yarn") {
@@ -386,10 +570,13 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
   // A key the converter writes for a feature Attn does not read from GGUF
   // yet must not be dropped silently.
   bool experts = modelType == "mixtral" || modelType == "qwen3_moe";
+  bool windows = modelType == "gemma2" || modelType == "gemma3_text" ||
+                 modelType == "phi3";
   for (const char *unsupported :
        {experts ? "expert_shared_count" : "expert_count",
-        "attention.sliding_window", "rope.scaling.attn_factor"})
-    if (file.findKey(prefix + unsupported)) {
+        windows ? "" : "attention.sliding_window",
+        modelType == "phi3" ? "" : "rope.scaling.attn_factor"})
+    if (*unsupported && file.findKey(prefix + unsupported)) {
       error = file.where() + "metadata key " + quote(prefix + unsupported) +
               " is not read from GGUF files yet";
       return false;

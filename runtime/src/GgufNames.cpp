@@ -17,7 +17,8 @@ struct Architecture {
 const Architecture architectures[] = {
     {"llama", "llama"}, {"mistral", "llama"},      {"mixtral", "llama"},
     {"qwen2", "qwen2"}, {"qwen3", "qwen3"},        {"qwen3_moe", "qwen3moe"},
-    {"gpt2", "gpt2"},
+    {"gpt2", "gpt2"},   {"gemma", "gemma"},        {"gemma2", "gemma2"},
+    {"gemma3_text", "gemma3"}, {"phi3", "phi3"},
 };
 
 // Per-layer names, "{}" for the layer number; gguf-py's tensor_mapping.py.
@@ -26,14 +27,15 @@ struct NamePair {
   const char *gguf;
 };
 
-// The LLaMA-style checkpoints (llama, mistral, qwen2, qwen3).
+// The LLaMA-style checkpoints (llama, mistral, qwen2, qwen3, gemma, phi3).
 const NamePair llamaGlobalNames[] = {
     {"model.embed_tokens.weight", "token_embd.weight"},
     {"model.norm.weight", "output_norm.weight"},
     {"lm_head.weight", "output.weight"},
 };
 
-const NamePair llamaLayerNames[] = {
+// Their attention (q/k norms: qwen3, gemma3).
+const NamePair llamaAttentionNames[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
     {"self_attn.q_proj.weight", "attn_q.weight"},
     {"self_attn.q_proj.bias", "attn_q.bias"},
@@ -45,9 +47,37 @@ const NamePair llamaLayerNames[] = {
     {"self_attn.o_proj.bias", "attn_output.bias"},
     {"self_attn.q_norm.weight", "attn_q_norm.weight"},
     {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+};
+
+const NamePair llamaMlpNames[] = {
     {"post_attention_layernorm.weight", "ffn_norm.weight"},
     {"mlp.gate_proj.weight", "ffn_gate.weight"},
     {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+};
+
+// Gemma 2 and 3's sandwich norms: gguf-py maps post_attention_layernorm
+// to post_attention_norm for them (to ffn_norm for Gemma), and
+// pre_feedforward_layernorm to ffn_norm, the name llama.cpp's FFN norm has.
+// Gemma and Gemma 2 files never hold lm_head (the writer refuses an untied
+// one); Gemma 3's may.
+const NamePair gemma2MlpNames[] = {
+    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+    {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+};
+
+// Phi-3 keeps its fused projections: qkv_proj as attn_qkv (rows q, k, v)
+// and gate_up_proj as ffn_up (rows gate, then up), as llama.cpp reads them.
+const NamePair phi3LayerNames[] = {
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},
+    {"post_attention_layernorm.weight", "ffn_norm.weight"},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"},
 };
 
@@ -93,42 +123,40 @@ const NamePair gpt2LayerNames[] = {
     {"mlp.c_proj.bias", "ffn_down.bias"},
 };
 
+struct NameList {
+  const NamePair *pairs = nullptr;
+  size_t count = 0;
+};
+template <size_t N> constexpr NameList list(const NamePair (&pairs)[N]) {
+  return {pairs, N};
+}
+
 struct NameTable {
   const char *layerPrefix; // Hugging Face's, before the layer number.
-  const NamePair *global;
-  size_t globalCount;
-  const NamePair *layer;
-  size_t layerCount;
-  const NamePair *moe; // The router; null without experts.
-  size_t moeCount;
+  NameList global;
+  // A layer's tensors: two lists, so families share the attention's.
+  NameList attention, layer;
+  NameList moe; // The router; empty without experts.
   const ExpertNames *experts;
 };
 
 // llama files with experts are Mixtral's.
-const NameTable llamaTable = {"model.layers.",
-                              llamaGlobalNames,
-                              std::size(llamaGlobalNames),
-                              llamaLayerNames,
-                              std::size(llamaLayerNames),
-                              mixtralMoeNames,
-                              std::size(mixtralMoeNames),
-                              &mixtralExperts};
-const NameTable qwenTable = {"model.layers.",           llamaGlobalNames,
-                             std::size(llamaGlobalNames), llamaLayerNames,
-                             std::size(llamaLayerNames), nullptr,
-                             0,                          nullptr};
-const NameTable qwenMoeTable = {"model.layers.",
-                                llamaGlobalNames,
-                                std::size(llamaGlobalNames),
-                                llamaLayerNames,
-                                std::size(llamaLayerNames),
-                                qwenMoeNames,
-                                std::size(qwenMoeNames),
-                                &qwenExperts};
-const NameTable gpt2Table = {"transformer.h.", gpt2GlobalNames,
-                             std::size(gpt2GlobalNames), gpt2LayerNames,
-                             std::size(gpt2LayerNames), nullptr,
-                             0,                 nullptr};
+const NameTable llamaTable = {"model.layers.", list(llamaGlobalNames),
+                              list(llamaAttentionNames), list(llamaMlpNames),
+                              list(mixtralMoeNames), &mixtralExperts};
+const NameTable denseTable = {"model.layers.", list(llamaGlobalNames),
+                              list(llamaAttentionNames), list(llamaMlpNames),
+                              {}, nullptr};
+const NameTable qwenMoeTable = {"model.layers.", list(llamaGlobalNames),
+                                list(llamaAttentionNames), list(llamaMlpNames),
+                                list(qwenMoeNames), &qwenExperts};
+const NameTable gemma2Table = {"model.layers.", list(llamaGlobalNames),
+                               list(llamaAttentionNames), list(gemma2MlpNames),
+                               {}, nullptr};
+const NameTable phi3Table = {"model.layers.", list(llamaGlobalNames), {},
+                             list(phi3LayerNames), {}, nullptr};
+const NameTable gpt2Table = {"transformer.h.", list(gpt2GlobalNames), {},
+                             list(gpt2LayerNames), {}, nullptr};
 
 const NameTable *tableOf(std::string_view architecture) {
   if (architecture == "gpt2")
@@ -137,8 +165,13 @@ const NameTable *tableOf(std::string_view architecture) {
     return &llamaTable;
   if (architecture == "qwen3moe")
     return &qwenMoeTable;
-  if (architecture == "qwen2" || architecture == "qwen3")
-    return &qwenTable;
+  if (architecture == "qwen2" || architecture == "qwen3" ||
+      architecture == "gemma")
+    return &denseTable;
+  if (architecture == "gemma2" || architecture == "gemma3")
+    return &gemma2Table;
+  if (architecture == "phi3")
+    return &phi3Table;
   return nullptr;
 }
 
@@ -172,19 +205,17 @@ std::string rename(std::string_view architecture, std::string_view name,
     prefixed = "transformer." + std::string(name);
     name = prefixed;
   }
-  for (size_t i = 0; i < table->globalCount; ++i) {
-    const NamePair &pair = table->global[i];
+  for (size_t i = 0; i < table->global.count; ++i) {
+    const NamePair &pair = table->global.pairs[i];
     if (name == (toGguf ? pair.hf : pair.gguf))
       return toGguf ? pair.gguf : pair.hf;
   }
   std::string_view layer, rest;
   if (!splitLayer(name, toGguf ? table->layerPrefix : "blk.", layer, rest))
     return "";
-  for (const auto &[pairs, count] :
-       {std::pair{table->layer, table->layerCount},
-        std::pair{table->moe, table->moeCount}})
-    for (size_t i = 0; i < count; ++i) {
-      const NamePair &pair = pairs[i];
+  for (const NameList &names : {table->attention, table->layer, table->moe})
+    for (size_t i = 0; i < names.count; ++i) {
+      const NamePair &pair = names.pairs[i];
       if (rest == (toGguf ? pair.hf : pair.gguf))
         return (toGguf ? "blk." : table->layerPrefix) + std::string(layer) +
                "." + (toGguf ? pair.gguf : pair.hf);
@@ -257,6 +288,12 @@ bool ggufTransposesMatrix(std::string_view architecture,
   return architecture == "gpt2" &&
          (endsWith(".attn_qkv.weight") || endsWith(".attn_output.weight") ||
           endsWith(".ffn_up.weight") || endsWith(".ffn_down.weight"));
+}
+
+bool ggufShiftsNorm(std::string_view architecture, std::string_view gguf) {
+  std::string_view tail = "norm.weight";
+  return architecture.substr(0, 5) == "gemma" && gguf.size() >= tail.size() &&
+         gguf.substr(gguf.size() - tail.size()) == tail;
 }
 
 bool ggufPermutesQueryKey(std::string_view architecture) {

@@ -52,6 +52,12 @@ std::string hfExpertName(std::string_view architecture, std::string_view gguf,
 bool ggufTransposesMatrix(std::string_view architecture,
                           std::string_view gguf);
 
+/// True for the tensors whose values the converter stored as 1 + w: every
+/// "*norm.weight" of the Gemma architectures (gemma, gemma2, gemma3; their
+/// q/k norms too), so that llama.cpp multiplies by them as by any RMSNorm
+/// weight, where Hugging Face's GemmaRMSNorm scales by (1 + w).
+bool ggufShiftsNorm(std::string_view architecture, std::string_view gguf);
+
 /// True when the converter permutes the q/k rows of `architecture`'s files
 /// (only "llama": the others keep HF's rotate-half layout).
 bool ggufPermutesQueryKey(std::string_view architecture);

@@ -276,10 +276,14 @@ static std::string unflatten(int64_t flat, const std::vector<int64_t> &shape) {
 /// Reads a GGUF tensor's `elements` values at `src` into `dst`: its ggml
 /// blocks dequantized, then the q/k rows llama.cpp's converter interleaved
 /// put back in Hugging Face's order, or a transposed matrix transposed back
-/// (both read whole tensors only).
+/// (both read whole tensors only), or Gemma's 1 + w norm weights shifted
+/// back (in f32: exact whenever the converter's 1 + w was).
 static void convertGgmlToF32(const TensorInfo &tensor, const uint8_t *src,
                              float *dst, int64_t elements) {
   dequantizeGgmlRow(tensor.ggml, src, dst, elements);
+  if (tensor.shiftedNorm)
+    for (int64_t i = 0; i < elements; ++i)
+      dst[i] -= 1.0f;
   if (tensor.transposed && elements > 0) {
     // The file's rows are Hugging Face's columns.
     int64_t rows = tensor.shape[0], columns = tensor.shape[1];
@@ -526,7 +530,7 @@ static bool loadWeights(attnrt_model &model, const std::string &path,
     Binding binding = {index, false, 0, slice ? weight.sliceOffset : 0,
                        weight.elements};
     binding.inPlace = tensor.dtype == DType::F32 && tensor.interleavedHeadDim == 0 &&
-                      !tensor.transposed &&
+                      !tensor.transposed && !tensor.shiftedNorm &&
                       (files.fileOffset(index) + 4 * binding.first) % alignof(float) == 0;
     if (!binding.inPlace && binding.elements > 0) {
       binding.offset = convertedBytes;

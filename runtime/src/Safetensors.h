@@ -95,6 +95,9 @@ struct TensorInfo {
   /// A matrix the converter transposed (ggufTransposesMatrix): `shape` is
   /// Hugging Face's, the file holds its transpose.
   bool transposed = false;
+  /// A Gemma norm weight the converter stored as 1 + w (ggufShiftsNorm):
+  /// 1 is subtracted on load, giving the Hugging Face weight.
+  bool shiftedNorm = false;
 };
 
 class SafetensorsFile {

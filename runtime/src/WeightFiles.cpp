@@ -100,8 +100,10 @@ bool WeightFiles::openGguf(const std::string &path, std::string &error) {
   }
   for (size_t index = 0; index < gguf->tensors().size(); ++index) {
     const GgufTensorInfo &g = gguf->tensors()[index];
-    // Llama 3's rope scaling, which the config reads (GgufConfig.cpp).
-    if (g.name == "rope_freqs.weight")
+    // Llama 3's and Phi-3's rope scaling, which the config reads
+    // (GgufConfig.cpp).
+    if (g.name == "rope_freqs.weight" || g.name == "rope_factors_long.weight" ||
+        g.name == "rope_factors_short.weight")
       continue;
     TensorInfo t;
     t.isGgml = true;
@@ -139,6 +141,7 @@ bool WeightFiles::openGguf(const std::string &path, std::string &error) {
       t.shape = {g.dims[0], g.dims[1]};
       t.transposed = true;
     }
+    t.shiftedNorm = ggufShiftsNorm(arch, g.name);
     t.elements = g.elements;
     t.begin = g.begin;
     t.end = g.end;

@@ -8,14 +8,18 @@
 // line naming the file. Tensors of the types Attn reads are dequantized, so
 // arbitrary block bytes go through every formula. The tokenizer metadata
 // (byte-level or SentencePiece) is read as a tokenizer, which either loads
-// and encodes a text or fails with one line naming the file.
+// and encodes a text or fails with one line naming the file; the model
+// metadata becomes a config.json object or one line naming the file.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FuzzUtil.h"
 
 #include "Gguf.h"
+#include "GgufConfig.h"
 #include "tokenizer/GgufTokenizer.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <string>
@@ -127,6 +131,22 @@ void checkOpened(const GgufFile &file, size_t fileSize) {
     } else {
       FUZZ_CHECK(!error.empty() && error.find('\n') == std::string::npos,
                  "tokenizer message: %s", error.c_str());
+    }
+  }
+  // The model its metadata describes: a config.json object, or one line
+  // naming the file.
+  if (file.findKey("general.architecture")) {
+    std::string json;
+    error.clear();
+    if (ggufConfigJson(file, json, error)) {
+      nlohmann::json config = nlohmann::json::parse(json, nullptr, false);
+      FUZZ_CHECK(config.is_object() && config.contains("model_type"),
+                 "config is not an object with a model_type: %s",
+                 json.c_str());
+      checksum += json.size();
+    } else {
+      FUZZ_CHECK(!error.empty() && error.find('\n') == std::string::npos,
+                 "config message: %s", error.c_str());
     }
   }
   volatile uint64_t sink = checksum;

@@ -173,6 +173,32 @@ def gguf_seeds():
         ("tokenizer.ggml.token_type", 9, array(5, "i", [1, 1, 1, 1, 1, 3, 4])),
         ("tokenizer.ggml.eos_token_id", 4, u32(5))], []))
 
+    # Model metadata read as config.json (GgufConfig): Gemma 3 with its
+    # window pattern and local RoPE base, Phi-3 with longrope's tensors.
+    f32key = lambda v: struct.pack("<f", v)
+    def model_keys(arch, layers):
+        return [("general.architecture", 8, gguf_string(arch)),
+                (arch + ".block_count", 4, u32(layers)),
+                (arch + ".context_length", 4, u32(64)),
+                (arch + ".embedding_length", 4, u32(8)),
+                (arch + ".feed_forward_length", 4, u32(16)),
+                (arch + ".attention.head_count", 4, u32(2)),
+                (arch + ".attention.head_count_kv", 4, u32(1)),
+                (arch + ".attention.layer_norm_rms_epsilon", 6, f32key(1e-6))]
+    embedding = ("token_embd.weight", 0, [8, 3], f32([0.25] * 24))
+    write("gguf", "gemma3-model", gguf(model_keys("gemma3", 7) + [
+        ("gemma3.attention.sliding_window", 4, u32(4)),
+        ("gemma3.attention.sliding_window_pattern", 4, u32(3)),
+        ("gemma3.rope.freq_base_swa", 6, f32key(10000.0)),
+        ("gemma3.final_logit_softcapping", 6, f32key(30.0))], [embedding]))
+    write("gguf", "phi3-longrope-model", gguf(model_keys("phi3", 2) + [
+        ("phi3.rope.dimension_count", 4, u32(2)),
+        ("phi3.rope.scaling.original_context_length", 4, u32(16)),
+        ("phi3.rope.scaling.attn_factor", 6, f32key(1.25)),
+        ("phi3.attention.sliding_window", 4, u32(0))],
+        [embedding, ("rope_factors_long.weight", 0, [1], f32([4.0])),
+         ("rope_factors_short.weight", 0, [1], f32([1.0]))]))
+
 
 # --- manifests and JSON -----------------------------------------------------
 

@@ -604,12 +604,112 @@ TEST(GgufConfigTest, Llama3RopeScalingFromItsFactors) {
                             "and tensor 'rope_freqs.weight' both scale RoPE");
 }
 
+/// The keys every LLaMA-style converter writes, for `arch`: 64 wide, 4
+/// heads of 16 (2 KV heads), `layers` layers.
+GgufWriter familyModel(const std::string &arch, uint32_t layers) {
+  GgufWriter w;
+  w.setString("general.architecture", arch);
+  w.setU32(arch + ".block_count", layers);
+  w.setU32(arch + ".context_length", 64);
+  w.setU32(arch + ".embedding_length", 64);
+  w.setU32(arch + ".feed_forward_length", 96);
+  w.setU32(arch + ".attention.head_count", 4);
+  w.setU32(arch + ".attention.head_count_kv", 2);
+  w.setF32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
+  w.addTensor("token_embd.weight", GgmlType::F32, {64, 10}, pattern(2560, 1));
+  return w;
+}
+
+std::string f32Bytes(const std::vector<float> &values) {
+  return std::string(reinterpret_cast<const char *>(values.data()),
+                     values.size() * 4);
+}
+
+// Gemma 2 and 3: what llama.cpp's loader decides by itself (the query
+// scale by layer count, the window pattern, Gemma 2's softcaps) becomes
+// the config's keys; Phi-3's partial rotary and longrope tensors likewise.
+TEST(GgufConfigTest, GemmaAndPhi3AsLlamaCppReadsThem) {
+  GgufWriter w = familyModel("gemma2", 46); // Gemma 2 27B's layer count.
+  w.setU32("gemma2.attention.key_length", 32);
+  w.setU32("gemma2.attention.value_length", 32);
+  w.addTensor("output.weight", GgmlType::F32, {64, 10}, pattern(2560, 2));
+  nlohmann::json c = config(w);
+  EXPECT_EQ(c["model_type"], "gemma2");
+  EXPECT_EQ(c["head_dim"], 32);
+  EXPECT_EQ(c["query_pre_attn_scalar"], 16); // 64 / 4, not head_dim.
+  EXPECT_EQ(c["attn_logit_softcapping"], 50.0);
+  EXPECT_EQ(c["final_logit_softcapping"], 30.0);
+  EXPECT_EQ(c["sliding_window"], 4096);
+  EXPECT_EQ(c["layer_types"][0], "sliding_attention");
+  EXPECT_EQ(c["layer_types"][1], "full_attention");
+  EXPECT_EQ(c["hidden_activation"], "gelu_pytorch_tanh");
+  EXPECT_EQ(c["tie_word_embeddings"], true); // llama.cpp ignores output.
+  w.setF32("gemma2.rope.freq_base_swa", 20000.0f);
+  EXPECT_EQ(configError(w), "metadata key 'gemma2.rope.freq_base_swa': "
+                            "20000 differs from the global base 10000, "
+                            "which Gemma 2 does not do");
+
+  w = familyModel("gemma3", 7);
+  c = config(w); // No window key: every layer global.
+  EXPECT_EQ(c["model_type"], "gemma3_text");
+  EXPECT_EQ(c["head_dim"], 16);
+  EXPECT_EQ(c["query_pre_attn_scalar"], 16);
+  EXPECT_EQ(c["layer_types"], nlohmann::json(std::vector<std::string>(
+                                  7, "full_attention")));
+  EXPECT_TRUE(c["final_logit_softcapping"].is_null());
+  EXPECT_EQ(c["rope_local_base_freq"], 10000.0);
+  w.setU32("gemma3.attention.sliding_window", 512);
+  w.setF32("gemma3.rope.freq_base_swa", 5000.0f);
+  w.setF32("gemma3.final_logit_softcapping", 30.0f);
+  c = config(w); // Every sixth layer global.
+  EXPECT_EQ(c["sliding_window"], 512);
+  EXPECT_EQ(c["layer_types"][4], "sliding_attention");
+  EXPECT_EQ(c["layer_types"][5], "full_attention");
+  EXPECT_EQ(c["layer_types"][6], "sliding_attention");
+  EXPECT_EQ(c["rope_local_base_freq"], 5000.0);
+  EXPECT_EQ(c["final_logit_softcapping"], 30.0);
+  w.setU32("gemma3.attention.sliding_window_pattern", 2);
+  EXPECT_EQ(config(w)["layer_types"][1], "full_attention");
+
+  w = familyModel("phi3", 2);
+  w.setU32("phi3.rope.dimension_count", 12);
+  w.setU32("phi3.rope.scaling.original_context_length", 16);
+  w.setU32("phi3.attention.sliding_window", 0);
+  c = config(w);
+  EXPECT_EQ(c["model_type"], "phi3");
+  EXPECT_EQ(c["partial_rotary_factor"], 0.75);
+  EXPECT_TRUE(c["sliding_window"].is_null());
+  EXPECT_FALSE(c.contains("rope_scaling"));
+  w.addTensor("rope_factors_long.weight", GgmlType::F32, {6},
+              f32Bytes({1, 2, 4, 8, 16, 20}));
+  EXPECT_EQ(configError(w), "tensor 'rope_factors_short.weight' is missing "
+                            "(rope_factors_long.weight is there: longrope "
+                            "needs both)");
+  w.addTensor("rope_factors_short.weight", GgmlType::F32, {6},
+              f32Bytes({1, 1, 1, 1, 1, 1.5}));
+  // Without the key llama.cpp scales attention by 1, not by longrope's
+  // own sqrt(1 + ln 4 / ln 16) (which the converter writes).
+  c = config(w);
+  EXPECT_EQ(c["rope_scaling"]["type"], "longrope");
+  EXPECT_EQ(c["rope_scaling"]["long_factor"][5], 20.0);
+  EXPECT_EQ(c["rope_scaling"]["short_factor"][5], 1.5);
+  EXPECT_EQ(c["original_max_position_embeddings"], 16);
+  EXPECT_EQ(c["rope_scaling"]["attention_factor"], 1.0);
+  w.setF32("phi3.rope.scaling.attn_factor", float(std::sqrt(1.5)));
+  EXPECT_FALSE(config(w)["rope_scaling"].contains("attention_factor"));
+  w.setF32("phi3.rope.scaling.attn_factor", 1.25f);
+  EXPECT_EQ(config(w)["rope_scaling"]["attention_factor"], 1.25);
+  w.setU32("phi3.rope.dimension_count", 16);
+  EXPECT_EQ(configError(w), "tensor 'rope_factors_long.weight': expected 8 "
+                            "f32 factors, one per rotary pair");
+}
+
 TEST(GgufConfigTest, RefusesWhatItCannotHonourByName) {
   GgufWriter w = llamaModel();
-  w.setString("general.architecture", "gemma2");
-  EXPECT_EQ(configError(w), "architecture 'gemma2' is not supported "
+  w.setString("general.architecture", "mamba");
+  EXPECT_EQ(configError(w), "architecture 'mamba' is not supported "
                             "(supported: llama, qwen2, qwen3, qwen3moe, "
-                            "gpt2)");
+                            "gpt2, gemma, gemma2, gemma3, phi3)");
   w = llamaModel();
   w.setString("llama.block_count", "two");
   EXPECT_EQ(configError(w), "metadata key 'llama.block_count': expected an "

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -112,12 +113,13 @@ int64_t integer(const Json &config, const char *key, int64_t fallback) {
 /// SpecialVocab write it (tokens, types, merges, the pre-tokenizer's
 /// name); a SentencePiece BPE (byte fallback, LLaMA-2's or Gemma's
 /// normalizer) as _set_vocab_sentencepiece writes it from a tokenizer.model
-/// (tokens, scores, types, no merges). A tokenizer.json has no scores:
+/// (tokens, scores, types, no merges), padded to `vocabSize` tokens. A
+/// tokenizer.json has no scores:
 /// a piece scores minus the rank of the first merge that makes it, so the
 /// merge order the reader derives from the scores is the file's; pieces no
 /// merge makes score below every merged one, as SentencePiece orders them.
 bool addTokenizer(attnrt::GgufWriter &gguf, const std::string &dir,
-                  std::string &error) {
+                  int64_t vocabSize, std::string &error) {
   std::string text, configText;
   if (!attnrt::readFileText(dir + "/tokenizer.json", true, text, error) ||
       !attnrt::readFileText(dir + "/tokenizer_config.json", false, configText,
@@ -175,7 +177,11 @@ bool addTokenizer(attnrt::GgufWriter &gguf, const std::string &dir,
                  : added.value("special", false) ? 3   // Control.
                                                  : 4}; // User-defined.
   }
-  int64_t count = byId.empty() ? 0 : byId.rbegin()->first + 1;
+  // As the converter, the list is padded with "[PAD<id>]" tokens to the
+  // model's vocab_size (the embedding's rows): llama.cpp refuses a file
+  // whose token count and embedding rows differ.
+  int64_t count = std::max<int64_t>(
+      byId.empty() ? 0 : byId.rbegin()->first + 1, vocabSize);
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
   for (int64_t id = 0; id < count; ++id) {
@@ -264,6 +270,116 @@ std::string ggufWeightTypes() {
 
 namespace {
 
+/// Gemma 2's and 3's keys (GemmaModel, Gemma2Model, Gemma3Model.
+/// set_gguf_parameters): the softcaps, the window, Gemma 3's local RoPE
+/// base, and, when the config's layer_types are not llama.cpp's default
+/// pattern (every second layer global for Gemma 2, every sixth for Gemma
+/// 3), attention.sliding_window_pattern, which llama.cpp reads.
+bool addGemmaKeys(attnrt::GgufWriter &gguf, const Json &config,
+                  const std::string &arch, int64_t layers, std::string &error) {
+  if (arch == "gemma")
+    return true;
+  const std::string prefix = arch + ".";
+  bool gemma2 = arch == "gemma2";
+  auto number = [&](const char *key) -> const Json * {
+    auto it = config.find(key);
+    return it == config.end() || it->is_null() ? nullptr : &*it;
+  };
+  // Which layers slide: layer_types, else HF's default pattern.
+  std::vector<bool> sliding(size_t(std::max<int64_t>(layers, 0)));
+  int64_t pattern = gemma2 ? 2 : integer(config, "sliding_window_pattern", 6);
+  const Json *types = number("layer_types");
+  for (int64_t l = 0; l < layers; ++l)
+    sliding[size_t(l)] =
+        types && types->is_array() && size_t(l) < types->size()
+            ? (*types)[size_t(l)] == "sliding_attention"
+            : pattern > 0 && (l + 1) % pattern != 0;
+  bool anySliding = std::find(sliding.begin(), sliding.end(), true) !=
+                    sliding.end();
+  if (gemma2) {
+    const Json *attnCap = number("attn_logit_softcapping");
+    const Json *finalCap = number("final_logit_softcapping");
+    if (!attnCap || !finalCap) {
+      error = "the converter needs attn_logit_softcapping and "
+              "final_logit_softcapping (null softcaps are not recorded: "
+              "llama.cpp applies 50 and 30 without them)";
+      return false;
+    }
+    gguf.setF32(prefix + "attn_logit_softcapping", attnCap->get<float>());
+    gguf.setF32(prefix + "final_logit_softcapping", finalCap->get<float>());
+  } else if (const Json *finalCap = number("final_logit_softcapping")) {
+    if (finalCap->get<double>() != 0)
+      gguf.setF32(prefix + "final_logit_softcapping", finalCap->get<float>());
+  }
+  if (!gemma2)
+    gguf.setF32(prefix + "rope.freq_base_swa",
+                config.value("rope_local_base_freq", 10000.0f));
+  if (!anySliding && gemma2) {
+    error = "a Gemma 2 without sliding layers cannot be recorded (llama.cpp "
+            "always slides every second layer)";
+    return false;
+  }
+  if (!anySliding)
+    return true; // Gemma 3: no window key, no sliding layers.
+  gguf.setU32(prefix + "attention.sliding_window",
+              uint32_t(integer(config, "sliding_window", 4096)));
+  // The period llama.cpp's set_swa_pattern must be given: layer l slides
+  // unless l % period == period - 1.
+  for (int64_t period = 1; period <= std::max<int64_t>(layers, 1); ++period) {
+    bool matches = true;
+    for (int64_t l = 0; l < layers && matches; ++l)
+      matches = sliding[size_t(l)] == (l % period < period - 1);
+    if (!matches)
+      continue;
+    if (period != (gemma2 ? 2 : 6))
+      gguf.setU32(prefix + "attention.sliding_window_pattern",
+                  uint32_t(period));
+    return true;
+  }
+  error = "its layer_types are no pattern llama.cpp can record (every "
+          "period-th layer global)";
+  return false;
+}
+
+/// Phi-3's longrope as Phi3MiniModel.generate_extra_tensors writes it: the
+/// factor tables as rope_factors_long/short.weight and the attention
+/// factor llama.cpp multiplies by (the config's, else longrope's own
+/// sqrt(1 + ln s / ln original), s the scaling factor).
+bool addLongRope(attnrt::GgufWriter &gguf, const Json &config,
+                 const std::string &prefix, int64_t rotaryDims,
+                 std::string &error) {
+  const Json &scaling = config["rope_scaling"];
+  double original = double(integer(config, "original_max_position_embeddings",
+                                   4096));
+  double factor = scaling.contains("factor") && !scaling["factor"].is_null()
+                      ? scaling["factor"].get<double>()
+                      : double(integer(config, "max_position_embeddings", 0)) /
+                            original;
+  double attention =
+      scaling.contains("attention_factor") &&
+              !scaling["attention_factor"].is_null()
+          ? scaling["attention_factor"].get<double>()
+      : factor <= 1 ? 1.0
+                    : std::sqrt(1 + std::log(factor) / std::log(original));
+  gguf.setF32(prefix + "rope.scaling.attn_factor", float(attention));
+  for (const char *which : {"long", "short"}) {
+    const Json &list = scaling.value(std::string(which) + "_factor", Json());
+    if (!list.is_array() || int64_t(list.size()) * 2 != rotaryDims) {
+      error = std::string("rope_scaling.") + which + "_factor must hold " +
+              std::to_string(rotaryDims / 2) + " factors, one per rotary pair";
+      return false;
+    }
+    std::string data;
+    for (const Json &f : list) {
+      float value = f.get<float>();
+      data.append(reinterpret_cast<const char *>(&value), 4);
+    }
+    gguf.addTensor(std::string("rope_factors_") + which + ".weight",
+                   GgmlType::F32, {rotaryDims / 2}, std::move(data));
+  }
+  return true;
+}
+
 /// A tensor of the checkpoint being written: its Hugging Face name and
 /// shape.
 struct SourceTensor {
@@ -292,26 +408,40 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
     return false;
   };
   if (arch.empty())
-    return refuse("only llama, mistral, mixtral, qwen2, qwen3, qwen3_moe "
-                  "and gpt2 models are written as GGUF so far");
+    return refuse("only llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, "
+                  "gpt2, gemma, gemma2, gemma3_text and phi3 models are "
+                  "written as GGUF so far");
   bool gpt2 = arch == "gpt2";
-  // Llama 3's rope scaling is a tensor of per-pair factors in llama files;
-  // the other kinds are not written yet.
+  bool gemma = arch.rfind("gemma", 0) == 0;
+  bool phi3 = arch == "phi3";
+  // RoPE scaling: Llama 3's is a tensor of per-pair factors in llama files,
+  // Phi-3's longrope two tensors; linear is two keys, which the converters
+  // of Gemma, Gemma 2 and Phi-3 do not write.
   const Json scaling = config.value("rope_scaling", Json());
-  bool llama3Rope = scaling.is_object() &&
-                    scaling.value("rope_type", scaling.value("type", "")) ==
-                        "llama3";
-  if (!scaling.is_null() && !(llama3Rope && arch == "llama"))
-    return refuse(llama3Rope ? "Llama 3 rope scaling is only written for "
-                               "the llama architecture"
-                             : "rope_scaling other than llama3 is not "
-                               "written to GGUF yet");
+  const std::string ropeType =
+      scaling.is_object() ? scaling.value("rope_type", scaling.value("type", ""))
+                          : "";
+  bool llama3Rope = ropeType == "llama3";
+  bool longRope = ropeType == "longrope" || ropeType == "su";
+  bool linearRope = ropeType == "linear";
+  if (!scaling.is_null() && !(llama3Rope && arch == "llama") &&
+      !(longRope && phi3) &&
+      !(linearRope && !phi3 && arch != "gemma" && arch != "gemma2"))
+    return refuse("rope_scaling " + (ropeType.empty() ? scaling.dump() : "'" + ropeType + "'") +
+                  " is not written to GGUF files of the " + arch +
+                  " architecture");
   bool windowed = config.value("use_sliding_window",
                                 modelType == "mistral" || modelType == "mixtral");
-  if (windowed && config.contains("sliding_window") &&
+  if (!gemma && !phi3 && windowed && config.contains("sliding_window") &&
       !config["sliding_window"].is_null())
     return refuse("GGUF files of the " + arch +
                   " architecture cannot record a sliding window");
+  // Gemma and Gemma 2: llama.cpp's head is always the token embedding.
+  if ((arch == "gemma" || arch == "gemma2") &&
+      !config.value("tie_word_embeddings", true))
+    return refuse("llama.cpp reads no output projection for " + arch +
+                  " (its head is the token embedding): tie_word_embeddings "
+                  "false cannot be recorded");
 
   // Mixtures of experts: llama.cpp renormalizes the chosen experts'
   // weights and puts experts in every layer that has a router.
@@ -330,10 +460,26 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
   const int64_t hidden = integer(config, gpt2 ? "n_embd" : "hidden_size", 0);
   const int64_t layers = integer(config, gpt2 ? "n_layer" : "num_hidden_layers", 0);
   const int64_t headDim = integer(config, "head_dim", heads ? hidden / heads : 0);
+  if (gemma && (arch == "gemma2" || arch == "gemma3")) {
+    // query_pre_attn_scalar is not in the metadata: llama.cpp derives it
+    // from the layer count (Gemma 2 27B: 46, Gemma 3 27B: 62).
+    double scalar = config.value("query_pre_attn_scalar", 256.0);
+    int64_t derived =
+        layers == (arch == "gemma2" ? 46 : 62) ? hidden / heads : headDim;
+    if (scalar != double(derived))
+      return refuse("query_pre_attn_scalar " + Json(scalar).dump() +
+                    " is not the " + std::to_string(derived) +
+                    " llama.cpp derives for " + std::to_string(layers) +
+                    " layers (head_dim, or hidden_size / heads for the 27B "
+                    "models)");
+  }
   attnrt::GgufWriter gguf;
   std::string prefix = arch + ".";
   gguf.setString("general.architecture", arch);
-  gguf.setString("general.name", "attn-make-model " + modelType);
+  // Not the model type: llama.cpp's vocabulary loader keys token
+  // attributes off a name containing "phi3" and aborts on a vocabulary
+  // without Phi-3's special tokens.
+  gguf.setString("general.name", "attn-make-model");
   gguf.setU32("general.file_type", weightType->fileType);
   if (weightType->type != GgmlType::F32 && weightType->type != GgmlType::F16 &&
       weightType->type != GgmlType::BF16)
@@ -377,8 +523,31 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
                 uint32_t(integer(config, "vocab_size", 0)));
     gguf.setU32(prefix + "rope.dimension_count", uint32_t(headDim));
   }
+  if (linearRope) { // TextModel.set_gguf_parameters.
+    gguf.setString(prefix + "rope.scaling.type", "linear");
+    gguf.setF32(prefix + "rope.scaling.factor", scaling.value("factor", 1.0f));
+  }
+  if (gemma && !addGemmaKeys(gguf, config, arch, layers, error))
+    return refuse(error);
+  int64_t rotaryDims = headDim;
+  if (phi3) {
+    // Phi3MiniModel.set_gguf_parameters (with Phi-4-mini's partial rotary
+    // factor); sliding_window 0 for none.
+    rotaryDims = int64_t(config.value("partial_rotary_factor", 1.0) *
+                         double(hidden)) /
+                 heads;
+    gguf.setU32(prefix + "rope.dimension_count", uint32_t(rotaryDims));
+    gguf.setU32(prefix + "rope.scaling.original_context_length",
+                uint32_t(integer(config, "original_max_position_embeddings",
+                                 4096)));
+    gguf.setU32(prefix + "attention.sliding_window",
+                uint32_t(integer(config, "sliding_window", 0)));
+  }
 
-  if (!tokenizerDir.empty() && !addTokenizer(gguf, tokenizerDir, error))
+  if (!tokenizerDir.empty() &&
+      !addTokenizer(gguf, tokenizerDir,
+                    integer(config, "vocab_size", 0),
+                    error))
     return false;
 
   bool permute = attnrt::ggufPermutesQueryKey(arch);
@@ -403,12 +572,15 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
     gguf.addTensor("rope_freqs.weight", GgmlType::F32, {headDim / 2},
                    std::move(data));
   }
+  if (longRope && !addLongRope(gguf, config, prefix, rotaryDims, error))
+    return refuse(error);
 
   // GPT-2's output is written as a copy of the token embedding, so the
-  // file is never tied.
+  // file is never tied; Gemma's and Gemma 2's always are.
   bool tied = !gpt2;
   for (const SourceTensor &t : tensors)
-    tied = tied && t.name != "lm_head.weight";
+    tied = tied && (t.name != "lm_head.weight" || arch == "gemma" ||
+                    arch == "gemma2");
   auto endsWith = [](const std::string &name, const char *tail) {
     size_t n = std::strlen(tail);
     return name.size() >= n && name.compare(name.size() - n, n, tail) == 0;
@@ -458,10 +630,12 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
       add(stacked, {t.shape[1], t.shape[0], experts}, values);
       continue;
     }
-    // GPT-2's causal-mask buffers (and its tied lm_head) are not weights.
-    if (gpt2 && (endsWith(t.name, ".attn.bias") ||
-                 endsWith(t.name, ".attn.masked_bias") ||
-                 t.name == "lm_head.weight"))
+    // GPT-2's causal-mask buffers (and its tied lm_head) are not weights;
+    // Gemma's and Gemma 2's converters drop a (tied) lm_head.
+    if ((gpt2 && (endsWith(t.name, ".attn.bias") ||
+                  endsWith(t.name, ".attn.masked_bias"))) ||
+        ((gpt2 || arch == "gemma" || arch == "gemma2") &&
+         t.name == "lm_head.weight"))
       continue;
     std::string name = attnrt::ggufTensorName(arch, t.name);
     if (name.empty())
@@ -490,6 +664,10 @@ bool writeGguf(const Json &config, const std::vector<SourceTensor> &tensors,
                         attnrt::ggufPermutedRow(r, headDim) * rowLength);
       values.swap(permuted);
     }
+    // GemmaModel.modify_tensors: RMSNorm weights as 1 + w, in f32.
+    if (attnrt::ggufShiftsNorm(arch, name))
+      for (float &v : values)
+        v += 1.0f;
     std::vector<int64_t> dims(shape.rbegin(), shape.rend());
     add(name, dims, values);
     // GPT2Model.modify_tensors: the output is the token embedding again.

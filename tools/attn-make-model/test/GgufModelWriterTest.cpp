@@ -23,6 +23,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 using namespace attn::modelgen;
@@ -354,15 +356,101 @@ TEST(GgufModelWriterTest, ExpertsAreStackedPerKind) {
                    "experts' weights)");
 }
 
+// Gemma 3 as Gemma3Model writes it: every *norm.weight as 1 + w (the q/k
+// norms too), the sandwich norms under gguf-py's names, its local RoPE
+// base, and the window pattern llama.cpp reads when it is not every sixth
+// layer; Phi-3 with its projections fused and longrope as tensors.
+TEST(GgufModelWriterTest, GemmaNormsShiftedAndPhi3Fused) {
+  TempDir dir;
+  ModelSpec gemma3;
+  ASSERT_TRUE(presetSpec("tiny-gemma3", gemma3));
+  gemma3.queryPreAttnScalar = 32; // llama.cpp's: head_dim.
+  std::string error;
+  ASSERT_TRUE(writeGgufModel(gemma3, dir.sub("g.gguf"), "f32", error)) << error;
+  GgufFile file;
+  ASSERT_TRUE(file.open(dir.sub("g.gguf"), error)) << error;
+  std::map<std::string, std::vector<float>> folder = folderValues(gemma3);
+  ASSERT_EQ(file.tensors().size(), folder.size());
+  int shifted = 0;
+  for (const GgufTensorInfo &t : file.tensors()) {
+    std::string hf = attnrt::hfTensorName("gemma3", t.name);
+    ASSERT_TRUE(folder.count(hf)) << t.name;
+    std::vector<float> expected = folder[hf];
+    if (attnrt::ggufShiftsNorm("gemma3", t.name)) {
+      ++shifted;
+      for (float &v : expected)
+        v += 1.0f;
+    }
+    EXPECT_EQ(dequantized(file, t), expected) << t.name;
+  }
+  // Per layer attn, post-attention, pre- and post-feedforward, q and k;
+  // and the final norm.
+  EXPECT_EQ(shifted, 6 * 6 + 1);
+  EXPECT_GE(file.find("blk.0.post_ffw_norm.weight"), 0);
+  EXPECT_GE(file.find("blk.0.attn_k_norm.weight"), 0);
+  EXPECT_EQ(unsignedKey(file, "gemma3.attention.sliding_window"), 8u);
+  EXPECT_EQ(unsignedKey(file, "gemma3.attention.sliding_window_pattern"), 3u);
+  double local = 0;
+  ASSERT_TRUE(file.getFloat("gemma3.rope.freq_base_swa", local, error));
+  EXPECT_EQ(local, 10000.0);
+
+  ModelSpec phi3;
+  ASSERT_TRUE(presetSpec("tiny-phi3-longrope", phi3));
+  ASSERT_TRUE(writeGgufModel(phi3, dir.sub("p.gguf"), "f32", error)) << error;
+  ASSERT_TRUE(file.open(dir.sub("p.gguf"), error)) << error;
+  EXPECT_GE(file.find("blk.1.attn_qkv.weight"), 0);
+  EXPECT_EQ(file.tensors()[file.find("blk.1.ffn_up.weight")].dims[1],
+            2 * phi3.ffn); // gate and up.
+  EXPECT_EQ(unsignedKey(file, "phi3.rope.dimension_count"), 12u);
+  EXPECT_EQ(unsignedKey(file, "phi3.rope.scaling.original_context_length"),
+            16u);
+  double attention = 0;
+  ASSERT_TRUE(file.getFloat("phi3.rope.scaling.attn_factor", attention, error));
+  EXPECT_EQ(float(attention), float(std::sqrt(1.5)));
+  const GgufTensorInfo &longFactors =
+      file.tensors()[file.find("rope_factors_long.weight")];
+  EXPECT_EQ(longFactors.dims, std::vector<int64_t>{6});
+  EXPECT_EQ(dequantized(file, longFactors).back(), 20.0f);
+}
+
+// The token list is padded to the embedding's rows, as the converter pads
+// it ("[PAD<id>]", unused): llama.cpp refuses a file where they differ.
+TEST(GgufModelWriterTest, TokensPaddedToTheVocabulary) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.sub("tok"));
+  std::ofstream(dir.sub("tok/tokenizer.json")) << (
+      R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2},
+          "merges": ["a b"]},
+          "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false,
+                            "trim_offsets": true, "use_regex": true},
+          "added_tokens": [{"id": 3, "content": "<|end|>", "special": true}]})");
+  ModelSpec spec;
+  ASSERT_TRUE(presetSpec("tiny-qwen3", spec));
+  std::string error;
+  ASSERT_TRUE(writeGgufModel(spec, dir.sub("q.gguf"), "f32", error,
+                             dir.sub("tok")))
+      << error;
+  GgufFile file;
+  ASSERT_TRUE(file.open(dir.sub("q.gguf"), error)) << error;
+  std::vector<std::string_view> tokens;
+  ASSERT_TRUE(file.getStringArray("tokenizer.ggml.tokens", tokens, error))
+      << error;
+  ASSERT_EQ(int64_t(tokens.size()), spec.vocab);
+  EXPECT_EQ(tokens[3], "<|end|>");
+  EXPECT_EQ(tokens[4], "[PAD4]");
+  EXPECT_EQ(file.tensors()[file.find("token_embd.weight")].dims[1],
+            int64_t(tokens.size()));
+}
+
 TEST(GgufModelWriterTest, RefusesWhatAFileCannotSay) {
   TempDir dir;
   std::string error;
-  ModelSpec gemma;
-  ASSERT_TRUE(presetSpec("tiny-gemma", gemma));
-  EXPECT_FALSE(writeGgufModel(gemma, dir.sub("g.gguf"), "f16", error));
-  EXPECT_EQ(error, "cannot write gemma as GGUF: only llama, mistral, "
-                   "mixtral, qwen2, qwen3, qwen3_moe and gpt2 models are "
-                   "written as GGUF so far");
+  ModelSpec neox;
+  ASSERT_TRUE(presetSpec("tiny-gpt_neox", neox));
+  EXPECT_FALSE(writeGgufModel(neox, dir.sub("g.gguf"), "f16", error));
+  EXPECT_EQ(error, "cannot write gpt_neox as GGUF: only llama, mistral, "
+                   "mixtral, qwen2, qwen3, qwen3_moe, gpt2, gemma, gemma2, "
+                   "gemma3_text and phi3 models are written as GGUF so far");
   ModelSpec mistral;
   ASSERT_TRUE(presetSpec("tiny-mistral", mistral));
   EXPECT_FALSE(writeGgufModel(mistral, dir.sub("m.gguf"), "f16", error));
@@ -372,10 +460,19 @@ TEST(GgufModelWriterTest, RefusesWhatAFileCannotSay) {
   EXPECT_TRUE(writeGgufModel(mistral, dir.sub("m.gguf"), "f16", error))
       << error;
   ModelSpec scaled = llama8();
-  ASSERT_TRUE(parseRopeScaling("linear:2", scaled.ropeScaling, error));
+  ASSERT_TRUE(parseRopeScaling("dynamic:2", scaled.ropeScaling, error));
   EXPECT_FALSE(writeGgufModel(scaled, dir.sub("s.gguf"), "f16", error));
-  EXPECT_EQ(error, "cannot write llama as GGUF: rope_scaling other than "
-                   "llama3 is not written to GGUF yet");
+  EXPECT_EQ(error, "cannot write llama as GGUF: rope_scaling 'dynamic' is "
+                   "not written to GGUF files of the llama architecture");
+  ModelSpec gemma2;
+  ASSERT_TRUE(presetSpec("tiny-gemma2", gemma2));
+  gemma2.tieEmbeddings = true, gemma2.queryPreAttnScalar = 32;
+  gemma2.attnSoftcap = 0; // null
+  EXPECT_FALSE(writeGgufModel(gemma2, dir.sub("s.gguf"), "f16", error));
+  EXPECT_EQ(error, "cannot write gemma2 as GGUF: the converter needs "
+                   "attn_logit_softcapping and final_logit_softcapping (null "
+                   "softcaps are not recorded: llama.cpp applies 50 and 30 "
+                   "without them)");
   EXPECT_FALSE(writeGgufModel(llama8(), dir.sub("x.gguf"), "q3_k", error));
   EXPECT_EQ(error, "GGUF weight type 'q3_k' is not one of f32, f16, bf16, "
                    "q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m");
@@ -397,10 +494,10 @@ TEST(GgufModelWriterTest, CommandLine) {
   std::string error;
   ASSERT_TRUE(file.open(dir.sub("f.gguf"), error)) << error;
   EXPECT_GE(file.find("blk.0.attn_q.bias"), 0);
-  r = attn::testing::run(tool + " --preset tiny-gemma --out " + dir.sub("g") +
-                         " --gguf " + dir.sub("g.gguf"));
+  r = attn::testing::run(tool + " --preset tiny-gpt_neox --out " +
+                         dir.sub("g") + " --gguf " + dir.sub("g.gguf"));
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_NE(r.output.find("--gguf: cannot write gemma as GGUF"),
+  EXPECT_NE(r.output.find("--gguf: cannot write gpt_neox as GGUF"),
             std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir.sub("g"))) << "nothing written";
