@@ -273,7 +273,10 @@ bool ggufFromTokenizerJson(const std::string &dir, const char *pre,
   w.setStringArray("tokenizer.ggml.tokens", tokens);
   if (sentencePiece) {
     w.setF32Array("tokenizer.ggml.scores", scores);
-    w.setBool("tokenizer.ggml.add_space_prefix", true);
+    // Gemma's normalizer only replaces spaces (its converter writes
+    // add_space_prefix false); LLaMA-2's also prepends one.
+    w.setBool("tokenizer.ggml.add_space_prefix",
+              root["normalizer"].dump().find("Prepend") != std::string::npos);
   }
   w.setI32Array("tokenizer.ggml.token_type", types);
   if (!sentencePiece)
@@ -491,6 +494,7 @@ const Case cases[] = {
     {"gptoss", "gptoss", familyTexts(), -1, "gpt-4o"},
     {"llama2", "llama2", novelsAndJargon(AsReference), -1, "default"},
     {"mistral", "mistral", novelsAndJargon(AsReference), -1, "default"},
+    {"gemma3", "gemma3", familyTexts(Exact, AsReference), -1, "default"},
 };
 
 std::string caseName(const testing::TestParamInfo<Case> &info) {
