@@ -10,6 +10,10 @@ With --launcher "mpirun -np 2 ..." the server is a tensor-parallel group
 (rank 0 serves, the other ranks follow its model calls) and must answer
 exactly the same; --idle S waits S seconds between the two parts, longer
 than the group's collective deadline, which the heartbeat must keep.
+
+With --gguf the server runs the fixture's MODEL.gguf (the same model and
+tokenizer in one GGUF file) and must answer what attn-run answers with the
+folder.
 """
 
 import shlex
@@ -51,12 +55,14 @@ def main():
     def options(parser):
         parser.add_argument("--launcher", default="", help="command to run attn-serve under")
         parser.add_argument("--idle", type=float, default=0, help="seconds between the parts")
+        parser.add_argument("--gguf", action="store_true", help="serve MODEL.gguf, beside it")
 
     args = parse_args(__doc__, options)
     expected = [attn_run(args.bin, args.model, p, TOKENS) for p in PROMPTS]
     check(len(set(expected)) > 8, "the prompts should give different continuations")
+    served = args.model.rstrip("/") + ".gguf" if args.gguf else args.model
 
-    with Server(args.bin, args.model, "--parallel", "16", "--prefill-chunk", "16",
+    with Server(args.bin, served, "--parallel", "16", "--prefill-chunk", "16",
                 launcher=shlex.split(args.launcher)) as server:
         # One at a time.
         for i, prompt in enumerate(PROMPTS):
