@@ -26,7 +26,7 @@ using namespace mlir::attn;
 std::string mlir::attn::buildManifestJson(const ModelConfig &config,
                                           const ModelBuildOptions &options) {
   ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat,
-                                       options.tensorParallel);
+                                       options.tensorParallel, options.headFormat);
   llvm::json::Array weights;
   for (auto [index, weight] : llvm::enumerate(layout.weights)) {
     llvm::json::Array shape;
@@ -197,7 +197,7 @@ LogicalResult mlir::attn::addModelCAbi(ModuleOp module,
   if (!prefillImpl || !decodeImpl || !decodeBatchImpl)
     return module.emitError("the lowered module lacks the model entry points");
   ModelLayout layout = planModelLayout(config, options.blockSize, options.weightFormat,
-                                       options.tensorParallel);
+                                       options.tensorParallel, options.headFormat);
   std::vector<int64_t> kinds = packKinds(layout);
   SmallVector<LLVM::LLVMFuncOp> packImpls;
   for (int64_t kind : kinds) {

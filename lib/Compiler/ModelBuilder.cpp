@@ -1593,8 +1593,9 @@ OwningOpRef<ModuleOp> mlir::attn::buildModelModule(MLIRContext &context,
 
   // Split over ranks, the IR is one rank's: its heads, KV heads and MLP
   // columns, and collectives where the slices meet.
-  ModelLayout layout = planModelLayout(wholeConfig, options.blockSize,
-                                       options.weightFormat, options.tensorParallel);
+  ModelLayout layout =
+      planModelLayout(wholeConfig, options.blockSize, options.weightFormat,
+                      options.tensorParallel, options.headFormat);
   ModelConfig config = rankLocalConfig(wholeConfig, options.tensorParallel);
   // One block function per cache length (layers with and without a
   // sliding window), each compiled once and called by its layers.

@@ -130,12 +130,17 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
         "in one process");
   AttnPipelineOptions pipeline;
   pipeline.copyOptionValuesFrom(options.pipeline);
-  if (isQuantized(options.weightFormat)) {
-    const char *name = weightFormatName(options.weightFormat);
+  // The int8 dot product, for the layers' or only the head's blocks.
+  bool headOnly = options.headFormat && isQuantized(*options.headFormat) &&
+                  !isQuantized(options.weightFormat);
+  WeightFormat quantized = headOnly ? *options.headFormat : options.weightFormat;
+  if (isQuantized(quantized)) {
+    std::string name = std::string(headOnly ? "--head-format " : "--weight-format ") +
+                       weightFormatName(quantized);
     int64_t width = pipeline.vectorWidth;
     if (width != 16 && width != 8)
       return llvm::createStringError(
-          llvm::Twine("--weight-format ") + name +
+          name +
           " needs 8-lane (AVX2) or 16-lane (AVX-512) vectors for its int8 dot "
           "products, got --vector-width " + llvm::Twine(width));
     bool native = options.emit == EmitKind::Llvm || options.emit == EmitKind::Object ||
@@ -143,7 +148,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
     std::optional<llvm::StringRef> dot = hostInt8Dot(width);
     if (native && !dot)
       return llvm::createStringError(
-          llvm::Twine("--weight-format ") + name + " at --vector-width " +
+          name + " at --vector-width " +
           llvm::Twine(width) + " needs an int8 dot product (" +
           (width == 16 ? "AVX-512BW" : "AVX2") + "), which this CPU (" +
           hostCpuName() + ") lacks; use --weight-format bf16 or f32");
@@ -157,6 +162,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   build.maxSeq = *maxSeq;
   build.blockSize = 2 * options.pipeline.vectorWidth;
   build.weightFormat = options.weightFormat;
+  build.headFormat = options.headFormat;
   build.kvFormat = options.kvFormat;
   build.inspect = options.inspect;
   build.tensorParallel = options.tensorParallel;
@@ -235,7 +241,8 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
 
 void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
                                    llvm::raw_ostream &os, WeightFormat format,
-                                   int64_t blockSize, KvFormat kvFormat) {
+                                   int64_t blockSize, KvFormat kvFormat,
+                                   std::optional<WeightFormat> headFormat) {
   int64_t byRole[5] = {0, 0, 0, 0, 0};
   int64_t tokenEmbedding = 0, positionEmbedding = 0;
   for (const WeightSpec &weight : modelWeights(config)) {
@@ -284,15 +291,18 @@ void mlir::attn::printModelSummary(const ModelConfig &config, int64_t maxSeq,
                      total * 4 / 1e6);
   // What stays resident after packing: the packed buffers and the f32
   // weights the entry points read as stored.
-  ModelLayout layout = planModelLayout(config, blockSize, format);
+  ModelLayout layout = planModelLayout(config, blockSize, format, 1, headFormat);
   int64_t resident = 0;
   for (const PackedWeight &packed : layout.packed)
     resident += packed.bytes();
   for (auto [index, weight] : llvm::enumerate(layout.weights))
     if (layout.usedAtRunTime[index])
       resident += weight.numElements() * 4;
-  os << llvm::format("  resident    %.1f MB of weights with %s projections\n",
+  os << llvm::format("  resident    %.1f MB of weights with %s projections",
                      resident / 1e6, weightFormatName(format));
+  if (headFormat && *headFormat != format)
+    os << " (" << weightFormatName(*headFormat) << " output)";
+  os << "\n";
 
   // A token runs top_k of each MoE layer's experts: the others' parameters
   // (and bytes) are neither multiplied nor read for it.

@@ -284,13 +284,16 @@ llvm::Expected<ModelConfig> mlir::attn::loadModelConfig(llvm::StringRef path) {
   // A GGUF file: the config.json its metadata stands for, read by the
   // family's own reader (runtime/src/GgufConfig.cpp).
   if (file.str().ends_with(".gguf")) {
-    std::string json, error, format;
-    if (!attnrt::ggufConfigJson(file.str().str(), json, error, &format))
+    std::string json, error, format, headFormat;
+    if (!attnrt::ggufConfigJson(file.str().str(), json, error, &format,
+                                &headFormat))
       return llvm::createStringError(error);
     llvm::Expected<ModelConfig> config = parseModelConfig(
         json, (file + " (its metadata as config.json)").str());
-    if (config)
+    if (config) {
       config->sourceWeightFormat = format;
+      config->sourceHeadFormat = headFormat;
+    }
     return config;
   }
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =

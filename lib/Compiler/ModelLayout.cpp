@@ -27,6 +27,14 @@ llvm::SmallVector<int64_t, 16> LayerEntries::list() const {
   return entries;
 }
 
+/// How a matrix of `inFeatures` inputs is stored when `format` is asked
+/// for: bf16 when a quantized format's blocks do not divide its rows.
+static WeightFormat matrixFormat(WeightFormat format, int64_t inFeatures) {
+  return isQuantized(format) && inFeatures % kQuantBlock != 0
+             ? WeightFormat::BF16
+             : format;
+}
+
 std::optional<WeightFormat> mlir::attn::parseWeightFormat(llvm::StringRef name) {
   if (name == "f32")
     return WeightFormat::F32;
@@ -85,7 +93,8 @@ ModelConfig mlir::attn::rankLocalConfig(const ModelConfig &config, int64_t ranks
 
 ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
                                         int64_t blockSize, WeightFormat format,
-                                        int64_t ranks) {
+                                        int64_t ranks,
+                                        std::optional<WeightFormat> headFormat) {
   ModelLayout layout;
   layout.ranks = ranks;
   layout.weights = modelWeights(config);
@@ -127,11 +136,8 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
       packed.sources.push_back(source);
       layout.usedAtRunTime[source.weight] = false;
     }
-    if (!vector) {
-      packed.format = format;
-      if (isQuantized(format) && packed.inFeatures % kQuantBlock != 0)
-        packed.format = WeightFormat::BF16;
-    }
+    if (!vector)
+      packed.format = matrixFormat(format, packed.inFeatures);
     layout.packed.push_back(std::move(packed));
     return static_cast<int64_t>(layout.weights.size() + layout.packed.size() - 1);
   };
@@ -458,6 +464,10 @@ ModelLayout mlir::attn::planModelLayout(const ModelConfig &config,
         packSources(names.head + names.biasSuffix, {vocabulary(bias(names.head))}, true);
   } else {
     globals.headBias = biasOf(names.head, config.headBias);
+  }
+  if (headFormat) {
+    PackedWeight &head = layout.packed[globals.head - layout.weights.size()];
+    head.format = matrixFormat(*headFormat, head.inFeatures);
   }
   return layout;
 }

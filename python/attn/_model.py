@@ -58,14 +58,16 @@ class Model:
     Model(folder) loads a Hugging Face model folder (config.json, weights,
     tokenizer.json), compiling it on first use and caching the library as
     `attn-run MODEL_DIR` does; context, weight_format ("f32", "bf16", "q8_0",
-    "q4_0") and kv_format ("f32", "bf16", "f16") choose how. Model(library,
+    "q4_0"), head_format (the output projection's, when not weight_format's)
+    and kv_format ("f32", "bf16", "f16") choose how. Model(library,
     weights) loads a library made by attn-compile and its .safetensors (the
     tokenizer, if any, from the weights' folder). A Model is not thread-safe:
     give each thread its own.
     """
 
     def __init__(self, path, weights=None, *, context=0, weight_format=None,
-                 kv_format=None, threads=None, cache_dir=None, inspect=False):
+                 kv_format=None, threads=None, cache_dir=None, inspect=False,
+                 head_format=None):
         lib = _runtime_lib()
         self._model = self._session = self._tokenizer = self._inspector = None
         self._chat_template = None
@@ -77,20 +79,23 @@ class Model:
                 raise TypeError(f"context must be an int, got {type(context).__name__}")
             options.context = context
             options.weight_format = _optional(weight_format)
+            options.head_format = _optional(head_format)
             options.kv_format = _optional(kv_format)
             options.cache_dir = _optional(cache_dir)
             options.inspect = int(bool(inspect))
             # What a second library with the inspection entry points needs.
             self._folder_options = dict(context=context, weight_format=weight_format,
+                                        head_format=head_format,
                                         kv_format=kv_format, threads=threads,
                                         cache_dir=cache_dir, inspect=True)
             self._model = lib.attnrt_model_load_dir(path.encode(), ctypes.byref(options),
                                                     error, size)
             self._tokenizer_dir = path
         else:
-            if context or weight_format or kv_format or inspect:
-                raise ValueError("context, weight_format, kv_format and inspect are compiled "
-                                 "into a library: give a model folder to choose them")
+            if context or weight_format or head_format or kv_format or inspect:
+                raise ValueError("context, weight_format, head_format, kv_format and inspect "
+                                 "are compiled into a library: give a model folder to choose "
+                                 "them")
             self._folder_options = None
             weights = os.fspath(weights)
             self._model = lib.attnrt_model_load(path.encode(), weights.encode(), error, size)

@@ -17,6 +17,7 @@ class _LoadOptions(ctypes.Structure):
         ("weight_format", ctypes.c_char_p),
         ("kv_format", ctypes.c_char_p),
         ("inspect", ctypes.c_int),
+        ("head_format", ctypes.c_char_p),
     ]
 
 

@@ -321,12 +321,15 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
   const std::string &dir = settings.modelDir;
   std::string config, message;
   // A GGUF file: the config.json its metadata stands for, as attn-compile
-  // derives it, and unless one is asked for, the weight format its tensor
+  // derives it, and unless one is asked for, the weight formats its tensor
   // types call for (the library depends on nothing else of the file).
   if (isGguf()) {
+    bool derive = settings.weightFormat.empty();
     if (!ggufConfigJson(dir, config, error,
-                        settings.weightFormat.empty() ? &settings.weightFormat
-                                                      : nullptr))
+                        derive ? &settings.weightFormat : nullptr,
+                        derive && settings.headFormat.empty()
+                            ? &settings.headFormat
+                            : nullptr))
       return false;
   } else if (!readWholeFile(joinPath(dir, "config.json"), config, message)) {
     error = "model folder " + quote(dir) + ": config.json: " + message;
@@ -348,6 +351,10 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
       (settings.weightFormat != "f32" || isGguf())) {
     options.push_back("--weight-format");
     options.push_back(settings.weightFormat);
+  }
+  if (!settings.headFormat.empty()) {
+    options.push_back("--head-format");
+    options.push_back(settings.headFormat);
   }
   if (!settings.kvFormat.empty() && settings.kvFormat != "f32") {
     options.push_back("--kv-format");

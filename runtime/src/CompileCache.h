@@ -42,6 +42,9 @@ struct CompileSettings {
   /// attn-compile --weight-format; "" or "f32": the compiler's default
   /// (for a GGUF file "" is what its tensor types call for).
   std::string weightFormat;
+  /// attn-compile --head-format; "": weightFormat's (for a GGUF file whose
+  /// weightFormat is "", what its output tensor's type calls for).
+  std::string headFormat;
   /// attn-compile --kv-format; "" or "f32": the compiler's default.
   std::string kvFormat;
   /// attn-compile --inspect.

@@ -586,14 +586,54 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
 }
 
 bool ggufConfigJson(const std::string &path, std::string &json,
-                    std::string &error, std::string *weightFormat) {
+                    std::string &error, std::string *weightFormat,
+                    std::string *headFormat) {
   GgufFile file;
   if (!file.open(path, error, /*populate=*/false) ||
       !ggufConfigJson(file, json, error))
     return false;
   if (weightFormat)
     *weightFormat = ggufWeightFormat(file);
+  if (headFormat)
+    *headFormat = ggufHeadFormat(file);
   return true;
+}
+
+namespace {
+
+/// The weight format nearest a tensor type that holds no more bytes than
+/// needed.
+const char *formatOfType(GgmlType type) {
+  switch (type) {
+  case GgmlType::F32:
+  case GgmlType::F16: // f32 holds every f16 value; bf16 would round them.
+    return "f32";
+  case GgmlType::BF16:
+    return "bf16";
+  case GgmlType::Q4_0:
+    return "q4_0";
+  default: // Q8_0, and the types without kernels of their own yet.
+    return "q8_0";
+  }
+}
+
+} // namespace
+
+std::string ggufHeadFormat(const GgufFile &file) {
+  // The tensor the head reads: the token embedding when the model is tied
+  // (GPT-2's, Gemma's and Gemma 2's always are, whatever output.weight
+  // holds).
+  std::string_view arch;
+  std::string error;
+  bool tied = !file.getString("general.architecture", arch, error) ||
+              arch == "gpt2" || arch == "gemma" || arch == "gemma2";
+  int64_t head = tied ? -1 : file.find("output.weight");
+  if (head < 0)
+    head = file.find("token_embd.weight");
+  if (head < 0)
+    return "";
+  const char *format = formatOfType(file.tensors()[size_t(head)].type);
+  return std::strcmp(format, ggufWeightFormat(file)) == 0 ? "" : format;
 }
 
 const char *ggufWeightFormat(const GgufFile &file) {
@@ -609,17 +649,7 @@ const char *ggufWeightFormat(const GgufFile &file) {
       bulk = type;
       most = count;
     }
-  switch (bulk) {
-  case GgmlType::F32:
-  case GgmlType::F16: // f32 holds every f16 value; bf16 would round them.
-    return "f32";
-  case GgmlType::BF16:
-    return "bf16";
-  case GgmlType::Q4_0:
-    return "q4_0";
-  default: // Q8_0, and the types without kernels of their own yet.
-    return "q8_0";
-  }
+  return formatOfType(bulk);
 }
 
 } // namespace attnrt

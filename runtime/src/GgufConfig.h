@@ -31,10 +31,11 @@ bool ggufConfigJson(const GgufFile &file, std::string &json,
 double ggufLlama3RopeFactor(double frequency, double factor, double low,
                             double high, double original);
 
-/// Opens `path` and does the same; with `weightFormat`, also sets it to
-/// ggufWeightFormat of the file.
+/// Opens `path` and does the same; with `weightFormat` and `headFormat`,
+/// also sets them to ggufWeightFormat and ggufHeadFormat of the file.
 bool ggufConfigJson(const std::string &path, std::string &json,
-                    std::string &error, std::string *weightFormat = nullptr);
+                    std::string &error, std::string *weightFormat = nullptr,
+                    std::string *headFormat = nullptr);
 
 /// The weight format (--weight-format) a file runs in when none is asked
 /// for: the one nearest its matrices' most common type by elements that
@@ -43,6 +44,13 @@ bool ggufConfigJson(const std::string &path, std::string &json,
 /// loader's dequantize-requantize gives their bytes back), and the types
 /// Attn has no kernels for yet (the K-quants, Q4_1, Q5_0, Q5_1) as q8_0.
 const char *ggufWeightFormat(const GgufFile &file);
+
+/// The format of the output projection (output.weight, else a tied
+/// token_embd.weight) by the same rule, when it is not ggufWeightFormat's:
+/// llama-quantize keeps the output of a Q4_0 file in Q6_K (Q8_0 when its
+/// rows are not whole 256-element blocks), which runs as q8_0 rather than
+/// losing bits to q4_0 (attn-compile --head-format). "" otherwise.
+std::string ggufHeadFormat(const GgufFile &file);
 
 } // namespace attnrt
 

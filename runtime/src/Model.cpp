@@ -719,6 +719,13 @@ attnrt_model *attnrt_model_load_dir_parallel(const char *model_dir,
                     error, error_size);
           return nullptr;
         }
+        settings.headFormat = o.head_format ? o.head_format : "";
+        if (!settings.headFormat.empty() && !isWeightFormat(settings.headFormat)) {
+          copyError("attnrt_model_load_dir: head format '" + settings.headFormat +
+                        "' is not one of f32, bf16, q8_0, q4_0",
+                    error, error_size);
+          return nullptr;
+        }
         settings.inspect = o.inspect != 0;
         const attnrt_communicator *comm = group && group->size > 1 ? group : nullptr;
         settings.tensorParallel = comm ? comm->size : 1;

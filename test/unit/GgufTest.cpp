@@ -503,9 +503,10 @@ TEST(GgufConfigTest, MetadataBecomesTheFamilysKeys) {
 // The weight format a file runs in by default: its matrices' most common
 // type by elements, mapped to the nearest format (1-D tensors do not vote).
 TEST(GgufConfigTest, WeightFormatFollowsTheMatrices) {
-  auto format = [](GgmlType bulk, GgmlType other) {
+  auto format = [](GgmlType bulk, GgmlType other, std::string *head = nullptr,
+                   const char *arch = "llama") {
     GgufWriter w;
-    w.setString("general.architecture", "llama");
+    w.setString("general.architecture", arch);
     const GgmlTypeTraits &b = ggmlTypeTraits(bulk), &o = ggmlTypeTraits(other);
     // 2 x 256 elements of `bulk`, 1 x 256 of `other`, and a 1-D tensor of
     // `other` bigger than both.
@@ -515,11 +516,27 @@ TEST(GgufConfigTest, WeightFormatFollowsTheMatrices) {
                 std::string(256 / o.blockSize * o.typeSize, '\0'));
     w.addTensor("blk.0.attn_norm.weight", other, {4096},
                 std::string(4096 / o.blockSize * o.typeSize, '\0'));
+    w.addTensor("token_embd.weight", bulk, {256, 1},
+                std::string(256 / b.blockSize * b.typeSize, '\0'));
     std::string bytes = w.bytes(), error;
     GgufFile file;
     EXPECT_TRUE(opens(file, bytes, error)) << error;
+    if (head)
+      *head = ggufHeadFormat(file);
     return std::string(ggufWeightFormat(file));
   };
+  // The output's own format when it differs (a Q4_0 file's Q6_K output):
+  // llama.cpp runs it in Q6_K, Attn in q8_0 rather than q4_0. A tied
+  // model's head is its token embedding (GPT-2's and Gemma's always are).
+  std::string head;
+  EXPECT_EQ(format(GgmlType::Q4_0, GgmlType::Q6_K, &head), "q4_0");
+  EXPECT_EQ(head, "q8_0");
+  format(GgmlType::Q4_0, GgmlType::Q4_0, &head);
+  EXPECT_EQ(head, "");
+  format(GgmlType::Q4_0, GgmlType::F16, &head);
+  EXPECT_EQ(head, "f32");
+  format(GgmlType::Q4_0, GgmlType::Q6_K, &head, "gpt2");
+  EXPECT_EQ(head, "");
   EXPECT_EQ(format(GgmlType::F32, GgmlType::Q4_0), "f32");
   EXPECT_EQ(format(GgmlType::F16, GgmlType::BF16), "f32");
   EXPECT_EQ(format(GgmlType::BF16, GgmlType::F32), "bf16");

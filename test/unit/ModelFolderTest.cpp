@@ -282,12 +282,13 @@ TEST_F(ModelFolderTest, AGgufFileGivesTheFoldersLogits) {
   EXPECT_EQ(logits(file.model.get(), prompt), expected);
 
   // A Q4_0 file runs as q4_0 unless told otherwise (the file's blocks,
-  // given back by dequantize-requantize) and gives exactly the logits of
-  // its folder run with --weight-format q4_0 (Q8_0 likewise: docs/gguf.md,
-  // measured by hand).
+  // given back by dequantize-requantize), its output as llama-quantize
+  // keeps it (Q6_K, or Q8_0 for rows of 224, not whole 256-blocks) in
+  // q8_0: exactly the logits of its folder run with --weight-format q4_0
+  // --head-format q8_0 (Q8_0 likewise: docs/gguf.md, measured by hand).
   std::string q4 = root.file("q4.gguf"), q4km = root.file("q4km.gguf");
-  makeModel(root.file("q4"), shape + "--gguf " + shellQuote(q4) +
-                                 " --gguf-type q4_0");
+  makeModel(root.file("q4"), "--layers 2 --hidden 224 --ffn 512 --kv-heads 2 "
+                             "--gguf " + shellQuote(q4) + " --gguf-type q4_0");
   Load q4File = load(q4);
   ASSERT_NE(q4File.model, nullptr) << q4File.error;
   EXPECT_STREQ(attnrt_model_weight_format(q4File.model.get()), "q4_0");
@@ -296,11 +297,19 @@ TEST_F(ModelFolderTest, AGgufFileGivesTheFoldersLogits) {
   options.compiler = ATTNRT_TEST_ATTN_COMPILE;
   options.cache_dir = cache.c_str();
   options.weight_format = "q4_0";
+  options.head_format = "q8_0";
   Load q4Folder = load(root.file("q4"), options);
   ASSERT_NE(q4Folder.model, nullptr) << q4Folder.error;
   std::vector<float> q4Logits = logits(q4File.model.get(), prompt);
   EXPECT_EQ(q4Logits, logits(q4Folder.model.get(), prompt));
-  EXPECT_NE(q4Logits, expected);
+  options.head_format = nullptr; // The head in q4_0 too: other logits.
+  Load q4Head = load(root.file("q4"), options);
+  ASSERT_NE(q4Head.model, nullptr) << q4Head.error;
+  EXPECT_NE(q4Logits, logits(q4Head.model.get(), prompt));
+  options.head_format = "q5_k";
+  EXPECT_EQ(load(root.file("q4"), options).error,
+            "attnrt_model_load_dir: head format 'q5_k' is not one of f32, "
+            "bf16, q8_0, q4_0");
 
   // Without a cache folder the library goes beside the file, in .attn. A
   // Q4_K_M file (q4_K, q6_K and f32 tensors, no kernels of their own yet)

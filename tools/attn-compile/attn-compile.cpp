@@ -53,6 +53,14 @@ static cl::opt<std::string> weightFormat(
              "the CPU has it); the runtime converts the "
              "checkpoint's weights as it packs them"),
     cl::init("f32"), cl::cat(category));
+static cl::opt<std::string> headFormat(
+    "head-format",
+    cl::desc("How the output projection (and a tied token embedding) is "
+             "stored, when not as --weight-format says (llama.cpp's "
+             "--output-tensor-type: its Q4_0 files keep the output in Q6_K; "
+             "a GGUF file's default follows its output tensor's type): f32, "
+             "bf16, q8_0 or q4_0"),
+    cl::init(""), cl::cat(category));
 static cl::opt<std::string> kvFormat(
     "kv-format",
     cl::desc("How the KV cache stores keys and values: f32 (default), or bf16 "
@@ -173,12 +181,24 @@ int main(int argc, char **argv) {
   if (!positions)
     return fail(llvm::toString(positions.takeError()));
 
-  // A GGUF file runs in the format its tensors call for unless told.
-  if (!weightFormat.getNumOccurrences() && !config->sourceWeightFormat.empty())
+  // A GGUF file runs in the formats its tensors call for unless told.
+  if (!weightFormat.getNumOccurrences() && !config->sourceWeightFormat.empty()) {
     weightFormat = config->sourceWeightFormat;
+    if (!headFormat.getNumOccurrences())
+      headFormat = config->sourceHeadFormat;
+  }
   std::optional<attn::WeightFormat> format = attn::parseWeightFormat(weightFormat);
   if (!format)
     return fail("--weight-format must be f32, bf16, q8_0 or q4_0, got '" + weightFormat + "'");
+  std::optional<attn::WeightFormat> outputFormat;
+  if (!headFormat.empty()) {
+    outputFormat = attn::parseWeightFormat(headFormat);
+    if (!outputFormat)
+      return fail("--head-format must be f32, bf16, q8_0 or q4_0, got '" +
+                  headFormat + "'");
+    if (*outputFormat == *format)
+      outputFormat.reset();
+  }
   std::optional<attn::KvFormat> cacheFormat = attn::parseKvFormat(kvFormat);
   if (!cacheFormat)
     return fail("--kv-format must be f32, bf16 or f16, got '" + kvFormat + "'");
@@ -189,7 +209,7 @@ int main(int argc, char **argv) {
       vectorWidth ? static_cast<int64_t>(vectorWidth) : attn::hostVectorWidth();
   if (summary)
     attn::printModelSummary(*config, *positions, llvm::outs(), *format, 2 * lanes,
-                            *cacheFormat);
+                            *cacheFormat, outputFormat);
   if (output.empty()) {
     if (summary)
       return 0;
@@ -210,6 +230,7 @@ int main(int argc, char **argv) {
   options.maxSeq = *positions;
   options.emit = emit;
   options.weightFormat = *format;
+  options.headFormat = outputFormat;
   options.kvFormat = *cacheFormat;
   options.inspect = inspect;
   options.tensorParallel = tensorParallel;

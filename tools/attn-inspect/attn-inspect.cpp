@@ -52,6 +52,8 @@ const char *const usage =
     "  --weight-format F      how the projections are stored: f32 (default; a\n"
     "                         .gguf: the format its tensors call for), bf16,\n"
     "                         q8_0 or q4_0\n"
+    "  --head-format F        the output projection's format when not the\n"
+    "                         weight format's (as attn-run)\n"
     "  --kv-format F          how the KV cache stores keys and values: f32\n"
     "                         (default), bf16 or f16\n"
     "\n"

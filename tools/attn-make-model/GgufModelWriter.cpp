@@ -73,15 +73,21 @@ GgmlType matrixType(const WeightType &w, const std::string &gguf,
   // The router stays F32 (the converter's list; llama-quantize skips it).
   if (t == "ffn_gate_inp.weight")
     return GgmlType::F32;
-  if (std::string(w.name) == "q4_k_m") {
-    // A tied embedding is the output projection too; the experts' down
-    // projections count as ffn_down (llama-quantize matches the name).
-    if (gguf == "output.weight" || (tied && gguf == "token_embd.weight") ||
-        ((t == "attn_v.weight" || t == "ffn_down.weight" ||
-          t == "ffn_down_exps.weight") &&
-         useMoreBits(layer, layers)))
-      type = GgmlType::Q6_K;
-  }
+  // llama-quantize keeps the output projection (a tied embedding is that
+  // too) in Q6_K for every type below Q8_0; the converter writes the plain
+  // types F32, F16, BF16 and Q8_0 as they are.
+  bool quantized = w.type != GgmlType::F32 && w.type != GgmlType::F16 &&
+                   w.type != GgmlType::BF16 && w.type != GgmlType::Q8_0;
+  if (quantized &&
+      (gguf == "output.weight" || (tied && gguf == "token_embd.weight")))
+    type = GgmlType::Q6_K;
+  // Q4_K_M: the experts' down projections count as ffn_down (llama-quantize
+  // matches the name).
+  if (std::string(w.name) == "q4_k_m" &&
+      (t == "attn_v.weight" || t == "ffn_down.weight" ||
+       t == "ffn_down_exps.weight") &&
+      useMoreBits(layer, layers))
+    type = GgmlType::Q6_K;
   const attnrt::GgmlTypeTraits &traits = attnrt::ggmlTypeTraits(type);
   if (rowLength % traits.blockSize == 0)
     return type;

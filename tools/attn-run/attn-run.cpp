@@ -77,6 +77,9 @@ const char *const usage =
     "                      a .gguf: the format its tensors call for), bf16\n"
     "                      (half the bytes to stream per token), or\n"
     "                      llama.cpp's q8_0 / q4_0 blocks (AVX2 or AVX-512)\n"
+    "  --head-format F     the output projection's format when not the weight\n"
+    "                      format's (llama.cpp keeps a Q4_0 file's output in\n"
+    "                      Q6_K: q8_0 keeps it close; a .gguf: its output's)\n"
     "  --kv-format F       how MODEL_DIR's KV cache stores keys and values: f32\n"
     "                      (default), bf16 or f16 (half the bytes per position)\n"
     "  --temperature T     0 = greedy (default); > 0 samples\n"
@@ -266,9 +269,12 @@ int parseOptions(int argc, char **argv, Options &options) {
     if (options.context)
       return fail(tool, "--ctx needs MODEL_DIR (a --lib library has its "
                         "context compiled in)");
-    if (!options.folder.weightFormat.empty())
-      return fail(tool, "--weight-format needs MODEL_DIR (a --lib library has "
-                        "its weight format compiled in)");
+    if (!options.folder.weightFormat.empty() || !options.folder.headFormat.empty())
+      return fail(tool, std::string(options.folder.weightFormat.empty()
+                                        ? "--head-format"
+                                        : "--weight-format") +
+                            " needs MODEL_DIR (a --lib library has its weight "
+                            "formats compiled in)");
     if (!options.folder.kvFormat.empty())
       return fail(tool, "--kv-format needs MODEL_DIR (a --lib library has "
                         "its KV cache format compiled in)");

@@ -78,6 +78,8 @@ const char *const usage =
     "  --quiet              no line per request on stderr\n"
     "  --weight-format F    f32 (default; a .gguf: its tensors' format), bf16,\n"
     "                       q8_0 or q4_0 (as attn-run)\n"
+    "  --head-format F      the output projection's, when not the weight\n"
+    "                       format's (as attn-run)\n"
     "  --kv-format F        f32 (default), bf16 or f16\n"
     "  --threads N          threads the compiled code may use\n"
     "  --compiler PATH      the attn-compile to run for MODEL_DIR\n"

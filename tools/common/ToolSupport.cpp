@@ -170,7 +170,7 @@ static void logLine(void *tool, const char *line) {
 
 bool FolderOptions::isOption(std::string_view name) {
   return name == "--compiler" || name == "--cache-dir" || name == "--weight-format" ||
-         name == "--kv-format" || name == "--threads";
+         name == "--head-format" || name == "--kv-format" || name == "--threads";
 }
 
 bool FolderOptions::parse(std::string_view name, const std::string &value,
@@ -179,13 +179,13 @@ bool FolderOptions::parse(std::string_view name, const std::string &value,
     compiler = value;
   } else if (name == "--cache-dir") {
     cacheDir = value;
-  } else if (name == "--weight-format") {
+  } else if (name == "--weight-format" || name == "--head-format") {
     if (!isWeightFormat(value)) {
-      error = std::string("--weight-format must be ") + kWeightFormatChoices + ", got '" +
+      error = std::string(name) + " must be " + kWeightFormatChoices + ", got '" +
               value + "'";
       return false;
     }
-    weightFormat = value;
+    (name == "--weight-format" ? weightFormat : headFormat) = value;
   } else if (name == "--kv-format") {
     if (!isKvFormat(value)) {
       error = std::string("--kv-format must be ") + kKvFormatChoices + ", got '" + value + "'";
@@ -209,6 +209,7 @@ attnrt_model *loadModelFolder(const char *tool, const std::string &dir,
   attnrt_load_options load = attnrt_load_default_options();
   load.inspect = inspect;
   load.weight_format = optional(options.weightFormat);
+  load.head_format = optional(options.headFormat);
   load.kv_format = optional(options.kvFormat);
   load.context = context;
   load.compiler = optional(options.compiler);

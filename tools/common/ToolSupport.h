@@ -74,10 +74,10 @@ constexpr const char *kKvFormatChoices = "f32, bf16 or f16";
 
 /// How a tool over a model folder compiles and runs it: the options every
 /// such tool takes alike, each with a value (--compiler PATH, --cache-dir
-/// DIR, --weight-format F, --kv-format F, --threads N). Empty strings and 0
-/// threads are the defaults.
+/// DIR, --weight-format F, --head-format F, --kv-format F, --threads N).
+/// Empty strings and 0 threads are the defaults.
 struct FolderOptions {
-  std::string compiler, cacheDir, weightFormat, kvFormat;
+  std::string compiler, cacheDir, weightFormat, headFormat, kvFormat;
   int64_t threads = 0;
 
   /// Whether `name` is one of the options above.

@@ -74,6 +74,8 @@ struct ModelBuildOptions {
   int64_t blockSize = 32;
   /// How the packed projection matrices are stored.
   WeightFormat weightFormat = WeightFormat::F32;
+  /// The output projection's format when it differs (planModelLayout).
+  std::optional<WeightFormat> headFormat;
   /// How the KV cache stores keys and values.
   KvFormat kvFormat = KvFormat::F32;
   /// Also build the inspection entry points (kInspectImpl, kUnembedImpl),

@@ -48,6 +48,9 @@ struct ModelCompileOptions {
   /// How the packed projection matrices are stored (the runtime converts
   /// the checkpoint's weights when it packs them).
   WeightFormat weightFormat = WeightFormat::F32;
+  /// The output projection's (and a tied token embedding's) format, when
+  /// not weightFormat: llama.cpp's --output-tensor-type.
+  std::optional<WeightFormat> headFormat;
   /// How the KV cache stores keys and values.
   KvFormat kvFormat = KvFormat::F32;
   /// Also export the inspection entry points (attn_model_inspect,
@@ -86,7 +89,8 @@ llvm::Error compileModel(const ModelConfig &config,
 void printModelSummary(const ModelConfig &config, int64_t maxSeq,
                        llvm::raw_ostream &os,
                        WeightFormat format = WeightFormat::F32,
-                       int64_t blockSize = 32, KvFormat kvFormat = KvFormat::F32);
+                       int64_t blockSize = 32, KvFormat kvFormat = KvFormat::F32,
+                       std::optional<WeightFormat> headFormat = std::nullopt);
 
 } // namespace attn
 } // namespace mlir

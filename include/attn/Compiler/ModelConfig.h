@@ -296,6 +296,8 @@ struct ModelConfig {
   /// The weight format a GGUF file's tensor types call for when none is
   /// asked for (attnrt::ggufWeightFormat); empty for a folder.
   std::string sourceWeightFormat;
+  /// Its output tensor's, when that differs (a Q4_0 file's Q6_K output).
+  std::string sourceHeadFormat;
   int64_t vocabSize = 0;
   int64_t hiddenSize = 0;
   int64_t numLayers = 0;

@@ -198,7 +198,10 @@ struct ModelLayout {
 /// The table of `config` with projections packed in blocks of `blockSize`,
 /// their matrices stored as `format` says; with a quantized format, a
 /// matrix whose input features are not a multiple of kQuantBlock is bf16
-/// (as llama.cpp keeps such tensors in a wider type). With `ranks` > 1, one
+/// (as llama.cpp keeps such tensors in a wider type). `headFormat`, when
+/// given, is the output projection's (and so a tied token embedding's)
+/// instead, as llama.cpp keeps a Q4_0 file's output in Q6_K. With
+/// `ranks` > 1, one
 /// rank's slice of an N-way tensor-parallel split (the checkpoint weights
 /// keep their whole shapes; the packed buffers hold the rank's part): q, k,
 /// v, gate and up by output features (heads, KV heads, MLP columns),
@@ -207,7 +210,8 @@ struct ModelLayout {
 /// every such weight is packed, norms and learned positions stay whole.
 ModelLayout planModelLayout(const ModelConfig &config, int64_t blockSize,
                             WeightFormat format = WeightFormat::F32,
-                            int64_t ranks = 1);
+                            int64_t ranks = 1,
+                            std::optional<WeightFormat> headFormat = std::nullopt);
 
 /// Why `config` cannot be split over `ranks` ranks (a count that does not
 /// divide the heads, the KV heads or the MLP width, a feature the split

@@ -188,6 +188,11 @@ typedef struct {
                                 points (attn-compile --inspect; part of the
                                 cache key), for attnrt_inspect and
                                 attnrt_unembed */
+  const char *head_format;   /* the output projection's (and a tied token
+                                embedding's) format when not weight_format's:
+                                NULL, "f32", "bf16", "q8_0" or "q4_0"
+                                (attn-compile --head-format); NULL for a GGUF
+                                file: what its output tensor's type calls for */
 } attnrt_load_options;
 
 /* Every field 0 / NULL. */
@@ -195,11 +200,13 @@ ATTNRT_API attnrt_load_options attnrt_load_default_options(void);
 
 /* Loads model_dir: finds its library in the cache, or compiles it there
  * (spawning `attn-compile MODEL_DIR -o TMP --quiet --max-seq N
- * [--weight-format F] [--kv-format F] [--inspect]`, no shell),
+ * [--weight-format F] [--head-format F] [--kv-format F] [--inspect]`, no
+ * shell),
  * then loads it and the folder's weights as attnrt_model_load does
  * (model.safetensors, else model.safetensors.index.json and its shards).
  * model_dir may also be a GGUF file (a name ending in ".gguf"): its metadata
- * stands for config.json (architectures llama, qwen2, qwen3), its tensors
+ * stands for config.json (architectures llama, qwen2, qwen3, qwen3moe, gpt2,
+ * gemma, gemma2, gemma3, phi3), its tensors
  * are dequantized to f32 and renamed as Hugging Face names them, and the
  * cache folder's default is the file's folder (docs/gguf.md).
  * The cache key is the bytes of config.json, the context, the host CPU
