@@ -352,6 +352,10 @@ bool CompileCache::prepare(const CompileSettings &input, std::string &error) {
     options.push_back("--weight-format");
     options.push_back(settings.weightFormat);
   }
+  // A head in the layers' format is no head format: one library, one key.
+  if (settings.headFormat ==
+      (settings.weightFormat.empty() ? "f32" : settings.weightFormat))
+    settings.headFormat.clear();
   if (!settings.headFormat.empty()) {
     options.push_back("--head-format");
     options.push_back(settings.headFormat);

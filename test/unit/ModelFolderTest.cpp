@@ -306,6 +306,10 @@ TEST_F(ModelFolderTest, AGgufFileGivesTheFoldersLogits) {
   Load q4Head = load(root.file("q4"), options);
   ASSERT_NE(q4Head.model, nullptr) << q4Head.error;
   EXPECT_NE(q4Logits, logits(q4Head.model.get(), prompt));
+  options.head_format = "q4_0"; // The weights' own: the same library.
+  Load sameHead = load(root.file("q4"), options);
+  ASSERT_NE(sameHead.model, nullptr) << sameHead.error;
+  EXPECT_EQ(attnrt_model_was_compiled(sameHead.model.get()), 0);
   options.head_format = "q5_k";
   EXPECT_EQ(load(root.file("q4"), options).error,
             "attnrt_model_load_dir: head format 'q5_k' is not one of f32, "
