@@ -755,27 +755,35 @@ bool writeGgufFromFolder(const std::string &dir, const std::string &path,
     tensors.push_back({t.name, t.shape});
     indices.push_back(i);
   }
-  return writeGguf(
-      config, tensors,
-      [&](size_t k, std::vector<float> &values, std::string &) {
-        size_t i = indices[k];
-        const attnrt::TensorInfo &t = weights.tensor(i);
-        const uint8_t *data = weights.tensorData(i);
-        values.resize(size_t(t.elements));
-        for (size_t e = 0; e < values.size(); ++e) {
-          if (t.dtype == attnrt::DType::F32) {
-            std::memcpy(&values[e], data + 4 * e, 4);
-            continue;
+  // A real folder's config.json or tokenizer files may hold a value of
+  // another type than its key's: one line naming them, not an abort.
+  try {
+    return writeGguf(
+        config, tensors,
+        [&](size_t k, std::vector<float> &values, std::string &) {
+          size_t i = indices[k];
+          const attnrt::TensorInfo &t = weights.tensor(i);
+          const uint8_t *data = weights.tensorData(i);
+          values.resize(size_t(t.elements));
+          for (size_t e = 0; e < values.size(); ++e) {
+            if (t.dtype == attnrt::DType::F32) {
+              std::memcpy(&values[e], data + 4 * e, 4);
+              continue;
+            }
+            uint16_t bits;
+            std::memcpy(&bits, data + 2 * e, 2);
+            values[e] = t.dtype == attnrt::DType::F16
+                            ? attnrt::halfToFloat(bits)
+                            : attnrt::bfloat16ToFloat(bits);
           }
-          uint16_t bits;
-          std::memcpy(&bits, data + 2 * e, 2);
-          values[e] = t.dtype == attnrt::DType::F16
-                          ? attnrt::halfToFloat(bits)
-                          : attnrt::bfloat16ToFloat(bits);
-        }
-        return true;
-      },
-      path, typeName, error, tokenizerDir);
+          return true;
+        },
+        path, typeName, error, tokenizerDir);
+  } catch (const nlohmann::json::exception &e) {
+    error = "'" + dir + "': a value in config.json or the tokenizer's files " +
+            "has the wrong type: " + e.what();
+    return false;
+  }
 }
 
 } // namespace modelgen
