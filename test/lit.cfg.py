@@ -27,6 +27,10 @@ if platform.machine() in ("x86_64", "AMD64"):
         # vpdpbusd on 8-lane vectors: AVX-512 VNNI with VL, or AVX-VNNI.
         if ("avx512_vnni" in flags and "avx512vl" in flags) or "avx_vnni" in flags:
             config.available_features.add("vnni-256")
+        # A library for Sapphire Rapids is refused on a CPU without its
+        # AVX-512 FP16 (every AMD CPU so far).
+        if "avx512_fp16" not in flags:
+            config.available_features.add("no-avx512-fp16")
     except OSError:
         pass
 
@@ -82,5 +86,5 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 tools = ["attn-opt", "attn-compile", "attn-run", "attn-make-model", "attn-ref-model",
          "attn-npy-compare", "attn-tokenize", "attn-perplexity", "attn-bench", "mlir-translate",
-         "mlir-runner", "split-file", "llvm-nm"]
+         "mlir-runner", "split-file", "llvm-nm", "llvm-objdump"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

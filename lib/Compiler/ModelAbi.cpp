@@ -99,6 +99,13 @@ std::string mlir::attn::buildManifestJson(const ModelConfig &config,
     manifest["tensor_parallel"] = options.tensorParallel;
   if (options.amxTiles)
     manifest["amx_tiles"] = true;
+  if (!options.targetCpu.empty()) {
+    llvm::json::Array features;
+    for (const std::string &feature : options.targetFeatures)
+      features.push_back(feature);
+    manifest["target"] = llvm::json::Object{{"cpu", options.targetCpu},
+                                            {"features", std::move(features)}};
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(manifest));

@@ -145,13 +145,15 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
           "products, got --vector-width " + llvm::Twine(width));
     bool native = options.emit == EmitKind::Llvm || options.emit == EmitKind::Object ||
                   options.emit == EmitKind::Library;
-    std::optional<llvm::StringRef> dot = hostInt8Dot(width);
+    std::optional<llvm::StringRef> dot = options.target.int8Dot(width);
     if (native && !dot)
       return llvm::createStringError(
-          name + " at --vector-width " +
-          llvm::Twine(width) + " needs an int8 dot product (" +
-          (width == 16 ? "AVX-512BW" : "AVX2") + "), which this CPU (" +
-          hostCpuName() + ") lacks; use --weight-format bf16 or f32");
+          name + " at --vector-width " + llvm::Twine(width) +
+          " needs an int8 dot product (" + (width == 16 ? "AVX-512BW" : "AVX2") +
+          "), which " +
+          (options.target.isHost() ? "this CPU (" + hostCpuName() + ")"
+                                   : "--target=" + options.target.spec().str()) +
+          " lacks; use --weight-format bf16 or f32");
     // IR for another machine: VNNI on AVX-512, the AVX2 sequence otherwise.
     pipeline.int8Dot = dot ? dot->str() : width == 16 ? "vpdpbusd" : "vpmaddubsw";
   }
@@ -167,6 +169,8 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   build.inspect = options.inspect;
   build.tensorParallel = options.tensorParallel;
   build.amxTiles = pipeline.amx && options.weightFormat == WeightFormat::BF16;
+  build.targetCpu = options.target.cpu().str();
+  build.targetFeatures = options.target.requiredFeatures();
   OwningOpRef<ModuleOp> module;
   {
     StageTimer timer(progress, "build attn IR");
@@ -202,7 +206,7 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
   }
 
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
-      createHostTargetMachine();
+      options.target.createTargetMachine();
   if (!machine)
     return machine.takeError();
   llvm::LLVMContext llvmContext;

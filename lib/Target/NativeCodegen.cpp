@@ -1,6 +1,7 @@
 //===- NativeCodegen.cpp - LLVM dialect to a native shared library --------===//
 
 #include "attn/Target/NativeCodegen.h"
+#include "attn/Target/CpuTarget.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -31,57 +32,20 @@ void mlir::attn::registerNativeCodegenTranslations(DialectRegistry &registry) {
 
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 mlir::attn::createHostTargetMachine() {
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
-
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return llvm::createStringError("no LLVM target for host triple '" +
-                                   triple.str() + "': " + error);
-  llvm::SubtargetFeatures features;
-  for (const auto &feature : llvm::sys::getHostCPUFeatures())
-    features.AddFeature(feature.getKey(), feature.getValue());
-  llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features.getString(), options,
-      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (!machine)
-    return llvm::createStringError("could not create a target machine for " +
-                                   triple.str());
-  return std::move(machine);
+  return CpuTarget::host().createTargetMachine();
 }
 
-int64_t mlir::attn::hostVectorWidth() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  return features.lookup("avx512f") ? 16 : 8;
-}
+int64_t mlir::attn::hostVectorWidth() { return CpuTarget::host().vectorWidth(); }
 
 std::optional<llvm::StringRef> mlir::attn::hostInt8Dot(int64_t width) {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  auto has = [&](llvm::StringRef name) { return features.lookup(name); };
-  if (width == 16 && has("avx512f") && has("avx512bw"))
-    return llvm::StringRef(has("avx512vnni") ? "vpdpbusd" : "vpmaddubsw");
-  if (width == 8 && has("avx2"))
-    return llvm::StringRef((has("avx512vnni") && has("avx512vl")) || has("avxvnni")
-                               ? "vpdpbusd"
-                               : "vpmaddubsw");
-  return std::nullopt;
+  return CpuTarget::host().int8Dot(width);
 }
 
 bool mlir::attn::hostHasInt8Dot() {
   return hostInt8Dot(hostVectorWidth()).has_value();
 }
 
-bool mlir::attn::hostHasAmxBf16() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  return features.lookup("amx-tile") && features.lookup("amx-bf16");
-}
+bool mlir::attn::hostHasAmxBf16() { return CpuTarget::host().amxBf16(); }
 
 std::string mlir::attn::hostCpuName() { return llvm::sys::getHostCPUName().str(); }
 

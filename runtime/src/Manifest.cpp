@@ -277,6 +277,28 @@ bool parseManifest(std::string_view json, Manifest &manifest,
     manifest.amxTiles = amx->get<bool>();
   }
 
+  if (const Json *target = jsonFind(root, "target")) {
+    const Json *cpu = target->is_object() ? jsonFind(*target, "cpu") : nullptr;
+    const Json *features =
+        target->is_object() ? jsonFind(*target, "features") : nullptr;
+    if (!cpu || !cpu->is_string() || !features || !features->is_array()) {
+      error = "\"target\" must be an object with a \"cpu\" string and a "
+              "\"features\" array";
+      return false;
+    }
+    manifest.targetCpu = cpu->get<std::string>();
+    for (const Json &feature : *features) {
+      std::string name = feature.is_string() ? feature.get<std::string>() : "";
+      if (!isKnownCpuFeature(name)) {
+        error = "target: CPU feature " + feature.dump() +
+                " is unknown to this runtime (a library from a newer "
+                "attn-compile?)";
+        return false;
+      }
+      manifest.targetFeatures.push_back(name);
+    }
+  }
+
   const Json *kvCache = jsonFind(root, "kv_cache");
   if (!kvCache || !kvCache->is_object()) {
     error = "\"kv_cache\" is missing or not an object";

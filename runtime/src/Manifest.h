@@ -59,6 +59,11 @@ struct Manifest {
   int64_t tensorParallel = 1;
   /// The code uses AMX tiles, whose state Linux grants a process on request.
   bool amxTiles = false;
+  /// The CPU the code was compiled for and the instruction-set features it
+  /// may use (LLVM names of model_abi.h's table); empty when the library
+  /// predates the field.
+  std::string targetCpu;
+  std::vector<std::string> targetFeatures;
   std::vector<WeightSpec> weights;
   std::vector<PackedSpec> packed;
   std::vector<std::string> namePrefixes;

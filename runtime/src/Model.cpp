@@ -161,6 +161,21 @@ static bool loadLibrary(attnrt_model &model, const char *path,
     error = where + "manifest " + message;
     return false;
   }
+  // Before any compiled code beyond the manifest runs: a library for a CPU
+  // with instructions this one lacks would die of SIGILL.
+  if (std::vector<std::string> missing =
+          missingCpuFeatures(model.manifest.targetFeatures);
+      !missing.empty()) {
+    std::string names, cpu = hostCpuBrand();
+    for (const std::string &name : missing)
+      names += (names.empty() ? "" : ", ") + name;
+    error = where + "was compiled for " + model.manifest.targetCpu +
+            " and uses " + names + ", which this CPU" +
+            (cpu.empty() ? "" : " (" + cpu + ")") +
+            " lacks; compile it here (attn-compile without --target, or "
+            "--target=x86-64-v3 for any AVX2 machine)";
+    return false;
+  }
   if (model.manifest.amxTiles && !allowAmxTiles(message)) {
     error = where + "uses AMX tiles (compiled on a CPU with amx-bf16), but " +
             message + "; recompile without them (attn-compile --no-amx)";

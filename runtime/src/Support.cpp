@@ -2,11 +2,14 @@
 
 #include "Support.h"
 
+#include "attnrt/model_abi.h"
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cerrno>
+#include <array>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -162,6 +165,102 @@ bool allowAmxTiles(std::string &reason) {
   reason = "AMX tiles are only enabled on x86-64 Linux";
   return false;
 #endif
+}
+
+namespace {
+enum CpuidRegister { EAX, EBX, ECX, EDX };
+enum OsState { NONE, AVX, AVX512, AMX };
+struct CpuFeature {
+  const char *llvmName;
+  uint32_t leaf, subleaf;
+  CpuidRegister reg;
+  int bit;
+  OsState state;
+};
+#define ATTN_FEATURE_ROW(llvmName, leaf, subleaf, reg, bit, state)             \
+  {llvmName, leaf, subleaf, reg, bit, state},
+constexpr CpuFeature kCpuFeatures[] = {ATTN_MODEL_CPU_FEATURES(ATTN_FEATURE_ROW)};
+#undef ATTN_FEATURE_ROW
+
+const CpuFeature *findCpuFeature(const std::string &name) {
+  for (const CpuFeature &feature : kCpuFeatures)
+    if (name == feature.llvmName)
+      return &feature;
+  return nullptr;
+}
+
+#if defined(__x86_64__)
+std::array<uint32_t, 4> cpuid(uint32_t leaf, uint32_t subleaf) {
+  std::array<uint32_t, 4> r{};
+  __asm__ volatile("cpuid"
+                   : "=a"(r[EAX]), "=b"(r[EBX]), "=c"(r[ECX]), "=d"(r[EDX])
+                   : "a"(leaf), "c"(subleaf));
+  return r;
+}
+
+/// Whether the OS saves the registers of `state` across context switches
+/// (XCR0), as LLVM's host detection checks before it reports a feature.
+bool osSaves(OsState state) {
+  if (state == NONE)
+    return true;
+  if (!((cpuid(1, 0)[ECX] >> 27) & 1)) // OSXSAVE
+    return false;
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  uint64_t xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
+  uint64_t need = state == AVX      ? 0x6
+                  : state == AVX512 ? 0xe6
+                                    : 0x60000; // AMX: XTILECFG, XTILEDATA
+  return (xcr0 & need) == need;
+}
+#endif
+} // namespace
+
+bool isKnownCpuFeature(const std::string &name) {
+  return findCpuFeature(name) != nullptr;
+}
+
+bool hostHasCpuFeature(const std::string &name) {
+#if defined(__x86_64__)
+  const CpuFeature *feature = findCpuFeature(name);
+  if (!feature)
+    return false;
+  uint32_t maxLeaf = cpuid(feature->leaf & 0x80000000u, 0)[EAX];
+  if (feature->leaf > maxLeaf)
+    return false;
+  if (feature->leaf == 7 && feature->subleaf > cpuid(7, 0)[EAX])
+    return false;
+  uint32_t value = cpuid(feature->leaf, feature->subleaf)[feature->reg];
+  return ((value >> feature->bit) & 1) && osSaves(feature->state);
+#else
+  return false;
+#endif
+}
+
+std::vector<std::string> missingCpuFeatures(const std::vector<std::string> &required) {
+  std::vector<std::string> missing;
+  for (const std::string &name : required)
+    if (!hostHasCpuFeature(name))
+      missing.push_back(name);
+  return missing;
+}
+
+std::string hostCpuBrand() {
+  std::string brand;
+#if defined(__x86_64__)
+  if (cpuid(0x80000000u, 0)[EAX] >= 0x80000004u)
+    for (uint32_t leaf = 0x80000002u; leaf <= 0x80000004u; ++leaf)
+      for (uint32_t word : cpuid(leaf, 0))
+        for (int byte = 0; byte < 4; ++byte)
+          if (char c = static_cast<char>(word >> (8 * byte)))
+            brand.push_back(c);
+  while (!brand.empty() && brand.back() == ' ')
+    brand.pop_back();
+  brand.erase(0, brand.find_first_not_of(' ') == std::string::npos
+                     ? brand.size()
+                     : brand.find_first_not_of(' '));
+#endif
+  return brand;
 }
 
 } // namespace attnrt

@@ -61,6 +61,21 @@ uint64_t availableMemory(const char *&source);
 /// instruction raises SIGILL). False, with why in `reason`, when refused.
 bool allowAmxTiles(std::string &reason);
 
+/// Whether `name` is an LLVM feature name of model_abi.h's
+/// ATTN_MODEL_CPU_FEATURES table.
+bool isKnownCpuFeature(const std::string &name);
+
+/// Whether this CPU has feature `name` of that table and the OS enables its
+/// registers (CPUID and XCR0, as LLVM's host detection reads them: a
+/// library compiled for the host never fails this check).
+bool hostHasCpuFeature(const std::string &name);
+
+/// The features of `required` this CPU lacks, in order.
+std::vector<std::string> missingCpuFeatures(const std::vector<std::string> &required);
+
+/// The CPU's brand string ("AMD EPYC 9B45"); "" when it has none.
+std::string hostCpuBrand();
+
 /// A heap buffer, aligned and zero-filled at allocation so its pages are
 /// faulted in once here rather than on the first token.
 class AlignedBuffer {

@@ -2,6 +2,7 @@
 
 #include "attnrt/version.h"
 #include "Half.h"
+#include "Support.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -542,6 +543,94 @@ TEST_F(LibraryTest, BadManifests) {
   EXPECT_EQ(manifestError(mockManifestWith("\"architecture\": \"mock\",",
                                            "\"architecture\": \"mock\", \"amx_tiles\": 1,")),
             where() + "manifest \"amx_tiles\" must be true or false, got 1");
+  EXPECT_EQ(manifestError(mockManifestWith("\"architecture\": \"mock\",",
+                                           "\"architecture\": \"mock\", \"target\": "
+                                           "{\"cpu\": \"znver5\"},")),
+            where() + "manifest \"target\" must be an object with a \"cpu\" string "
+                      "and a \"features\" array");
+  EXPECT_EQ(manifestError(mockManifestWith("\"architecture\": \"mock\",",
+                                           "\"architecture\": \"mock\", \"target\": "
+                                           "{\"cpu\": \"x\", \"features\": "
+                                           "[\"avx2\", \"avx9000\"]},")),
+            where() + "manifest target: CPU feature \"avx9000\" is unknown to this "
+                      "runtime (a library from a newer attn-compile?)");
+}
+
+// The runtime reads CPUID itself (the compiler's view of the host is
+// checked against it in test/e2e/model); where Linux shows a feature's flag,
+// the runtime must see the feature too.
+TEST(CpuFeatures, WhatLinuxShowsTheRuntimeSees) {
+  EXPECT_TRUE(isKnownCpuFeature("avx512bf16"));
+  EXPECT_FALSE(isKnownCpuFeature("avx512_bf16"));
+  EXPECT_FALSE(hostHasCpuFeature("avx9000"));
+  EXPECT_TRUE(hostHasCpuFeature("avx2")) << "every CPU Attn supports has AVX2";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0) {
+      flags = line.substr(line.find(':') + 1) + " ";
+      break;
+    }
+  if (flags.empty())
+    GTEST_SKIP() << "no flags in /proc/cpuinfo";
+  const std::pair<const char *, const char *> linuxNames[] = {
+      {"sse3", "pni"}, {"pclmul", "pclmulqdq"}, {"ssse3", "ssse3"}, {"fma", "fma"},
+      {"cx16", "cx16"}, {"sse4.1", "sse4_1"}, {"sse4.2", "sse4_2"}, {"movbe", "movbe"},
+      {"popcnt", "popcnt"}, {"aes", "aes"}, {"avx", "avx"}, {"f16c", "f16c"},
+      {"sahf", "lahf_lm"}, {"lzcnt", "abm"}, {"prfchw", "3dnowprefetch"},
+      {"bmi", "bmi1"}, {"avx2", "avx2"}, {"bmi2", "bmi2"}, {"avx512f", "avx512f"},
+      {"avx512dq", "avx512dq"}, {"avx512ifma", "avx512ifma"}, {"avx512cd", "avx512cd"},
+      {"avx512bw", "avx512bw"}, {"avx512vl", "avx512vl"}, {"avx512vbmi", "avx512vbmi"},
+      {"avx512vbmi2", "avx512_vbmi2"}, {"gfni", "gfni"}, {"vaes", "vaes"},
+      {"vpclmulqdq", "vpclmulqdq"}, {"avx512vnni", "avx512_vnni"},
+      {"avx512bitalg", "avx512_bitalg"}, {"avx512vpopcntdq", "avx512_vpopcntdq"},
+      {"amx-bf16", "amx_bf16"}, {"avx512fp16", "avx512_fp16"}, {"amx-tile", "amx_tile"},
+      {"amx-int8", "amx_int8"}, {"avxvnni", "avx_vnni"}, {"avx512bf16", "avx512_bf16"}};
+  int shown = 0;
+  for (const auto &[name, flag] : linuxNames) {
+    ASSERT_TRUE(isKnownCpuFeature(name)) << name;
+    if (flags.find(" " + std::string(flag) + " ") != std::string::npos) {
+      ++shown;
+      EXPECT_TRUE(hostHasCpuFeature(name)) << name << " (Linux flag " << flag << ")";
+    }
+  }
+  EXPECT_GE(shown, 12) << flags;
+}
+
+// A library records the CPU it was compiled for and the features its code
+// may use; on a CPU lacking one it is refused by name before its code runs.
+TEST_F(LibraryTest, ALibraryForAnotherCpuIsRefusedNamingWhatIsMissing) {
+  std::vector<std::string> present, absent;
+  for (const char *name : {"avx2", "fma", "avx512f", "avx512vnni", "avx512bf16",
+                           "avx512fp16", "amx-tile", "amx-int8"})
+    (hostHasCpuFeature(name) ? present : absent).push_back(name);
+  auto targetJson = [](const std::vector<std::string> &features) {
+    std::string list;
+    for (const std::string &name : features)
+      list += (list.empty() ? "\"" : ", \"") + name + "\"";
+    return "\"architecture\": \"mock\", \"target\": {\"cpu\": \"testcpu\", "
+           "\"features\": [" + list + "]},";
+  };
+  std::string error;
+  {
+    ManifestOverride manifest(mockManifestWith("\"architecture\": \"mock\",",
+                                               targetJson(present)));
+    EXPECT_TRUE(loadModel(mockLibrary(), path, error)) << error;
+  }
+  if (absent.empty())
+    GTEST_SKIP() << "this CPU has every feature the test could ask for";
+  std::vector<std::string> asked = present;
+  asked.insert(asked.end(), absent.begin(), absent.end());
+  ManifestOverride manifest(mockManifestWith("\"architecture\": \"mock\",",
+                                             targetJson(asked)));
+  std::string names;
+  for (const std::string &name : absent)
+    names += (names.empty() ? "" : ", ") + name;
+  EXPECT_FALSE(loadModel(mockLibrary(), path, error));
+  EXPECT_EQ(error, where() + "was compiled for testcpu and uses " + names +
+                       ", which this CPU (" + hostCpuBrand() +
+                       ") lacks; compile it here (attn-compile without --target, "
+                       "or --target=x86-64-v3 for any AVX2 machine)");
 }
 
 // A library whose gemms use AMX tiles loads where Linux grants the process

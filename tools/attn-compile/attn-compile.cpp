@@ -96,9 +96,17 @@ static cl::opt<int64_t> queryBlock("query-block",
                                    cl::init(64), cl::cat(category));
 static cl::opt<int64_t> kvBlock("kv-block", cl::desc("Keys per attention block"),
                                 cl::init(64), cl::cat(category));
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("The CPU the library is for, as -march names it, with feature "
+             "edits: native (default), x86-64-v3, x86-64-v4, znver4, "
+             "sapphirerapids, x86-64-v3,+avxvnni, ... The runtime refuses a "
+             "library whose instructions the host lacks"),
+    cl::value_desc("cpu[,+feature,-feature]"), cl::init("native"),
+    cl::cat(category));
 static cl::opt<int64_t> vectorWidth(
     "vector-width",
-    cl::desc("f32 lanes per vector; 0 = the host's (16 with AVX-512, else 8)"),
+    cl::desc("f32 lanes per vector; 0 = the target's (16 with AVX-512, else 8)"),
     cl::init(0), cl::cat(category));
 static cl::opt<int64_t> tileRows(
     "tile-rows",
@@ -204,9 +212,12 @@ int main(int argc, char **argv) {
     return fail("--kv-format must be f32, bf16 or f16, got '" + kvFormat + "'");
   if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
       vectorWidth != 16)
-    return fail("--vector-width must be 4, 8 or 16 (or 0 for the host's)");
+    return fail("--vector-width must be 4, 8 or 16 (or 0 for the target's)");
+  llvm::Expected<attn::CpuTarget> cpu = attn::CpuTarget::parse(target);
+  if (!cpu)
+    return fail(llvm::toString(cpu.takeError()));
   int64_t lanes =
-      vectorWidth ? static_cast<int64_t>(vectorWidth) : attn::hostVectorWidth();
+      vectorWidth ? static_cast<int64_t>(vectorWidth) : cpu->vectorWidth();
   if (summary)
     attn::printModelSummary(*config, *positions, llvm::outs(), *format, 2 * lanes,
                             *cacheFormat, outputFormat);
@@ -244,7 +255,8 @@ int main(int argc, char **argv) {
   options.pipeline.fuseNorms = !noFuseNorms;
   options.pipeline.vectorizeRows = !noVectorizeRows;
   options.pipeline.fuseRowLoops = !noFuseRowLoops;
-  options.pipeline.amx = !noAmx && lanes == 16 && attn::hostHasAmxBf16();
+  options.pipeline.amx = !noAmx && lanes == 16 && cpu->amxBf16();
+  options.target = *cpu;
   options.pipeline.attentionKernel = !noAttentionKernel;
   options.pipeline.threads = !noThreads;
   options.pipeline.fastMath = !noFastMath;

@@ -35,6 +35,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir {
 class MLIRContext;
@@ -88,6 +89,11 @@ struct ModelBuildOptions {
   /// The gemms may run on AMX tiles (attn-lower-gemm amx with bf16
   /// weights): the manifest says so, and the runtime asks Linux for them.
   bool amxTiles = false;
+  /// The CPU the code is compiled for and the features it may use
+  /// (CpuTarget::requiredFeatures), recorded in the manifest so the runtime
+  /// can refuse it on a CPU without them. Empty: not recorded.
+  std::string targetCpu;
+  std::vector<std::string> targetFeatures;
 };
 
 /// The attn-dialect module of `config` (see the file comment).

@@ -14,6 +14,7 @@
 #include "attn/Compiler/ModelConfig.h"
 #include "attn/Compiler/ModelLayout.h"
 #include "attn/Pipelines/Pipelines.h"
+#include "attn/Target/CpuTarget.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
@@ -62,6 +63,10 @@ struct ModelCompileOptions {
   /// Output path; "-" writes text forms to stdout.
   std::string output;
   AttnPipelineOptions pipeline;
+  /// The CPU the machine code is for (the int8 dot product and the
+  /// TargetMachine follow it; pipeline.vectorWidth and pipeline.amx are the
+  /// caller's, usually target.vectorWidth() and target.amxBf16()).
+  CpuTarget target = CpuTarget::host();
   /// Lets the caller apply MLIR's pass manager flags (timing, IR printing).
   llvm::function_ref<LogicalResult(PassManager &)> configurePassManager;
 };

@@ -124,6 +124,10 @@
  *   "max_seq": S,                        // positions 0 .. S-1
  *   "weight_format": "f32" | "bf16" | "q8_0" | "q4_0",  // optional, default f32:
  *                                        // how the packed buffers store weights
+ *   "target": {"cpu": "znver5",          // optional: the CPU the code was
+ *              "features": ["avx2", ...]}, // compiled for and the features of
+ *                                        // ATTN_MODEL_CPU_FEATURES it may use
+ *   "amx_tiles": true,                   // optional: the code uses AMX tiles
  *   "tensor_parallel": N,                // optional, default 1: a rank-local
  *                                        // library of an N-way split (heads,
  *                                        // KV heads, MLP columns, vocabulary);
@@ -176,6 +180,33 @@ extern "C" {
 
 /* 3: attn_model_inspect writes a mixture of experts' routing. */
 #define ATTN_MODEL_ABI_VERSION 3
+
+/* The instruction-set features a manifest's "target" may list: LLVM's name
+ * (as attn-compile --target takes it) and where CPUID reports it (leaf,
+ * subleaf, register, bit), with the register state the OS must enable
+ * (XCR0: AVX, AVX512 or AMX; NONE). The runtime refuses a library listing a
+ * feature the host lacks, or one this table does not know. */
+#define ATTN_MODEL_CPU_FEATURES(X)                                             \
+  X("sse3", 1, 0, ECX, 0, NONE) X("pclmul", 1, 0, ECX, 1, NONE)                 \
+  X("ssse3", 1, 0, ECX, 9, NONE) X("fma", 1, 0, ECX, 12, AVX)                   \
+  X("cx16", 1, 0, ECX, 13, NONE) X("sse4.1", 1, 0, ECX, 19, NONE)               \
+  X("sse4.2", 1, 0, ECX, 20, NONE) X("movbe", 1, 0, ECX, 22, NONE)              \
+  X("popcnt", 1, 0, ECX, 23, NONE) X("aes", 1, 0, ECX, 25, NONE)                \
+  X("avx", 1, 0, ECX, 28, AVX) X("f16c", 1, 0, ECX, 29, AVX)                    \
+  X("sahf", 0x80000001, 0, ECX, 0, NONE) X("lzcnt", 0x80000001, 0, ECX, 5, NONE) \
+  X("prfchw", 0x80000001, 0, ECX, 8, NONE) X("bmi", 7, 0, EBX, 3, NONE)         \
+  X("avx2", 7, 0, EBX, 5, AVX) X("bmi2", 7, 0, EBX, 8, NONE)                    \
+  X("avx512f", 7, 0, EBX, 16, AVX512) X("avx512dq", 7, 0, EBX, 17, AVX512)      \
+  X("avx512ifma", 7, 0, EBX, 21, AVX512) X("avx512cd", 7, 0, EBX, 28, AVX512)   \
+  X("avx512bw", 7, 0, EBX, 30, AVX512) X("avx512vl", 7, 0, EBX, 31, AVX512)     \
+  X("avx512vbmi", 7, 0, ECX, 1, AVX512) X("avx512vbmi2", 7, 0, ECX, 6, AVX512)  \
+  X("gfni", 7, 0, ECX, 8, NONE) X("vaes", 7, 0, ECX, 9, AVX)                    \
+  X("vpclmulqdq", 7, 0, ECX, 10, AVX) X("avx512vnni", 7, 0, ECX, 11, AVX512)    \
+  X("avx512bitalg", 7, 0, ECX, 12, AVX512)                                      \
+  X("avx512vpopcntdq", 7, 0, ECX, 14, AVX512)                                   \
+  X("amx-bf16", 7, 0, EDX, 22, AMX) X("avx512fp16", 7, 0, EDX, 23, AVX512)      \
+  X("amx-tile", 7, 0, EDX, 24, AMX) X("amx-int8", 7, 0, EDX, 25, AMX)           \
+  X("avxvnni", 7, 1, EAX, 4, AVX) X("avx512bf16", 7, 1, EAX, 5, AVX512)
 
 enum {
   ATTN_MODEL_OK = 0,

@@ -16,11 +16,14 @@
 #include "DescriptionWeights.h"
 #include "ModelReference.h"
 #include "ModelWriter.h"
+#include "Support.h"
 
 #include "attn/Compiler/ModelCompiler.h"
 #include "attn/Compiler/ModelLayout.h"
+#include "attn/Target/CpuTarget.h"
 #include "attn/Target/NativeCodegen.h"
 #include "attnrt/attnrt.h"
+#include "attnrt/model_abi.h"
 
 
 #include "llvm/Support/FileSystem.h"
@@ -1946,4 +1949,54 @@ TEST(ModelE2EKvFormats, MatchTheReferenceWithTheCacheRoundedAlike) {
       EXPECT_LT(vsF32, 5e-2);
     }
   }
+}
+
+// One description of the target decides the vector width, the int8 dot
+// product and AMX, as -march names CPUs.
+TEST(CpuTarget, NamedCpusDecideTheKernels) {
+  struct Expected {
+    const char *spec;
+    int64_t width;
+    const char *int8Dot;
+    bool amx;
+  };
+  for (const Expected &e : std::initializer_list<Expected>{
+           {"x86-64-v3", 8, "vpmaddubsw", false},
+           {"znver3", 8, "vpmaddubsw", false},
+           {"alderlake", 8, "vpdpbusd", false}, // AVX-VNNI
+           {"skylake-avx512", 16, "vpmaddubsw", false},
+           {"icelake-server", 16, "vpdpbusd", false},
+           {"znver4", 16, "vpdpbusd", false},
+           {"znver5", 16, "vpdpbusd", false},
+           {"sapphirerapids", 16, "vpdpbusd", true},
+           {"sapphirerapids,-amx-tile", 16, "vpdpbusd", false},
+           {"x86-64-v3,+avxvnni", 8, "vpdpbusd", false},
+           {"znver4,-avx512f", 8, "vpmaddubsw", false}, // its VNNI needs AVX-512
+           {"znver5,-avx512f", 8, "vpdpbusd", false}}) {  // AVX-VNNI
+    llvm::Expected<mlir::attn::CpuTarget> target = mlir::attn::CpuTarget::parse(e.spec);
+    ASSERT_TRUE(static_cast<bool>(target)) << llvm::toString(target.takeError());
+    EXPECT_EQ(target->vectorWidth(), e.width) << e.spec;
+    EXPECT_EQ(target->int8Dot(target->vectorWidth()).value_or("").str(),
+              std::string(e.int8Dot)) << e.spec;
+    EXPECT_EQ(target->amxBf16(), e.amx) << e.spec;
+    std::vector<std::string> required = target->requiredFeatures();
+    EXPECT_EQ(std::count(required.begin(), required.end(), "avx512f"), e.width == 16)
+        << e.spec;
+  }
+  llvm::Expected<mlir::attn::CpuTarget> bad = mlir::attn::CpuTarget::parse("znver9");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("unknown CPU 'znver9'"), std::string::npos);
+}
+
+// The runtime reads CPUID itself: it must see every feature of the table
+// that LLVM sees on this host, and no other, or a library compiled here
+// would be refused here (or one for a newer CPU run).
+TEST(CpuTarget, TheRuntimeSeesTheHostAsTheCompilerDoes) {
+  const mlir::attn::CpuTarget &host = mlir::attn::CpuTarget::host();
+  std::vector<std::string> required = host.requiredFeatures();
+  EXPECT_TRUE(attnrt::missingCpuFeatures(required).empty());
+#define ATTN_CHECK_FEATURE(name, leaf, subleaf, reg, bit, state)               \
+  EXPECT_EQ(attnrt::hostHasCpuFeature(name), host.has(name)) << name;
+  ATTN_MODEL_CPU_FEATURES(ATTN_CHECK_FEATURE)
+#undef ATTN_CHECK_FEATURE
 }
