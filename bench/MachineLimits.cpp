@@ -133,6 +133,26 @@ __attribute__((target("amx-tile,amx-bf16"))) double amxBf16Kernel(int64_t iterat
   return 4.0 * 16384 * static_cast<double>(iterations);
 }
 
+/// FLOPs of `iterations` rounds of 16 independent vdpbf16ps chains (16 f32
+/// lanes each += two bf16 products), the bf16 prefill kernel's instruction
+/// on Zen 4 and 5.
+__attribute__((target("avx512f,avx512bf16"))) double bf16DotKernel(int64_t iterations) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i)
+    acc[i] = _mm512_set1_ps(1.0f + i * 1e-3f);
+  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80); // 1.0
+  const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3380); // 2^-24
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < 16; ++i)
+      acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  float sink = 0;
+  for (int i = 0; i < 16; ++i)
+    sink += _mm512_reduce_add_ps(acc[i]);
+  volatile float keep = sink;
+  (void)keep;
+  return 4.0 * 16 * 16 * static_cast<double>(iterations);
+}
+
 __attribute__((target("avx2,fma"))) double fmaKernelAvx2(int64_t iterations) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i)
@@ -267,6 +287,18 @@ template <typename Fn> double parallelRate(int threads, Fn work) {
   return total / (end - start);
 }
 
+/// A compute peak: `run` once on one thread to warm up the frequency, then
+/// the best of 5 rounds on `threads` threads (on a shared machine a
+/// neighbour only ever lowers the figure, and a low peak would flatter
+/// every ratio against it).
+template <typename Fn> double bestPeak(int threads, Fn run) {
+  run(0);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep)
+    best = std::max(best, parallelRate(threads, run));
+  return best;
+}
+
 } // namespace
 
 bool hostHasAvx512() { return __builtin_cpu_supports("avx512f"); }
@@ -283,11 +315,15 @@ double measureInt8DotPeak(int threads) {
   auto run = [&](int) {
     return vnni ? int8DotKernel(iterations) : int8MaddKernelAvx2(iterations);
   };
-  run(0);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep)
-    best = std::max(best, parallelRate(threads, run));
-  return best;
+  return bestPeak(threads, run);
+}
+
+double measureBf16DotPeak(int threads) {
+  if (!__builtin_cpu_supports("avx512bf16"))
+    return 0;
+  const int64_t iterations = 40'000'000;
+  auto run = [&](int) { return bf16DotKernel(iterations); };
+  return bestPeak(threads, run);
 }
 
 double measureAmxBf16Peak(int threads) {
@@ -300,11 +336,7 @@ double measureAmxBf16Peak(int threads) {
     return 0;
   const int64_t iterations = 2'000'000;
   auto run = [&](int) { return amxBf16Kernel(iterations); };
-  run(0);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep)
-    best = std::max(best, parallelRate(threads, run));
-  return best;
+  return bestPeak(threads, run);
 #else
   return 0;
 #endif
@@ -316,13 +348,7 @@ double measureFmaPeak(int threads) {
   auto run = [&](int) {
     return avx512 ? fmaKernelAvx512(iterations) : fmaKernelAvx2(iterations);
   };
-  run(0); // warm up the frequency
-  // The best of several: on a shared machine a neighbour only ever lowers
-  // the figure, and a low peak would flatter every ratio against it.
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep)
-    best = std::max(best, parallelRate(threads, run));
-  return best;
+  return bestPeak(threads, run);
 }
 
 double measureReadBandwidth(int threads, size_t bytes) {

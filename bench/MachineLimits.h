@@ -19,6 +19,10 @@ double measureFmaPeak(int threads);
 bool hostHasAvx512Vnni();
 double measureInt8DotPeak(int threads);
 
+/// bf16 FLOP/s of independent vdpbf16ps chains on `threads` threads (2
+/// products of 2 FLOPs per f32 lane); 0 without AVX-512 BF16.
+double measureBf16DotPeak(int threads);
+
 /// bf16 FLOP/s of independent AMX tile products (tdpbf16ps) on `threads`
 /// threads, for a host with amx-tile and amx-bf16 (the caller checks);
 /// 0 when Linux does not grant the process the tiles' state.

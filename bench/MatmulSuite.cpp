@@ -150,6 +150,11 @@ void attn::bench::printMachine(const MachineFigures &machine,
     for (int t : options.threads)
       std::printf(" %.0f |", machine.int8Peak.at(t) / 1e9);
   }
+  if (machine.bf16DotPeak.at(options.threads.front()) > 0) {
+    std::printf("\n| bf16 dot peak (GFLOP/s; vdpbf16ps) |");
+    for (int t : options.threads)
+      std::printf(" %.0f |", machine.bf16DotPeak.at(t) / 1e9);
+  }
   if (machine.amxBf16Peak.count(options.threads.front()) &&
       machine.amxBf16Peak.at(options.threads.front()) > 0) {
     std::printf("\n| AMX bf16 tile peak (GFLOP/s; tdpbf16ps) |");

@@ -209,6 +209,8 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
           dir + "/libmodel-" + mlir::attn::weightFormatName(format) + ".so";
       compileOptions.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
       compileOptions.pipeline.amx = mlir::attn::hostHasAmxBf16();
+      compileOptions.pipeline.bf16Dot =
+          !compileOptions.pipeline.amx && mlir::attn::CpuTarget::host().fastBf16Dot();
       auto start = std::chrono::steady_clock::now();
       if (llvm::Error failure =
               mlir::attn::compileModel(*config, compileOptions, llvm::nulls())) {
@@ -331,11 +333,14 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
              m->batchDecode.median() / m->decode.median()});
         double prefillRate = m->prefill.median(), decodeRate = m->decode.median();
         double gbps = decodeBytes(m->format) / (kGenerated / decodeRate) / 1e9;
-        // bf16 prefill runs on AMX tiles where the host has them.
+        // bf16 prefill runs on AMX tiles where the host has them, through
+        // vdpbf16ps where that is fast (the compile options above).
         double amxPeak = machine.amxBf16Peak.count(threads) ? machine.amxBf16Peak.at(threads) : 0;
+        bool bf16 = m->format == mlir::attn::WeightFormat::BF16;
         double peak = mlir::attn::isQuantized(m->format) ? machine.int8Peak.at(threads)
-                      : m->format == mlir::attn::WeightFormat::BF16 && amxPeak > 0
-                          ? amxPeak
+                      : bf16 && amxPeak > 0                 ? amxPeak
+                      : bf16 && mlir::attn::CpuTarget::host().fastBf16Dot()
+                          ? machine.bf16DotPeak.at(threads)
                           : machine.fmaPeak.at(threads);
         std::printf("| %s | %s | %.1f | %d | %s | %.0f%% | %s | %.1f | %.0f%% |\n", preset,
                     mlir::attn::weightFormatName(m->format), m->compileSeconds, threads,

@@ -32,6 +32,7 @@ struct MachineFigures {
   std::map<int, double> fmaPeak;   // FLOP/s
   std::map<int, double> int8Peak;  // int8 multiply-add ops/s (VNNI or AVX2), 0 without
   std::map<int, double> amxBf16Peak;  // FLOP/s of AMX bf16 tiles, 0 without
+  std::map<int, double> bf16DotPeak;  // FLOP/s of vdpbf16ps, 0 without
   /// Read bytes/s: the best over the probe's sizes, the limit every ratio
   /// is against (a model whose weights fit in the last-level cache streams
   /// them from there).

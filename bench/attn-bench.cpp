@@ -126,6 +126,8 @@ int main(int argc, char **argv) {
       machine.fmaPeak[threads] = std::max(machine.fmaPeak[threads], peak);
       machine.int8Peak[threads] =
           std::max(machine.int8Peak[threads], measureInt8DotPeak(threads));
+      machine.bf16DotPeak[threads] =
+          std::max(machine.bf16DotPeak[threads], measureBf16DotPeak(threads));
       if (mlir::attn::hostHasAmxBf16())
         machine.amxBf16Peak[threads] =
             std::max(machine.amxBf16Peak[threads], measureAmxBf16Peak(threads));

@@ -71,6 +71,7 @@ void mlir::attn::buildLowerToLoopsPipeline(OpPassManager &pm,
   gemm.prefetchBytes = options.prefetchBytes;
   gemm.int8Dot = options.int8Dot;
   gemm.amx = options.amx;
+  gemm.bf16Dot = options.bf16Dot;
   pm.addPass(createLowerGemmPass(gemm));
   LowerAttentionPassOptions attention;
   attention.vectorWidth = options.vectorWidth;

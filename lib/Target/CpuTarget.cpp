@@ -126,6 +126,13 @@ std::optional<llvm::StringRef> CpuTarget::int8Dot(int64_t width) const {
 
 bool CpuTarget::amxBf16() const { return has("amx-tile") && has("amx-bf16"); }
 
+bool CpuTarget::fastBf16Dot() const {
+  // Zen 4/5 issue vdpbf16ps at the FMA rate with twice the products per
+  // instruction; Sapphire Rapids ran a pair-packed version at half the FMA
+  // rate (docs/benchmarks.md), and uses AMX there instead.
+  return has("avx512bf16") && llvm::is_contained({"znver4", "znver5"}, cpuName);
+}
+
 std::vector<std::string> CpuTarget::requiredFeatures() const {
   std::vector<std::string> required;
 #define ATTN_REQUIRE(llvmName, leaf, subleaf, reg, bit, state)                                    \

@@ -114,10 +114,15 @@ struct GemmKernel {
   /// AMX tiles for a bf16 weight: the input rows rounded to bf16 [M, K].
   bool amx = false;
   Value inputBf16;
+  /// vdpbf16ps for a bf16 weight: the input rows rounded to bf16 and read
+  /// as pairs [M, K/2] (i32); `dotPairs` while the tiles read the
+  /// interleaved blocks below.
+  bool bf16Dot = false, dotPairs = false;
+  Value inputPairs;
   /// A thread's stack buffers: each weight's block interleaved into pairs of
-  /// k rows ([K/2, 2 NR] bf16), and the tiles' sums ([weights * amxRows, NR]
-  /// f32) for the epilogue.
-  SmallVector<Value, 2> amxPairs;
+  /// k rows ([K/2, 2 NR] bf16; AMX and vdpbf16ps), and the tiles' sums
+  /// ([weights * amxRows, NR] f32) for AMX's epilogue.
+  SmallVector<Value, 2> pairs;
   Value amxSums;
   /// Rows of one AMX group: 32 (two tiles of rows), 16 with a second weight
   /// (its accumulators take the other tile registers).
@@ -211,6 +216,21 @@ void emitPrefetch(OpBuilder &b, Location loc, ArrayRef<Value> buffers,
                                    /*isDataCache=*/true);
 }
 
+/// A tile's accumulators ((chain * weights + weight) * rows + row) *
+/// vectors + j, the chains added up: (weight * rows + row) * vectors + j.
+SmallVector<Value> sumChains(OpBuilder &b, Location loc, ValueRange acc,
+                             int64_t chains) {
+  int64_t perChain = acc.size() / chains;
+  SmallVector<Value> totals;
+  for (int64_t i = 0; i < perChain; ++i) {
+    Value sum = acc[i];
+    for (int64_t c = 1; c < chains; ++c)
+      sum = arith::AddFOp::create(b, loc, sum, acc[c * perChain + i]);
+    totals.push_back(sum);
+  }
+  return totals;
+}
+
 /// The f32 products of one tile of `rows` rows (rowIndex) with output block
 /// `block` of an f32 or bf16 weight: element (w * rows + r) * vectors + j is
 /// vector j of row r with weight w.
@@ -273,16 +293,7 @@ SmallVector<Value> emitFloatProducts(OpBuilder &b, Location loc, const GemmKerne
         scf::YieldOp::create(nb, l, acc);
       });
 
-  SmallVector<Value> acc(kLoop.getResults()), totals;
-  for (int64_t w = 0; w < weights; ++w)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < vectors; ++j) {
-        Value sum = acc[accIndex(0, w, r, j)];
-        for (int64_t c = 1; c < chains; ++c)
-          sum = arith::AddFOp::create(b, loc, sum, acc[accIndex(c, w, r, j)]);
-        totals.push_back(sum);
-      }
-  return totals;
+  return sumChains(b, loc, kLoop.getResults(), chains);
 }
 
 Value callIntrinsic(OpBuilder &b, Location loc, Type type, StringRef name,
@@ -583,6 +594,63 @@ void emitEpilogue(OpBuilder &b, Location loc, const GemmKernel &g,
   }
 }
 
+/// vdpbf16ps (AVX-512 BF16): each f32 lane of `acc` plus the two products of
+/// its pair of bf16 in `a` and in `b`.
+Value dotBf16(OpBuilder &b, Location loc, Value acc, Value a, Value pairsOfB) {
+  return callIntrinsic(b, loc, acc.getType(), "llvm.x86.avx512bf16.dpbf16ps.512",
+                       ValueRange{acc, a, pairsOfB});
+}
+
+/// The f32 products of one tile through vdpbf16ps, indexed as
+/// emitFloatProducts': the k loop runs over pairs of k, each row's pair
+/// (g.inputPairs) broadcast against 16 pairs of the interleaved weight
+/// block (g.pairs).
+SmallVector<Value> emitBf16DotProducts(OpBuilder &b, Location loc, const GemmKernel &g,
+                                       ArrayRef<Value> rowIndex, int64_t rows) {
+  const int64_t vectors = g.vectorsPerBlock;
+  const int64_t weights = g.pairs.size();
+  const int64_t pairCount = g.k / 2;
+  const int64_t unroll = pairCount % g.kUnroll == 0 ? g.kUnroll : 1;
+  const int64_t chains = rows == 1 ? unroll : 1;
+  auto accIndex = [&](int64_t chain, int64_t weight, int64_t row, int64_t j) {
+    return ((chain * weights + weight) * rows + row) * vectors + j;
+  };
+  SmallVector<Value> zeros(chains * weights * rows * vectors,
+                           splat(b, loc, g.vectorType, 0.0));
+  auto pairType = VectorType::get({2 * g.width}, b.getBF16Type());
+  auto laneType = VectorType::get({g.width}, b.getI32Type());
+  auto kLoop = scf::ForOp::create(
+      b, loc, indexConstant(b, loc, 0), indexConstant(b, loc, pairCount),
+      indexConstant(b, loc, unroll), zeros,
+      [&](OpBuilder &nb, Location l, Value k, ValueRange carried) {
+        SmallVector<Value> acc(carried);
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value kk = u == 0 ? k
+                            : arith::AddIOp::create(nb, l, k, indexConstant(nb, l, u));
+          int64_t chain = chains == 1 ? 0 : u;
+          SmallVector<Value> bPairs[2];
+          for (int64_t w = 0; w < weights; ++w)
+            for (int64_t j = 0; j < vectors; ++j)
+              bPairs[w].push_back(vector::LoadOp::create(
+                  nb, l, pairType, g.pairs[w],
+                  ValueRange{kk, indexConstant(nb, l, 2 * j * g.width)}));
+          for (int64_t r = 0; r < rows; ++r) {
+            Value pair = memref::LoadOp::create(nb, l, g.inputPairs,
+                                                ValueRange{rowIndex[r], kk});
+            Value a = vector::BitCastOp::create(
+                nb, l, pairType, vector::BroadcastOp::create(nb, l, laneType, pair));
+            for (int64_t w = 0; w < weights; ++w)
+              for (int64_t j = 0; j < vectors; ++j) {
+                Value &slot = acc[accIndex(chain, w, r, j)];
+                slot = dotBf16(nb, l, slot, a, bPairs[w][j]);
+              }
+          }
+        }
+        scf::YieldOp::create(nb, l, acc);
+      });
+  return sumChains(b, loc, kLoop.getResults(), chains);
+}
+
 /// One register tile: `rows` rows from `row0` of output block `block`.
 void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
               Value block, int64_t rows, ArrayRef<int64_t> validLanes) {
@@ -592,8 +660,9 @@ void emitTile(OpBuilder &b, Location loc, const GemmKernel &g, Value row0,
                               : arith::AddIOp::create(b, loc, row0,
                                                       indexConstant(b, loc, r)));
   SmallVector<Value> totals =
-      isQuantized(g.format) ? emitQuantizedProducts(b, loc, g, rowIndex, block, rows)
-                            : emitFloatProducts(b, loc, g, rowIndex, block, rows);
+      g.dotPairs            ? emitBf16DotProducts(b, loc, g, rowIndex, rows)
+      : isQuantized(g.format) ? emitQuantizedProducts(b, loc, g, rowIndex, block, rows)
+                              : emitFloatProducts(b, loc, g, rowIndex, block, rows);
   emitEpilogue(b, loc, g, rowIndex, block, validLanes,
                [&](int64_t w, int64_t r, int64_t j) {
                  return totals[(w * rows + r) * g.vectorsPerBlock + j];
@@ -704,6 +773,8 @@ void emitTiles(OpBuilder &b, Location loc, const GemmKernel &g, int64_t tileRows
 constexpr int64_t kWidenRows = 16;
 /// The largest widened block ([K, NR] f32 on a thread's stack, in L2).
 constexpr int64_t kWidenBytes = 256 * 1024;
+/// Rows of a chunk from which vdpbf16ps's interleaved copy of a block pays.
+constexpr int64_t kDotRows = 8;
 
 /// Every tile of rows [rowBegin, rowEnd) for output block `block`. With
 /// 8-lane vectors a bf16 weight meets a chunk of kWidenRows or more rows
@@ -724,18 +795,42 @@ void emitBlock(OpBuilder &b, Location loc, const GemmKernel &g, int64_t tileRows
     Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, groups,
                                       indexConstant(b, loc, 0));
     scf::IfOp::create(b, loc, any, [&](OpBuilder &tb, Location tl) {
-      emitPairRows(tb, tl, g, g.weight, block, g.amxPairs[0]);
+      emitPairRows(tb, tl, g, g.weight, block, g.pairs[0]);
       if (g.weight2)
-        emitPairRows(tb, tl, g, g.weight2, block, g.amxPairs[1]);
+        emitPairRows(tb, tl, g, g.weight2, block, g.pairs[1]);
       scf::ForOp::create(tb, tl, rowBegin, amxEnd, groupRows, ValueRange{},
                          [&](OpBuilder &nb, Location l, Value row, ValueRange) {
-                           emitAmxGroup(nb, l, g, row, block, g.amxPairs, g.amxSums,
+                           emitAmxGroup(nb, l, g, row, block, g.pairs, g.amxSums,
                                         validLanes);
                            scf::YieldOp::create(nb, l);
                          });
       scf::YieldOp::create(tb, tl);
     });
     emitTiles(b, loc, g, tileRows, amxEnd, rowEnd, block, validLanes);
+    return;
+  }
+  if (g.bf16Dot) {
+    // Each block interleaved once per chunk for vdpbf16ps where the chunk
+    // has rows enough to repay the copy; the widening kernel otherwise.
+    Value count = arith::SubIOp::create(b, loc, rowEnd, rowBegin);
+    Value many = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, count,
+                                       indexConstant(b, loc, kDotRows));
+    scf::IfOp::create(
+        b, loc, many,
+        [&](OpBuilder &tb, Location tl) {
+          GemmKernel dot = g;
+          dot.dotPairs = true;
+          dot.prefetchRows = 0;
+          emitPairRows(tb, tl, g, g.weight, block, g.pairs[0]);
+          if (g.weight2)
+            emitPairRows(tb, tl, g, g.weight2, block, g.pairs[1]);
+          emitTiles(tb, tl, dot, tileRows, rowBegin, rowEnd, block, validLanes);
+          scf::YieldOp::create(tb, tl);
+        },
+        [&](OpBuilder &eb, Location el) {
+          emitTiles(eb, el, g, tileRows, rowBegin, rowEnd, block, validLanes);
+          scf::YieldOp::create(eb, el);
+        });
     return;
   }
   int64_t staticRows = cast<MemRefType>(g.output.getType()).getDimSize(0);
@@ -1026,12 +1121,17 @@ LogicalResult emitQuantizedInput(OpBuilder &b, Location loc, GemmKernel &g,
   return success();
 }
 
-/// Rounds the input rows to bf16 ([M, K], round to nearest even) for the
-/// AMX tiles, a prefill's rows on every thread.
-void emitBf16Input(OpBuilder &b, Location loc, GemmKernel &g, Value rows) {
-  g.inputBf16 = memref::AllocOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic, g.k}, b.getBF16Type()),
+/// Rounds the input rows to bf16 (round to nearest even), a prefill's rows
+/// on every thread: [M, K] bf16 for the AMX tiles, or with `asPairs` [M,
+/// K/2] i32 for vdpbf16ps's broadcasts.
+void emitBf16Input(OpBuilder &b, Location loc, GemmKernel &g, Value rows,
+                   bool asPairs = false) {
+  Value rounded = memref::AllocOp::create(
+      b, loc,
+      asPairs ? MemRefType::get({ShapedType::kDynamic, g.k / 2}, b.getI32Type())
+              : MemRefType::get({ShapedType::kDynamic, g.k}, b.getBF16Type()),
       ValueRange{rows});
+  (asPairs ? g.inputPairs : g.inputBf16) = rounded;
   Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
   auto halfType = VectorType::get({g.width}, b.getBF16Type());
   scf::ParallelOp::create(
@@ -1042,8 +1142,13 @@ void emitBf16Input(OpBuilder &b, Location loc, GemmKernel &g, Value rows) {
             ValueRange{}, [&](OpBuilder &nb, Location l, Value k, ValueRange) {
               Value x = vector::LoadOp::create(nb, l, g.vectorType, g.input,
                                                ValueRange{ivs[0], k});
-              vector::StoreOp::create(nb, l, arith::TruncFOp::create(nb, l, halfType, x),
-                                      g.inputBf16, ValueRange{ivs[0], k});
+              Value half = arith::TruncFOp::create(nb, l, halfType, x);
+              if (asPairs) {
+                half = vector::BitCastOp::create(
+                    nb, l, VectorType::get({g.width / 2}, nb.getI32Type()), half);
+                k = arith::DivUIOp::create(nb, l, k, indexConstant(nb, l, 2));
+              }
+              vector::StoreOp::create(nb, l, half, rounded, ValueRange{ivs[0], k});
               scf::YieldOp::create(nb, l);
             });
       });
@@ -1057,7 +1162,7 @@ constexpr int64_t kPairBytes = 1024 * 1024;
 struct GemmOptions {
   int64_t width, tileRows, kUnroll, l2Budget, prefetchBytes;
   Int8Dot dot;
-  bool amx;
+  bool amx, bf16Dot;
 };
 
 LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
@@ -1155,12 +1260,19 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
           g.k * g.blockSize * 2 <= kPairBytes &&
           ShapedType::isDynamic(cast<MemRefType>(g.output.getType()).getDimSize(0)) &&
           inputType.isLastDimUnitStride();
+  // vdpbf16ps where AMX is not, on the same terms but whole vectors of k.
+  g.bf16Dot = options.bf16Dot && !g.amx && g.format == PackedFormat::BF16 &&
+              width == 16 && g.k % width == 0 && g.k * g.blockSize * 2 <= kPairBytes &&
+              ShapedType::isDynamic(cast<MemRefType>(g.output.getType()).getDimSize(0)) &&
+              inputType.isLastDimUnitStride();
   // The float kernels read the input as it is: normalized first. (With AMX
-  // too: a chunk's rows left over from the tiles take the f32 kernel.)
+  // and vdpbf16ps too: rows they leave to the f32 kernel read it.)
   if (g.normGamma && !quantized)
     emitNormalizedInput(rewriter, loc, g, rows);
   if (g.amx)
     emitBf16Input(rewriter, loc, g, rows);
+  if (g.bf16Dot)
+    emitBf16Input(rewriter, loc, g, rows, /*asPairs=*/true);
 
   // Lanes below N in each vector of a full block and of the last block.
   SmallVector<int64_t> full(g.vectorsPerBlock, width), last;
@@ -1178,6 +1290,9 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
   if (g.amx)
     chunkRows = std::max<int64_t>(g.amxRows(),
                                   l2Budget / (g.k * 2) / g.amxRows() * g.amxRows());
+  // vdpbf16ps: bf16 rows too, in whole tiles.
+  if (g.bf16Dot)
+    chunkRows = std::max<int64_t>(tileRows, l2Budget / (g.k * 2) / tileRows * tileRows);
   scf::ForOp::create(
       rewriter, loc, zero, rows, indexConstant(rewriter, loc, chunkRows),
       ValueRange{}, [&](OpBuilder &b, Location l, Value chunk, ValueRange) {
@@ -1192,15 +1307,17 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
               // Fixed-size buffers first in the body: one per thread
               // (ParallelToOpenMP), not one per block.
               GemmKernel local = g;
-              if (g.amx) {
+              if (g.amx || g.bf16Dot) {
                 auto pairsType =
                     MemRefType::get({g.k / 2, 2 * g.blockSize}, pb.getBF16Type());
                 for (Value weight : {g.weight, g.weight2})
                   if (weight)
-                    local.amxPairs.push_back(memref::AllocaOp::create(pb, pl, pairsType));
+                    local.pairs.push_back(memref::AllocaOp::create(pb, pl, pairsType));
+              }
+              if (g.amx) {
                 local.amxSums = memref::AllocaOp::create(
                     pb, pl,
-                    MemRefType::get({static_cast<int64_t>(local.amxPairs.size()) *
+                    MemRefType::get({static_cast<int64_t>(local.pairs.size()) *
                                          g.amxRows(),
                                      g.blockSize},
                                     pb.getF32Type()));
@@ -1228,7 +1345,8 @@ LogicalResult lowerGemm(RewriterBase &rewriter, GemmOp op,
         blocks->setAttr(kContiguousScheduleAttr, b.getUnitAttr());
         scf::YieldOp::create(b, l);
       });
-  for (Value buffer : {g.quads, g.scales, g.corrections, g.inputBf16, g.normalizedInput})
+  for (Value buffer :
+       {g.quads, g.scales, g.corrections, g.inputBf16, g.inputPairs, g.normalizedInput})
     if (buffer)
       memref::DeallocOp::create(rewriter, loc, buffer);
   rewriter.eraseOp(op);
@@ -1258,7 +1376,8 @@ struct LowerGemmPass
           << int8Dot.getValue() << "'";
       return signalPassFailure();
     }
-    GemmOptions options{vectorWidth, tileRows, kUnroll, l2Budget, prefetchBytes, *dot, amx};
+    GemmOptions options{vectorWidth, tileRows, kUnroll, l2Budget, prefetchBytes,
+                        *dot,        amx,      bf16Dot};
     SmallVector<GemmOp> gemms;
     getOperation()->walk([&](GemmOp op) { gemms.push_back(op); });
     IRRewriter rewriter(&getContext());

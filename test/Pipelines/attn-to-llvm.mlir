@@ -1,14 +1,20 @@
 // What each stage of attn-to-llvm leaves behind, on a LLaMA-style block.
 // RUN: attn-opt %s --attn-pipeline-linalg | FileCheck %s --check-prefix=LINALG
 // RUN: attn-opt %s --attn-pipeline-linalg --attn-pipeline-bufferize | FileCheck %s --check-prefix=BUFFERS
-// RUN: attn-opt %s --attn-pipeline-linalg --attn-pipeline-bufferize --attn-pipeline-loops | FileCheck %s --check-prefix=LOOPS
+// RUN: attn-opt %s --attn-pipeline-linalg --attn-pipeline-bufferize --attn-pipeline-loops | FileCheck %s --check-prefix=LOOPS --implicit-check-not=linalg. --implicit-check-not=attn.
 // RUN: attn-opt %s --attn-to-llvm | FileCheck %s --check-prefix=LLVM
 // RUN: attn-opt %s --attn-to-llvm | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=IR
 
-// Stage 1: no attn op is left; the block is linalg on tensors.
+// Stage 1: the block is linalg on tensors, but for the attention, which
+// stays an attn.flash_attention for its own kernel (attn-lower-attention,
+// stage 3). No other attn op is left, before or after it.
 // LINALG-LABEL: func.func @block
-// LINALG-NOT: attn.
+// LINALG-NOT: attn.{{(rms_norm|linear|rope|kv_cache|attention |residual_add)}}
 // LINALG: linalg.matmul
+// LINALG-NOT: attn.{{(rms_norm|linear|rope|kv_cache|attention |residual_add)}}
+// LINALG: attn.flash_attention
+// LINALG-NOT: attn.{{(rms_norm|linear|rope|kv_cache|attention |residual_add)}}
+// LINALG: return
 
 // Stage 2: memrefs only. The cache is written in place through its argument,
 // the result is an out-parameter, and no copy calls into the MLIR runtime.
@@ -19,9 +25,8 @@
 // BUFFERS: memref.subview %[[KC]]
 // BUFFERS: return
 
-// Stage 3: loops, no linalg.
+// Stage 3: loops, no linalg and no attn op anywhere (--implicit-check-not).
 // LOOPS-LABEL: func.func @block
-// LOOPS-NOT: linalg.
 // LOOPS: scf.for
 
 // Stage 4: only the LLVM dialect.

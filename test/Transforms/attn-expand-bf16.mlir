@@ -15,6 +15,8 @@
 // CHECK: arith.select %[[NAN]]
 // CHECK-NOT: arith.extf
 // CHECK: arith.shli %{{.*}} : vector<8xi32>
+// CHECK-NOT: arith.{{truncf|extf}}
+// CHECK: return
 // NUMBERS: 1
 // NUMBERS-NEXT: 1.01562
 // NUMBERS-NEXT: 1.00781

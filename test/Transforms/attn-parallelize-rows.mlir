@@ -49,6 +49,8 @@ func.func @row_sums(%x: memref<?x768xf32>, %s: memref<?xf32>) {
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: scf.parallel (%{{.*}}) = (%c0) to (%dim)
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+// CHECK-NOT: scf.parallel (%{{.*}}) = (%c0) to (%dim)
+// CHECK: return
 func.func @left_alone(%x: memref<?x64xf32>, %s: memref<64xf32>, %n: index) {
   linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
       ins(%x : memref<?x64xf32>) outs(%s : memref<64xf32>) {

@@ -157,6 +157,8 @@ func.func @contraction(%x: memref<1x64xf32>, %w: memref<64x192xf32>, %y: memref<
 // CHECK:   %[[P:.*]] = arith.mulf %[[X]], %[[W]] : vector<64xf32>
 // CHECK:   vector.reduction <add>, %[[P]], %{{.*}} fastmath<reassoc> : vector<64xf32> into f32
 // CHECK:   vector.store
+// CHECK-NOT: linalg.
+// CHECK: return
 func.func @router(%x: memref<1x64xf32>, %w: memref<8x64xf32>, %y: memref<1x8xf32>) {
   linalg.matmul indexing_maps = [#x, #w, #y]
       ins(%x, %w : memref<1x64xf32>, memref<8x64xf32>) outs(%y : memref<1x8xf32>)

@@ -136,6 +136,11 @@ static cl::opt<bool> noAmx(
     cl::desc("bf16 prefill through AVX-512 FMAs even where the CPU has AMX "
              "tiles, for comparisons or a process that may not use them"),
     cl::cat(category));
+static cl::opt<bool> noBf16Dot(
+    "no-bf16-dot",
+    cl::desc("bf16 prefill through AVX-512 FMAs even where vdpbf16ps is "
+             "faster (Zen 4, Zen 5), for comparisons"),
+    cl::cat(category));
 static cl::opt<bool> noFuseRowLoops(
     "no-fuse-row-loops",
     cl::desc("One thread-team loop per op over a prefill's rows instead of "
@@ -256,6 +261,8 @@ int main(int argc, char **argv) {
   options.pipeline.vectorizeRows = !noVectorizeRows;
   options.pipeline.fuseRowLoops = !noFuseRowLoops;
   options.pipeline.amx = !noAmx && lanes == 16 && cpu->amxBf16();
+  options.pipeline.bf16Dot =
+      !noBf16Dot && lanes == 16 && !options.pipeline.amx && cpu->fastBf16Dot();
   options.target = *cpu;
   options.pipeline.attentionKernel = !noAttentionKernel;
   options.pipeline.threads = !noThreads;

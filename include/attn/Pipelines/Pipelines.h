@@ -51,6 +51,11 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
       llvm::cl::desc("bf16 prefill gemms through AMX tiles (Sapphire Rapids "
                      "and later; the runtime asks Linux for them)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> bf16Dot{
+      *this, "bf16-dot",
+      llvm::cl::desc("bf16 prefill gemms through vdpbf16ps (AVX-512 BF16; "
+                     "where it runs at twice the FMA rate: Zen 4, Zen 5)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> fusion{
       *this, "fusion",
       llvm::cl::desc("Fuse elementwise ops into projection epilogues"),

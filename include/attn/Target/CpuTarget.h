@@ -55,6 +55,9 @@ public:
   std::optional<llvm::StringRef> int8Dot(int64_t width) const;
   /// AMX tiles with bf16 products.
   bool amxBf16() const;
+  /// AVX-512 BF16's vdpbf16ps, on a CPU that runs it faster than the f32
+  /// FMAs it replaces (a tuning fact by CPU name: Zen 4 and Zen 5).
+  bool fastBf16Dot() const;
 
   /// The features of model_abi.h's ATTN_MODEL_CPU_FEATURES table this
   /// target has, in the table's order: what the manifest records and the

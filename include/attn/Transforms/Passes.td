@@ -133,6 +133,16 @@ def LowerGemmPass : Pass<"attn-lower-gemm"> {
     must be allowed to use the tiles (Linux: arch_prctl
     ARCH_REQ_XCOMP_PERM), which the runtime asks for when the manifest says
     the library needs it.
+
+    With `bf16-dot` (and without AMX), a bf16 weight meets a prefill's rows
+    through AVX-512 BF16's `vdpbf16ps` (Zen 4 and 5 run it at twice the
+    FMA rate; Sapphire Rapids at half, where AMX serves instead): the input
+    rows are rounded to bf16 once per gemm and stored as pairs (i32), each
+    weight block is interleaved into pairs of k rows once per chunk of
+    rows as for AMX, and the register tiles multiply a broadcast pair of a
+    row by 16 pairs of the weight into f32 lanes. The products of bf16
+    values are exact in f32; the instruction flushes denormals. Decode's
+    one row and chunks of fewer than 8 rows keep the widening kernel.
   }];
   let dependentDialects = [
     "::mlir::amx::AMXDialect",
@@ -159,6 +169,8 @@ def LowerGemmPass : Pass<"attn-lower-gemm"> {
            "vpmaddubsw (AVX2, AVX-512BW)">,
     Option<"amx", "amx", "bool", /*default=*/"false",
            "bf16 prefill through AMX tiles (needs amx-tile and amx-bf16)">,
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "bf16 prefill through vdpbf16ps (needs avx512bf16; 16 lanes)">,
   ];
 }
 

@@ -20,6 +20,7 @@
 // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[CHOSEN]] : tensor<?x2xf32>)
 // CHECK: %[[W:.*]] = linalg.generic {{.*}} ins(%[[CHOSEN]], %[[SUM]] : tensor<?x2xf32>, tensor<?xf32>)
 // CHECK:   arith.divf
+// CHECK-NOT: attn.
 // CHECK: return %[[W]], %[[IDS]]
 func.func @router(%x: tensor<?x64xf32>, %r: tensor<8x64xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
   %w, %e = attn.moe_router %x, %r top_k(2) softmax_top_k normalize : tensor<?x64xf32>, tensor<8x64xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
@@ -59,6 +60,7 @@ func.func @router_top_k_first(%x: tensor<?x64xf32>, %r: tensor<32x64xf32>, %b: t
 // CHECK:   tensor.extract %[[D]]
 // The weighted sum over the slots (t, d, j).
 // CHECK: %[[Y:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[W]], %[[OUT]], %[[E]] : {{.*}}) outs({{.*}} : tensor<?x64xf32>)
+// CHECK-NOT: attn.
 // CHECK: return %[[Y]]
 func.func @experts(%x: tensor<?x64xf32>, %w: tensor<?x2xf32>, %e: tensor<?x2xi32>, %g: tensor<8x96x64xf32>, %u: tensor<8x96x64xf32>, %d: tensor<8x64x96xf32>) -> tensor<?x64xf32> {
   %y = attn.moe_experts %x, %w, %e, %g, %u, %d swiglu : tensor<?x64xf32>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x96x64xf32>, tensor<8x96x64xf32>, tensor<8x64x96xf32> -> tensor<?x64xf32>

@@ -85,6 +85,8 @@ func.func @geglu_and_relu(%x: tensor<?x64xf32>, %wg: tensor<6x64x32xf32>, %wu: t
 // CHECK: attn.gelu
 // CHECK: attn.silu
 // CHECK: attn.swiglu
+// CHECK-NOT: attn.gemm
+// CHECK: return
 func.func @not_fused(%x: tensor<4x64xf32>, %y: tensor<4x64xf32>, %w: tensor<2x64x32xf32>,
                      %plain: tensor<64x64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xf32>) {
   %a = attn.linear %x, %w layout(packed) : tensor<4x64xf32>, tensor<2x64x32xf32> -> tensor<4x64xf32>

@@ -106,14 +106,17 @@ using ConfigEdit = std::function<void(mlir::attn::ModelConfig &)>;
 /// reads it, then `edit`ed) and loads it with the runtime. With
 /// `viaDescription` the config goes through its model description file
 /// first (describeModel, then parseModelConfig), as a user's edited copy of
-/// `attn-compile --emit=description` would. `amx`: bf16 prefill on AMX
-/// tiles (attn-compile's default where the CPU has them; off here, so the
-/// other tests see the kernels that widen bf16 exactly).
+/// `attn-compile --emit=description` would. `bf16Prefill`: bf16 prefill on
+/// AMX tiles or through vdpbf16ps (attn-compile's default where the CPU has
+/// them; widened here unless asked, so the other tests see the kernels that
+/// widen bf16 exactly).
+enum class Bf16Prefill { Widen, Amx, Dot };
+
 bool compileAndLoad(CompiledModel &compiled, int64_t maxSeq,
                     const ConfigEdit &edit, bool viaDescription = false,
                     mlir::attn::WeightFormat format = mlir::attn::WeightFormat::F32,
                     mlir::attn::KvFormat kvFormat = mlir::attn::KvFormat::F32,
-                    bool inspect = false, bool amx = false) {
+                    bool inspect = false, Bf16Prefill bf16Prefill = Bf16Prefill::Widen) {
   const std::string &dir = compiled.dir.path;
   llvm::Expected<mlir::attn::ModelConfig> config =
       mlir::attn::loadModelConfig(dir);
@@ -140,7 +143,8 @@ bool compileAndLoad(CompiledModel &compiled, int64_t maxSeq,
   options.inspect = inspect;
   options.output = dir + "/libmodel.so";
   options.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
-  options.pipeline.amx = amx;
+  options.pipeline.amx = bf16Prefill == Bf16Prefill::Amx;
+  options.pipeline.bf16Dot = bf16Prefill == Bf16Prefill::Dot;
   if (llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls())) {
     ADD_FAILURE() << "compiling: " << llvm::toString(std::move(err));
     return false;
@@ -162,7 +166,7 @@ std::unique_ptr<CompiledModel> prepare(
     bool viaDescription = false,
     mlir::attn::WeightFormat format = mlir::attn::WeightFormat::F32,
     mlir::attn::KvFormat kvFormat = mlir::attn::KvFormat::F32, bool inspect = false,
-    bool amx = false) {
+    Bf16Prefill bf16Prefill = Bf16Prefill::Widen) {
   auto compiled = std::make_unique<CompiledModel>();
   std::string error;
   if (!modelgen::writeModel(spec, compiled->dir.path, error)) {
@@ -170,7 +174,7 @@ std::unique_ptr<CompiledModel> prepare(
     return nullptr;
   }
   if (!compileAndLoad(*compiled, maxSeq, edit, viaDescription, format, kvFormat, inspect,
-                      amx))
+                      bf16Prefill))
     return nullptr;
   std::unique_ptr<ref::ModelReference> reference =
       ref::ModelReference::load(compiled->dir.path, error);
@@ -1687,9 +1691,11 @@ TEST(ModelE2EWeightFormats, Bf16AmxPrefillRoundsOnlyTheInputs) {
     using mlir::attn::KvFormat;
     using mlir::attn::WeightFormat;
     std::unique_ptr<CompiledModel> amx =
-        prepare(spec, 0, nullptr, false, WeightFormat::BF16, KvFormat::F32, false, true);
+        prepare(spec, 0, nullptr, false, WeightFormat::BF16, KvFormat::F32, false,
+                Bf16Prefill::Amx);
     std::unique_ptr<CompiledModel> widened =
-        prepare(spec, 0, nullptr, false, WeightFormat::BF16, KvFormat::F32, false, false);
+        prepare(spec, 0, nullptr, false, WeightFormat::BF16, KvFormat::F32, false,
+                Bf16Prefill::Widen);
     ASSERT_TRUE(amx && widened);
     std::vector<int32_t> prompt = promptTokens(40, amx->vocab);
     std::vector<float> tiles, exact;
@@ -1705,6 +1711,41 @@ TEST(ModelE2EWeightFormats, Bf16AmxPrefillRoundsOnlyTheInputs) {
     EXPECT_GT(relative, 1e-6) << "no row ran on the AMX tiles";
     EXPECT_GT(roundPackedSources(*amx, WeightFormat::BF16), 0);
     checkGeneration(*amx, prompt, 4, false, /*looseTolerance=*/5e-2);
+  }
+}
+
+// On Zen 4 and 5, bf16 prefill runs vdpbf16ps: the input rows are rounded
+// to bf16 as for AMX (chunks of 8 rows or more; a 40-token prompt is one),
+// so the logits stay within a stated distance of the kernel that widens
+// bf16 exactly, from which they must differ; decode's rows widen.
+TEST(ModelE2EWeightFormats, Bf16DotPrefillRoundsOnlyTheInputs) {
+  if (!mlir::attn::CpuTarget::host().has("avx512bf16") ||
+      mlir::attn::hostVectorWidth() != 16)
+    GTEST_SKIP() << "this CPU (" << mlir::attn::hostCpuName() << ") has no AVX-512 BF16";
+  for (const char *name : {"tiny-llama"}) { // the other kernels: PackedGemmBf16Dot
+    SCOPED_TRACE(name);
+    modelgen::ModelSpec spec = preset(name);
+    spec.sharp = true;
+    using mlir::attn::KvFormat;
+    using mlir::attn::WeightFormat;
+    std::unique_ptr<CompiledModel> dot = prepare(spec, 0, nullptr, false, WeightFormat::BF16,
+                                                 KvFormat::F32, false, Bf16Prefill::Dot);
+    std::unique_ptr<CompiledModel> widened = prepare(
+        spec, 0, nullptr, false, WeightFormat::BF16, KvFormat::F32, false, Bf16Prefill::Widen);
+    ASSERT_TRUE(dot && widened);
+    std::vector<int32_t> prompt = promptTokens(40, dot->vocab);
+    std::vector<float> paired, exact;
+    prefillRows(*dot, prompt, paired);
+    prefillRows(*widened, prompt, exact);
+    if (::testing::Test::HasFatalFailure())
+      return;
+    double relative = relativeToMax(paired, exact);
+    printf("%s: vdpbf16ps vs widened bf16, max |error| / max |logit| = %.3g\n", name,
+           relative);
+    EXPECT_LT(relative, 3e-2);
+    EXPECT_GT(relative, 1e-6) << "no row ran through vdpbf16ps";
+    EXPECT_GT(roundPackedSources(*dot, WeightFormat::BF16), 0);
+    checkGeneration(*dot, prompt, 4, false, /*looseTolerance=*/5e-2);
   }
 }
 
