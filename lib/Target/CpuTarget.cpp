@@ -65,7 +65,15 @@ llvm::Expected<CpuTarget> CpuTarget::parse(llvm::StringRef spec) {
           "x86-64-v3,+avxvnni)");
     edits.AddFeature(edit.drop_front(), edit[0] == '+');
   }
-  return parse(spec, parts.front().trim(), edits.getString());
+  llvm::StringRef cpu = parts.front().trim();
+  if (cpu == "native") {
+    // The host with edits: its features first, so that an edit wins.
+    std::string features = host().features;
+    if (!edits.getString().empty())
+      features += "," + edits.getString();
+    return parse(spec, host().cpuName, features);
+  }
+  return parse(spec, cpu, edits.getString());
 }
 
 llvm::Expected<CpuTarget> CpuTarget::parse(llvm::StringRef spec,

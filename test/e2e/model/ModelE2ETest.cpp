@@ -2013,7 +2013,8 @@ TEST(CpuTarget, NamedCpusDecideTheKernels) {
            {"sapphirerapids,-amx-tile", 16, "vpdpbusd", false},
            {"x86-64-v3,+avxvnni", 8, "vpdpbusd", false},
            {"znver4,-avx512f", 8, "vpmaddubsw", false}, // its VNNI needs AVX-512
-           {"znver5,-avx512f", 8, "vpdpbusd", false}}) {  // AVX-VNNI
+           {"znver5,-avx512f", 8, "vpdpbusd", false},  // AVX-VNNI
+           {"native,-avx512f,-avxvnni,-amx-tile", 8, "vpmaddubsw", false}}) {
     llvm::Expected<mlir::attn::CpuTarget> target = mlir::attn::CpuTarget::parse(e.spec);
     ASSERT_TRUE(static_cast<bool>(target)) << llvm::toString(target.takeError());
     EXPECT_EQ(target->vectorWidth(), e.width) << e.spec;
