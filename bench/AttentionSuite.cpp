@@ -17,7 +17,6 @@
 
 #include "attn/Compiler/CompiledModule.h"
 #include "attn/Pipelines/Pipelines.h"
-#include "attn/Target/NativeCodegen.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -58,7 +57,6 @@ compileAttention(bool kernel, const std::vector<Variant> &variants) {
   CompileOptions options;
   options.configure = [kernel](AttnPipelineOptions &pipeline) {
     pipeline.attentionKernel = kernel;
-    pipeline.vectorWidth = mlir::attn::hostVectorWidth();
   };
   std::string error;
   std::unique_ptr<CompiledModule> module =

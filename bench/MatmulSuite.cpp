@@ -188,10 +188,8 @@ void attn::bench::runMatmulSuite(const MachineFigures &machine,
       })mlir", s.k, s.n, blocks, block, s.name(), s.bf16 ? "bf16" : "f32").str();
   }
   std::string error;
+  // The host's vector width and int8 dot product (CompiledModule's default).
   mlir::attn::CompileOptions compileOptions;
-  compileOptions.configure = [](mlir::attn::AttnPipelineOptions &pipeline) {
-    pipeline.vectorWidth = mlir::attn::hostVectorWidth();
-  };
   std::unique_ptr<CompiledModule> module =
       CompiledModule::compile(source, compileOptions, error);
   if (!module) {

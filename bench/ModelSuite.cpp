@@ -207,10 +207,8 @@ void attn::bench::runModelSuite(const MachineFigures &machine,
       compileOptions.weightFormat = format;
       compileOptions.output =
           dir + "/libmodel-" + mlir::attn::weightFormatName(format) + ".so";
-      compileOptions.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
-      compileOptions.pipeline.amx = mlir::attn::hostHasAmxBf16();
-      compileOptions.pipeline.bf16Dot =
-          !compileOptions.pipeline.amx && mlir::attn::CpuTarget::host().fastBf16Dot();
+      // The host's vector width, int8 dot product, AMX and vdpbf16ps, as
+      // attn-compile chooses them (ModelCompileOptions' defaults).
       auto start = std::chrono::steady_clock::now();
       if (llvm::Error failure =
               mlir::attn::compileModel(*config, compileOptions, llvm::nulls())) {

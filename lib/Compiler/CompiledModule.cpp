@@ -3,6 +3,7 @@
 #include "attn/Compiler/CompiledModule.h"
 
 #include "attn/InitAll.h"
+#include "attn/Target/CpuTarget.h"
 #include "attn/Target/NativeCodegen.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -46,16 +47,20 @@ CompiledModule::compile(const std::string &source,
   AttnPipelineOptions pipelineOptions;
   pipelineOptions.queryBlock = options.queryBlock;
   pipelineOptions.kvBlock = options.kvBlock;
-  // The host's vectors and int8 dot product, unless the test says otherwise.
-  pipelineOptions.vectorWidth = hostVectorWidth();
+  // The host's choices, unless the test says otherwise; a test that only
+  // narrows the vectors gets the host's int8 dot product at that width.
+  llvm::cantFail(configureForTarget(pipelineOptions, CpuTarget::host()));
+  // The bf16 kernel is each test's own choice: the widening one unless it
+  // asks for AMX tiles or vdpbf16ps.
+  pipelineOptions.amx = false;
+  pipelineOptions.bf16Dot = false;
+  int64_t hostWidth = pipelineOptions.vectorWidth;
   std::string hostDot = pipelineOptions.int8Dot;
-  if (std::optional<llvm::StringRef> dot = hostInt8Dot(pipelineOptions.vectorWidth))
-    hostDot = dot->str();
-  pipelineOptions.int8Dot = hostDot;
   if (options.configure)
     options.configure(pipelineOptions);
-  if (pipelineOptions.int8Dot == hostDot)
-    if (std::optional<llvm::StringRef> dot = hostInt8Dot(pipelineOptions.vectorWidth))
+  if (pipelineOptions.vectorWidth != hostWidth && pipelineOptions.int8Dot == hostDot)
+    if (std::optional<llvm::StringRef> dot =
+            CpuTarget::host().int8Dot(pipelineOptions.vectorWidth))
       pipelineOptions.int8Dot = dot->str();
   buildAttnToLLVMPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))

@@ -128,8 +128,9 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
     return llvm::createStringError(
         "--inspect and --tensor-parallel cannot be combined: inspect a model "
         "in one process");
-  AttnPipelineOptions pipeline;
-  pipeline.copyOptionValuesFrom(options.pipeline);
+  // The target's choices were made by configureForTarget (attn-compile, or
+  // ModelCompileOptions' own defaults for the host).
+  const AttnPipelineOptions &pipeline = options.pipeline;
   // The int8 dot product, for the layers' or only the head's blocks.
   bool headOnly = options.headFormat && isQuantized(*options.headFormat) &&
                   !isQuantized(options.weightFormat);
@@ -154,8 +155,6 @@ llvm::Error mlir::attn::compileModel(MLIRContext &context,
           (options.target.isHost() ? "this CPU (" + hostCpuName() + ")"
                                    : "--target=" + options.target.spec().str()) +
           " lacks; use --weight-format bf16 or f32");
-    // IR for another machine: VNNI on AVX-512, the AVX2 sequence otherwise.
-    pipeline.int8Dot = dot ? dot->str() : width == 16 ? "vpdpbusd" : "vpmaddubsw";
   }
 
   // A packed weight block is two vectors of the target: the register tile's

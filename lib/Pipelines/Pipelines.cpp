@@ -4,6 +4,7 @@
 
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
+#include "attn/Target/CpuTarget.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -18,6 +19,92 @@
 
 using namespace mlir;
 using namespace mlir::attn;
+
+void AttnPipelineOptions::addToCommandLine(llvm::cl::OptionCategory &category) {
+  // Each option is a cl::opt registered in this struct's own subcommand;
+  // registered again, it is also a flag of the top level, parsed in place.
+  llvm::cl::SubCommand &own = *this;
+  SmallVector<llvm::cl::Option *> flags;
+  for (auto &entry : own.OptionsMap)
+    flags.push_back(entry.second);
+  auto &topLevel = llvm::cl::getRegisteredOptions();
+  for (llvm::cl::Option *flag : flags) {
+    // libLLVM.so registers an undocumented --threads=<int> of its own, which
+    // the tool hides with the rest of the backend's options: ours replaces it.
+    auto clash = topLevel.find(flag->ArgStr);
+    if (clash != topLevel.end() && clash->second != flag)
+      clash->second->removeArgument();
+    flag->removeArgument();
+    flag->addSubCommand(llvm::cl::SubCommand::getTopLevel());
+    flag->addCategory(category);
+    flag->addArgument();
+    // A boolean takes its value optionally; --no-fusion reads better than
+    // --fusion=false, and is counted as given like it.
+    if (flag->getValueExpectedFlag() != llvm::cl::ValueOptional)
+      continue;
+    llvm::StringRef name = negationNames.emplace_back(("no-" + flag->ArgStr).str());
+    llvm::StringRef help = negationNames.emplace_back(
+        ("--" + flag->ArgStr + "=false").str());
+    negations.push_back(std::make_unique<llvm::cl::opt<bool>>(
+        name, llvm::cl::desc(help), llvm::cl::cat(category),
+        llvm::cl::cb<void, bool>([flag](bool negated) {
+          if (negated)
+            flag->addOccurrence(0, flag->ArgStr, "false");
+        })));
+  }
+}
+
+llvm::Error mlir::attn::configureForTarget(AttnPipelineOptions &options,
+                                           const CpuTarget &target) {
+  auto given = [](const llvm::cl::Option &option) {
+    return option.getNumOccurrences() > 0;
+  };
+  std::string cpu = target.isHost() ? "this CPU (" + target.cpu().str() + ")"
+                                    : "--target=" + target.spec().str();
+  if (!given(options.vectorWidth) || options.vectorWidth == 0)
+    options.vectorWidth = target.vectorWidth();
+  int64_t width = options.vectorWidth;
+  if (width != 4 && width != 8 && width != 16)
+    return llvm::createStringError("--vector-width must be 4, 8 or 16, got " +
+                                   llvm::Twine(width));
+
+  // The bf16 prefill kernels are 16-lane ones.
+  if (!given(options.amx))
+    options.amx = width == 16 && target.amxBf16();
+  else if (options.amx && (width != 16 || !target.amxBf16()))
+    return llvm::createStringError(
+        width != 16 ? "--amx needs --vector-width 16, got " + llvm::Twine(width)
+                    : "--amx needs AMX tiles with bf16 products, which " +
+                          llvm::Twine(cpu) + " lacks");
+  if (!given(options.bf16Dot))
+    options.bf16Dot = width == 16 && !options.amx && target.fastBf16Dot();
+  else if (options.bf16Dot && (width != 16 || !target.has("avx512bf16")))
+    return llvm::createStringError(
+        width != 16
+            ? "--bf16-dot needs --vector-width 16, got " + llvm::Twine(width)
+            : "--bf16-dot needs AVX-512 BF16, which " + llvm::Twine(cpu) +
+                  " lacks");
+
+  // IR for a width the target has no int8 dot product at (16 lanes on an
+  // AVX2 machine) names the usual one; code for it is refused where a
+  // quantized format needs it (compileModel).
+  std::optional<llvm::StringRef> dot = target.int8Dot(width);
+  if (!given(options.int8Dot)) {
+    options.int8Dot = dot ? dot->str() : width == 16 ? "vpdpbusd" : "vpmaddubsw";
+    return llvm::Error::success();
+  }
+  std::string asked = options.int8Dot;
+  if (asked != "vpdpbusd" && asked != "vpmaddubsw")
+    return llvm::createStringError("--int8-dot must be vpdpbusd or vpmaddubsw, got '" +
+                                   asked + "'");
+  // A VNNI target has the AVX2 / AVX-512BW sequence too, not the reverse.
+  if (!dot || (asked == "vpdpbusd" && *dot != "vpdpbusd"))
+    return llvm::createStringError("--int8-dot=" + asked + " at --vector-width " +
+                                   llvm::Twine(width) + " needs " +
+                                   (asked == "vpdpbusd" ? "VNNI" : width == 16 ? "AVX-512BW" : "AVX2") +
+                                   ", which " + cpu + " lacks");
+  return llvm::Error::success();
+}
 
 void mlir::attn::buildAttnToLinalgPipeline(OpPassManager &pm,
                                            const AttnPipelineOptions &options) {

@@ -2,7 +2,9 @@
 //
 //   attn-compile MODEL_DIR|config.json|description.json -o libmodel.so
 //                [--emit=description|attn|linalg|llvm|obj]
-//                [--max-seq N] [--summary] [MLIR pass manager flags]
+//                [--max-seq N] [--summary] [--target=CPU]
+//                [the pipeline's options: --vector-width=8, --no-fusion, ...]
+//                [MLIR pass manager flags]
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,11 +93,6 @@ static cl::opt<bool> summary(
     cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress lines"),
                            cl::cat(category));
-static cl::opt<int64_t> queryBlock("query-block",
-                                   cl::desc("Query rows per attention block"),
-                                   cl::init(64), cl::cat(category));
-static cl::opt<int64_t> kvBlock("kv-block", cl::desc("Keys per attention block"),
-                                cl::init(64), cl::cat(category));
 static cl::opt<std::string> target(
     "target",
     cl::desc("The CPU the library is for, as -march names it, with feature "
@@ -103,59 +100,6 @@ static cl::opt<std::string> target(
              "sapphirerapids, x86-64-v3,+avxvnni, ... The runtime refuses a "
              "library whose instructions the host lacks"),
     cl::value_desc("cpu[,+feature,-feature]"), cl::init("native"),
-    cl::cat(category));
-static cl::opt<int64_t> vectorWidth(
-    "vector-width",
-    cl::desc("f32 lanes per vector; 0 = the target's (16 with AVX-512, else 8)"),
-    cl::init(0), cl::cat(category));
-static cl::opt<int64_t> tileRows(
-    "tile-rows",
-    cl::desc("Rows of a gemm register tile; 0 = by the vector width (8 with "
-             "16 lanes, 4 with 8)"),
-    cl::init(0), cl::cat(category));
-static cl::opt<int64_t> prefetchBytes(
-    "prefetch-bytes",
-    cl::desc("How far ahead decode's projections prefetch their weights (0: "
-             "no software prefetch, decode attention's of the next keys neither)"),
-    cl::init(4096), cl::cat(category));
-static cl::opt<bool> noFusion(
-    "no-fusion", cl::desc("Do not fuse elementwise ops into projections"),
-    cl::cat(category));
-static cl::opt<bool> noFuseNorms(
-    "no-fuse-norms",
-    cl::desc("Keep each norm a pass of its own instead of fusing it into the "
-             "projection it feeds, for comparisons"),
-    cl::cat(category));
-static cl::opt<bool> noVectorizeRows(
-    "no-vectorize-rows",
-    cl::desc("Scalar loops instead of vector code for the ops between the "
-             "kernels (norms, RoPE, KV appends), for comparisons"),
-    cl::cat(category));
-static cl::opt<bool> noAmx(
-    "no-amx",
-    cl::desc("bf16 prefill through AVX-512 FMAs even where the CPU has AMX "
-             "tiles, for comparisons or a process that may not use them"),
-    cl::cat(category));
-static cl::opt<bool> noBf16Dot(
-    "no-bf16-dot",
-    cl::desc("bf16 prefill through AVX-512 FMAs even where vdpbf16ps is "
-             "faster (Zen 4, Zen 5), for comparisons"),
-    cl::cat(category));
-static cl::opt<bool> noFuseRowLoops(
-    "no-fuse-row-loops",
-    cl::desc("One thread-team loop per op over a prefill's rows instead of "
-             "one per run of neighbouring ops, for comparisons"),
-    cl::cat(category));
-static cl::opt<bool> noAttentionKernel(
-    "no-attention-kernel",
-    cl::desc("Lower attention through linalg loops instead of the flash kernel"),
-    cl::cat(category));
-static cl::opt<bool> noThreads(
-    "no-threads", cl::desc("Run every kernel on the calling thread only"),
-    cl::cat(category));
-static cl::opt<bool> noFastMath(
-    "no-fast-math",
-    cl::desc("libm exp/tanh/erf instead of polynomial approximations"),
     cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
@@ -169,6 +113,10 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerAsmPrinterCLOptions();
   registerDefaultTimingManagerCLOptions();
+  // The lowering's knobs are the pipeline's own options (Pipelines.h), as
+  // flags of ours.
+  attn::AttnPipelineOptions pipeline;
+  pipeline.addToCommandLine(category);
   // --help lists our options and MLIR's debugging flags (--mlir-timing,
   // --mlir-print-ir-after, ...), not the hundreds of backend options that
   // libLLVM.so registers in the general category.
@@ -215,14 +163,12 @@ int main(int argc, char **argv) {
   std::optional<attn::KvFormat> cacheFormat = attn::parseKvFormat(kvFormat);
   if (!cacheFormat)
     return fail("--kv-format must be f32, bf16 or f16, got '" + kvFormat + "'");
-  if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
-      vectorWidth != 16)
-    return fail("--vector-width must be 4, 8 or 16 (or 0 for the target's)");
   llvm::Expected<attn::CpuTarget> cpu = attn::CpuTarget::parse(target);
   if (!cpu)
     return fail(llvm::toString(cpu.takeError()));
-  int64_t lanes =
-      vectorWidth ? static_cast<int64_t>(vectorWidth) : cpu->vectorWidth();
+  if (llvm::Error error = attn::configureForTarget(pipeline, *cpu))
+    return fail(llvm::toString(std::move(error)));
+  int64_t lanes = pipeline.vectorWidth;
   if (summary)
     attn::printModelSummary(*config, *positions, llvm::outs(), *format, 2 * lanes,
                             *cacheFormat, outputFormat);
@@ -231,10 +177,10 @@ int main(int argc, char **argv) {
       return 0;
     return fail("no output file: pass -o <path> (or --summary alone)");
   }
-  if (queryBlock <= 0 || kvBlock <= 0 || tileRows < 0)
+  if (pipeline.queryBlock <= 0 || pipeline.kvBlock <= 0 || pipeline.tileRows < 0)
     return fail("--query-block and --kv-block must be positive and --tile-rows "
                 "not negative");
-  if (prefetchBytes < 0)
+  if (pipeline.prefetchBytes < 0)
     return fail("--prefetch-bytes must not be negative");
 
   DialectRegistry registry;
@@ -251,22 +197,8 @@ int main(int argc, char **argv) {
   options.inspect = inspect;
   options.tensorParallel = tensorParallel;
   options.output = output;
-  options.pipeline.queryBlock = queryBlock;
-  options.pipeline.kvBlock = kvBlock;
-  options.pipeline.vectorWidth = lanes;
-  options.pipeline.tileRows = tileRows;
-  options.pipeline.prefetchBytes = prefetchBytes;
-  options.pipeline.fusion = !noFusion;
-  options.pipeline.fuseNorms = !noFuseNorms;
-  options.pipeline.vectorizeRows = !noVectorizeRows;
-  options.pipeline.fuseRowLoops = !noFuseRowLoops;
-  options.pipeline.amx = !noAmx && lanes == 16 && cpu->amxBf16();
-  options.pipeline.bf16Dot =
-      !noBf16Dot && lanes == 16 && !options.pipeline.amx && cpu->fastBf16Dot();
   options.target = *cpu;
-  options.pipeline.attentionKernel = !noAttentionKernel;
-  options.pipeline.threads = !noThreads;
-  options.pipeline.fastMath = !noFastMath;
+  options.pipeline.copyOptionValuesFrom(pipeline);
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope rootTiming = timing.getRootScope();

@@ -42,6 +42,11 @@ enum class EmitKind {
 constexpr int64_t kDefaultMaxSeq = 4096;
 
 struct ModelCompileOptions {
+  /// The host's choices of vector width, int8 dot product, AMX and
+  /// vdpbf16ps; assign to `pipeline` to override them, or configure it for
+  /// another `target` (configureForTarget).
+  ModelCompileOptions() { llvm::cantFail(configureForTarget(pipeline, target)); }
+
   /// Positions of the KV cache; 0 takes min(the config's (n_positions /
   /// max_position_embeddings), kDefaultMaxSeq).
   int64_t maxSeq = 0;
@@ -62,11 +67,10 @@ struct ModelCompileOptions {
   int64_t tensorParallel = 1;
   /// Output path; "-" writes text forms to stdout.
   std::string output;
-  AttnPipelineOptions pipeline;
-  /// The CPU the machine code is for (the int8 dot product and the
-  /// TargetMachine follow it; pipeline.vectorWidth and pipeline.amx are the
-  /// caller's, usually target.vectorWidth() and target.amxBf16()).
+  /// The CPU the machine code is for: the TargetMachine and the manifest's
+  /// features follow it, and `pipeline` must be configured for it.
   CpuTarget target = CpuTarget::host();
+  AttnPipelineOptions pipeline;
   /// Lets the caller apply MLIR's pass manager flags (timing, IR printing).
   llvm::function_ref<LogicalResult(PassManager &)> configurePassManager;
 };

@@ -12,9 +12,22 @@
 
 #include "mlir/Pass/PassOptions.h"
 
+#include "llvm/Support/Error.h"
+
+#include <deque>
+#include <memory>
+
 namespace mlir {
 class OpPassManager;
 namespace attn {
+class CpuTarget;
+
+/// Every knob of the lowering, declared once: attn-opt's pipelines take them
+/// as an option string (--attn-to-llvm="vector-width=8 fusion=false") and
+/// attn-compile as flags of its own (addToCommandLine), so a new knob is one
+/// field here. The options that depend on the CPU are decided by
+/// configureForTarget unless given; without it (attn-opt) their defaults
+/// below hold, so IR tests read the same on every machine.
 
 struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
   PassOptions::Option<int64_t> queryBlock{
@@ -26,7 +39,8 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
       llvm::cl::init(64)};
   PassOptions::Option<int64_t> vectorWidth{
       *this, "vector-width",
-      llvm::cl::desc("f32 lanes per vector (16 for AVX-512, 8 for AVX2)"),
+      llvm::cl::desc("f32 lanes per vector: 16 for AVX-512, 8 for AVX2 "
+                     "(attn-compile: the target's unless given)"),
       llvm::cl::init(16)};
   PassOptions::Option<int64_t> tileRows{
       *this, "tile-rows",
@@ -44,17 +58,20 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
   PassOptions::Option<std::string> int8Dot{
       *this, "int8-dot",
       llvm::cl::desc("The q8_0 / q4_0 kernels' int8 dot product: vpdpbusd "
-                     "(VNNI) or vpmaddubsw (AVX2, AVX-512BW)"),
+                     "(VNNI) or vpmaddubsw (AVX2, AVX-512BW) (attn-compile: "
+                     "the target's unless given)"),
       llvm::cl::init("vpdpbusd")};
   PassOptions::Option<bool> amx{
       *this, "amx",
       llvm::cl::desc("bf16 prefill gemms through AMX tiles (Sapphire Rapids "
-                     "and later; the runtime asks Linux for them)"),
+                     "and later; the runtime asks Linux for them) "
+                     "(attn-compile: where the target has them)"),
       llvm::cl::init(false)};
   PassOptions::Option<bool> bf16Dot{
       *this, "bf16-dot",
-      llvm::cl::desc("bf16 prefill gemms through vdpbf16ps (AVX-512 BF16; "
-                     "where it runs at twice the FMA rate: Zen 4, Zen 5)"),
+      llvm::cl::desc("bf16 prefill gemms through vdpbf16ps (AVX-512 BF16) "
+                     "(attn-compile: where it runs at twice the FMA rate, Zen "
+                     "4 and Zen 5, and AMX is not used)"),
       llvm::cl::init(false)};
   PassOptions::Option<bool> fusion{
       *this, "fusion",
@@ -87,7 +104,26 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
       *this, "fast-math",
       llvm::cl::desc("Polynomial approximations of f32 exp, tanh and erf"),
       llvm::cl::init(true)};
+
+  /// Makes these options flags of the tool's own command line, in
+  /// `category` (--vector-width=8, --fusion=false), each boolean also as
+  /// --no-<name>. Call once, before parsing the command line.
+  void addToCommandLine(llvm::cl::OptionCategory &category);
+
+private:
+  std::deque<std::string> negationNames;
+  std::vector<std::unique_ptr<llvm::cl::opt<bool>>> negations;
 };
+
+/// Decides from `target` each option that depends on the CPU and was not
+/// given (on a command line or in an option string; a value assigned in C++
+/// counts as not given): the vector width, the int8 dot product, AMX tiles
+/// and vdpbf16ps. A given choice the target cannot run (AMX on a CPU
+/// without tiles) is an error naming both. The one place these choices are
+/// made: attn-compile, the compile cache's libraries (through attn-compile),
+/// the compiler's own defaults (ModelCompileOptions), tests and benchmarks.
+llvm::Error configureForTarget(AttnPipelineOptions &options,
+                               const CpuTarget &target);
 
 /// Rows of a gemm register tile for `vectorWidth` f32 lanes: 8 x 2 vectors
 /// of accumulators in AVX-512's 32 registers, 4 x 2 in AVX2's 16 (LLaMA-110M

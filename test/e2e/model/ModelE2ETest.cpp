@@ -142,7 +142,6 @@ bool compileAndLoad(CompiledModel &compiled, int64_t maxSeq,
   options.kvFormat = kvFormat;
   options.inspect = inspect;
   options.output = dir + "/libmodel.so";
-  options.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
   options.pipeline.amx = bf16Prefill == Bf16Prefill::Amx;
   options.pipeline.bf16Dot = bf16Prefill == Bf16Prefill::Dot;
   if (llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls())) {
@@ -759,7 +758,9 @@ std::vector<ModelPtr> loadRanks(CompiledModel &m, int64_t ranks, ThreadGroup &gr
   options.tensorParallel = ranks;
   options.weightFormat = format;
   options.output = dir + "/libsplit.so";
-  options.pipeline.vectorWidth = mlir::attn::hostVectorWidth();
+  // bf16 prefill widened, as prepare() compiled the whole model.
+  options.pipeline.amx = false;
+  options.pipeline.bf16Dot = false;
   if (llvm::Error err = mlir::attn::compileModel(*config, options, llvm::nulls())) {
     ADD_FAILURE() << "compiling: " << llvm::toString(std::move(err));
     return models;
