@@ -24,7 +24,6 @@ void AttnPipelineOptions::addToCommandLine(llvm::cl::OptionCategory &category) {
   // Each option is a cl::opt registered in this struct's own subcommand;
   // registered again, it is also a flag of the top level, parsed in place.
   llvm::cl::SubCommand &own = *this;
-  SmallVector<llvm::cl::Option *> flags;
   for (auto &entry : own.OptionsMap)
     flags.push_back(entry.second);
   auto &topLevel = llvm::cl::getRegisteredOptions();
@@ -52,6 +51,14 @@ void AttnPipelineOptions::addToCommandLine(llvm::cl::OptionCategory &category) {
             flag->addOccurrence(0, flag->ArgStr, "false");
         })));
   }
+}
+
+AttnPipelineOptions::~AttnPipelineOptions() {
+  // The command line's parser keeps pointers to its options.
+  for (auto &negation : negations)
+    negation->removeArgument();
+  for (llvm::cl::Option *flag : flags)
+    flag->removeArgument();
 }
 
 llvm::Error mlir::attn::configureForTarget(AttnPipelineOptions &options,

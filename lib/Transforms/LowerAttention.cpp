@@ -27,6 +27,7 @@
 #include "attn/Transforms/Passes.h"
 
 #include "attn/Dialect/Attn/IR/AttnOps.h"
+#include "attn/Dialect/Attn/Utils/Activations.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -231,10 +232,7 @@ Value alibiSlope(KernelBuilder &k, const Attention &a, Value head) {
 /// c * tanh(s / c) for a vector of scaled scores (Gemma 2's attention logit
 /// cap); the tanh becomes a polynomial with fast-math.
 Value softcapScores(KernelBuilder &k, const Attention &a, Value scores) {
-  Value cap = k.splat(a.softcap);
-  Value squashed = math::TanhOp::create(
-      k.b, k.loc, arith::DivFOp::create(k.b, k.loc, scores, cap));
-  return arith::MulFOp::create(k.b, k.loc, squashed, cap);
+  return buildSoftcap(k.b, k.loc, scores, a.softcap);
 }
 
 /// slope * (key - position) for i32 key and position vectors: the distance

@@ -39,6 +39,7 @@
 
 #include "attn/Dialect/Attn/IR/AttnOps.h"
 #include "attn/Dialect/Attn/IR/PackedWeight.h"
+#include "attn/Dialect/Attn/Utils/Activations.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -136,32 +137,6 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
 Value splat(OpBuilder &b, Location loc, VectorType type, double value) {
   return arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
-}
-
-/// silu(v) = v / (1 + exp(-v)).
-Value silu(OpBuilder &b, Location loc, Value v) {
-  auto type = cast<VectorType>(v.getType());
-  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, v));
-  Value denominator = arith::AddFOp::create(b, loc, splat(b, loc, type, 1.0), e);
-  return arith::DivFOp::create(b, loc, v, denominator);
-}
-
-Value gelu(OpBuilder &b, Location loc, Value v, bool tanhForm) {
-  auto type = cast<VectorType>(v.getType());
-  Value inner;
-  if (tanhForm) {
-    // tanh(sqrt(2/pi) (v + 0.044715 v^3))
-    Value v3 = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, v, v), v);
-    Value poly = math::FmaOp::create(b, loc, splat(b, loc, type, 0.044715), v3, v);
-    inner = math::TanhOp::create(
-        b, loc, arith::MulFOp::create(b, loc, splat(b, loc, type, std::sqrt(2.0 / M_PI)), poly));
-  } else {
-    inner = math::ErfOp::create(
-        b, loc, arith::MulFOp::create(b, loc, splat(b, loc, type, M_SQRT1_2), v));
-  }
-  Value halfV = arith::MulFOp::create(b, loc, splat(b, loc, type, 0.5), v);
-  return arith::MulFOp::create(
-      b, loc, halfV, arith::AddFOp::create(b, loc, splat(b, loc, type, 1.0), inner));
 }
 
 /// Loads `lanes` valid elements at `indices` of a row-major memref (all of
@@ -537,13 +512,13 @@ void emitEpilogue(OpBuilder &b, Location loc, const GemmKernel &g,
       case GemmEpilogue::None:
         break;
       case GemmEpilogue::GeluTanh:
-        v = gelu(b, loc, v, /*tanhForm=*/true);
+        v = buildGelu(b, loc, v, GeluApproximation::Tanh);
         break;
       case GemmEpilogue::GeluErf:
-        v = gelu(b, loc, v, /*tanhForm=*/false);
+        v = buildGelu(b, loc, v, GeluApproximation::Erf);
         break;
       case GemmEpilogue::Silu:
-        v = silu(b, loc, v);
+        v = buildSilu(b, loc, v);
         break;
       case GemmEpilogue::Relu:
         v = arith::MaximumFOp::create(b, loc, v, splat(b, loc, g.vectorType, 0.0));
@@ -559,28 +534,15 @@ void emitEpilogue(OpBuilder &b, Location loc, const GemmKernel &g,
           up = arith::AddFOp::create(
               b, loc, up, loadVector(b, loc, g, g.bias2, ValueRange{column}, lanes));
         if (g.epilogue == GemmEpilogue::ClampedSwiglu) {
-          // gpt-oss: g = min(v, limit), u = clamp(up, -limit, limit),
-          // g sigmoid(alpha g) (u + 1).
-          Value limit = splat(b, loc, g.vectorType, g.limit);
-          Value gate = arith::MinimumFOp::create(b, loc, v, limit);
-          up = arith::MaximumFOp::create(
-              b, loc, arith::MinimumFOp::create(b, loc, up, limit),
-              splat(b, loc, g.vectorType, -g.limit));
-          Value e = math::ExpOp::create(
-              b, loc,
-              arith::MulFOp::create(b, loc, gate, splat(b, loc, g.vectorType, -g.alpha)));
-          Value glu = arith::DivFOp::create(
-              b, loc, gate,
-              arith::AddFOp::create(b, loc, splat(b, loc, g.vectorType, 1.0), e));
-          v = arith::MulFOp::create(
-              b, loc, glu,
-              arith::AddFOp::create(b, loc, up, splat(b, loc, g.vectorType, 1.0)));
+          v = buildClampedSwiglu(b, loc, v, up, g.alpha, g.limit);
           break;
         }
         Value gate = g.epilogue == GemmEpilogue::Swiglu
-                         ? silu(b, loc, v)
-                         : gelu(b, loc, v,
-                                /*tanhForm=*/g.epilogue == GemmEpilogue::GegluTanh);
+                         ? buildSilu(b, loc, v)
+                         : buildGelu(b, loc, v,
+                                     g.epilogue == GemmEpilogue::GegluTanh
+                                         ? GeluApproximation::Tanh
+                                         : GeluApproximation::Erf);
         v = arith::MulFOp::create(b, loc, gate, up);
         break;
       }

@@ -110,7 +110,12 @@ struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
   /// --no-<name>. Call once, before parsing the command line.
   void addToCommandLine(llvm::cl::OptionCategory &category);
 
+  AttnPipelineOptions() = default;
+  /// Takes back the flags addToCommandLine gave the command line.
+  ~AttnPipelineOptions();
+
 private:
+  llvm::SmallVector<llvm::cl::Option *> flags;
   std::deque<std::string> negationNames;
   std::vector<std::unique_ptr<llvm::cl::opt<bool>>> negations;
 };

@@ -10,6 +10,7 @@
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Attn/IR/AttnOps.h"
 #include "attn/Dialect/Attn/IR/PackedWeight.h"
+#include "attn/Dialect/Attn/Utils/Activations.h"
 
 #include "AttentionToLinalg.h"
 #include "LinalgBuilders.h"
@@ -506,39 +507,14 @@ static Value residualAddScalar(ResidualAddOp, OpBuilder &b, Location loc,
   return arith::AddFOp::create(b, loc, args[0], args[1]);
 }
 
-static Value gelu(OpBuilder &b, Location loc, Value x,
-                  GeluApproximation approximation) {
-  Value half = floatConstant(b, loc, 0.5);
-  Value one = floatConstant(b, loc, 1.0);
-  Value inner;
-  if (approximation == GeluApproximation::Erf) {
-    // 0.5 x (1 + erf(x / sqrt(2)))
-    Value scaled = arith::MulFOp::create(b, loc, x,
-                                         floatConstant(b, loc, M_SQRT1_2));
-    inner = math::ErfOp::create(b, loc, scaled);
-  } else {
-    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    Value x3 = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x), x);
-    Value poly = arith::AddFOp::create(
-        b, loc, x,
-        arith::MulFOp::create(b, loc, floatConstant(b, loc, 0.044715), x3));
-    Value arg = arith::MulFOp::create(
-        b, loc, floatConstant(b, loc, std::sqrt(2.0 / M_PI)), poly);
-    inner = math::TanhOp::create(b, loc, arg);
-  }
-  Value halfX = arith::MulFOp::create(b, loc, half, x);
-  return arith::MulFOp::create(b, loc, halfX,
-                               arith::AddFOp::create(b, loc, one, inner));
-}
-
 static Value geluScalar(GeluOp op, OpBuilder &b, Location loc,
                         ValueRange args) {
-  return gelu(b, loc, args[0], op.getApproximation());
+  return buildGelu(b, loc, args[0], op.getApproximation());
 }
 
 static Value gegluScalar(GegluOp op, OpBuilder &b, Location loc,
                          ValueRange args) {
-  return arith::MulFOp::create(b, loc, gelu(b, loc, args[0], op.getApproximation()),
+  return arith::MulFOp::create(b, loc, buildGelu(b, loc, args[0], op.getApproximation()),
                                args[1]);
 }
 

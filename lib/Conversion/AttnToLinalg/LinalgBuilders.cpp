@@ -125,28 +125,6 @@ Value mlir::attn::indexAsFloat(OpBuilder &b, Location loc, Value index,
   return arith::SIToFPOp::create(b, loc, floatType, asInt);
 }
 
-Value mlir::attn::buildSoftcap(OpBuilder &b, Location loc, Value x,
-                               double cap) {
-  Value c = floatConstant(b, loc, cap, getElementTypeOrSelf(x.getType()));
-  Value squashed =
-      math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, c));
-  return arith::MulFOp::create(b, loc, squashed, c);
-}
-
-Value mlir::attn::buildSilu(OpBuilder &b, Location loc, Value x) {
-  Value one = floatConstant(b, loc, 1.0);
-  Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-  Value denom = arith::AddFOp::create(b, loc, one, expNeg);
-  return arith::DivFOp::create(b, loc, x, denom);
-}
-
-Value mlir::attn::buildSigmoid(OpBuilder &b, Location loc, Value x) {
-  Value one = floatConstant(b, loc, 1.0);
-  Value expNeg = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-  return arith::DivFOp::create(b, loc, one,
-                               arith::AddFOp::create(b, loc, one, expNeg));
-}
-
 /// Weight (lane of `block`, input `k`) of a q8_0 / q4_0 packed table, in
 /// f32: (byte - 128) * d or (nibble - 8) * d, as PackedWeight.h lays out.
 static Value dequantizeElement(OpBuilder &b, Location l, Value table,

@@ -80,10 +80,6 @@ SmallVector<utils::IteratorType> iteratorTypes(unsigned rank,
 /// `linalg.index dim` cast to i64 and converted to `floatType`.
 Value indexAsFloat(OpBuilder &b, Location loc, Value index, Type floatType);
 
-/// cap * tanh(x / cap), as Gemma 2 caps scores and logits (x / cap, then
-/// tanh, then * cap: torch's order).
-Value buildSoftcap(OpBuilder &b, Location loc, Value x, double cap);
-
 struct PackedWeightInfo;
 
 /// W[n, k] in f32 of a packed weight (attn.linear's `packed` layout: f32,
@@ -92,13 +88,6 @@ struct PackedWeightInfo;
 Value packedElement(OpBuilder &b, Location loc, Value table,
                     const PackedWeightInfo &packed, ValueRange prefix, Value n,
                     Value k);
-
-/// x * sigmoid(x) written as x / (1 + exp(-x)): at large negative x exp
-/// overflows to inf and the quotient is -0, not NaN.
-Value buildSilu(OpBuilder &b, Location loc, Value x);
-
-/// sigmoid(x) as 1 / (1 + exp(-x)), which tends to 0 where exp overflows.
-Value buildSigmoid(OpBuilder &b, Location loc, Value x);
 
 } // namespace attn
 } // namespace mlir

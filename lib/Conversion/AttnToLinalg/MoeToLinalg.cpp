@@ -14,6 +14,7 @@
 
 #include "attn/Dialect/Attn/IR/AttnOps.h"
 #include "attn/Dialect/Attn/IR/PackedWeight.h"
+#include "attn/Dialect/Attn/Utils/Activations.h"
 
 #include "LinalgBuilders.h"
 
@@ -275,16 +276,7 @@ struct MoeExpertsLowering : OpConversionPattern<MoeExpertsOp> {
           }
           if (activation == MoeActivation::Swiglu)
             return arith::MulFOp::create(b, l, buildSilu(b, l, g), u);
-          // gpt-oss: g * sigmoid(alpha g) * (u + 1), g and u clamped first.
-          Value lim = floatConstant(b, l, limit);
-          g = arith::MinimumFOp::create(b, l, g, lim);
-          u = arith::MaximumFOp::create(
-              b, l, arith::MinimumFOp::create(b, l, u, lim),
-              floatConstant(b, l, -limit));
-          Value scaled = arith::MulFOp::create(b, l, g, floatConstant(b, l, alpha));
-          Value glu = arith::MulFOp::create(b, l, g, buildSigmoid(b, l, scaled));
-          return arith::MulFOp::create(
-              b, l, arith::AddFOp::create(b, l, u, floatConstant(b, l, 1.0)), glu);
+          return buildClampedSwiglu(b, l, g, u, alpha, limit);
         });
 
     // out[t, j, d] = sum_f h[t, j, f] * down[e, d, f].
