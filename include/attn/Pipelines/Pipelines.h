@@ -28,7 +28,6 @@ class CpuTarget;
 /// field here. The options that depend on the CPU are decided by
 /// configureForTarget unless given; without it (attn-opt) their defaults
 /// below hold, so IR tests read the same on every machine.
-
 struct AttnPipelineOptions : public PassPipelineOptions<AttnPipelineOptions> {
   PassOptions::Option<int64_t> queryBlock{
       *this, "query-block", llvm::cl::desc("Query rows per attention block (in the kernel: "
