@@ -348,7 +348,11 @@ class PackedGemm : public ::testing::TestWithParam<std::tuple<bool, PackedFormat
 // With bf16Dot (vdpbf16ps), the rows of a chunk of 8 or more whose K is
 // whole vectors meet the weight as bf16 pairs: the reference rounds those
 // input rows to bf16 too; fewer rows (decode) keep the widening kernel.
-void checkPackedGemm(bool fusion, PackedFormat format, bool bf16Dot) {
+//
+// `width` and `int8Dot` pick another row of the microkernel table than the
+// host's own (0 and "": the host's).
+void checkPackedGemm(bool fusion, PackedFormat format, bool bf16Dot, int64_t width = 0,
+                     const std::string &int8Dot = "") {
   const bool quantized = isQuantized(format);
   auto applies = [&](const PackedCase &c) { return !quantized || c.in % 32 == 0; };
   std::string source;
@@ -359,6 +363,10 @@ void checkPackedGemm(bool fusion, PackedFormat format, bool bf16Dot) {
   options.configure = [&](AttnPipelineOptions &pipeline) {
     pipeline.fusion = fusion;
     pipeline.bf16Dot = bf16Dot;
+    if (width)
+      pipeline.vectorWidth = width;
+    if (!int8Dot.empty())
+      pipeline.int8Dot = int8Dot;
   };
   auto module = compileOrDie(source, options);
   ASSERT_TRUE(module);
@@ -521,6 +529,61 @@ TEST(PackedGemmBf16Dot, MatchesTheReferenceOnRoundedInputs) {
     checkPackedGemm(fusion, PackedFormat::BF16, /*bf16Dot=*/true);
   }
 }
+
+/// A row of attn-lower-gemm's microkernel table (lib/Transforms/Gemm): the
+/// weight format, the vector width and, for q8_0 / q4_0, the int8 dot.
+struct GemmMicrokernel {
+  PackedFormat format;
+  int64_t width;
+  std::string int8Dot;
+};
+
+void PrintTo(const GemmMicrokernel &k, std::ostream *os) {
+  *os << packedFormatName(k.format) << "_" << k.width << "_lanes"
+      << (k.int8Dot.empty() ? "" : "_" + k.int8Dot);
+}
+
+class PackedGemmMicrokernels : public ::testing::TestWithParam<GemmMicrokernel> {};
+
+// Every row of the microkernel table this CPU can run, not only the one it
+// picks (PackedGemm's): AVX2's 8 lanes on an AVX-512 machine, vpmaddubsw
+// (the int8 kernel of AVX2 and Skylake-X CPUs) where VNNI is there, and
+// AVX-VNNI's 256-bit vpdpbusd. A sign applied the wrong way round in
+// vpmaddubsw's signed-weight form fails q8_0's case here, and nowhere else
+// on a VNNI machine.
+TEST_P(PackedGemmMicrokernels, MatchesReference) {
+  const GemmMicrokernel &k = GetParam();
+  const CpuTarget &host = CpuTarget::host();
+  bool runs = k.width == 8 ? host.has("avx2") && host.has("fma")
+                           : host.has("avx512f") && host.has("avx512bw");
+  if (k.int8Dot == "vpdpbusd")
+    runs = runs && host.int8Dot(k.width) == llvm::StringRef("vpdpbusd");
+  if (!runs)
+    GTEST_SKIP() << "this CPU (" << hostCpuName() << ") cannot run it";
+  bool hostsOwn = k.width == host.vectorWidth() &&
+                  (k.int8Dot.empty() || host.int8Dot(k.width) == llvm::StringRef(k.int8Dot));
+  if (hostsOwn)
+    GTEST_SKIP() << "this CPU's own kernel: PackedGemm tests it";
+  checkPackedGemm(/*fusion=*/true, k.format, /*bf16Dot=*/false, k.width, k.int8Dot);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, PackedGemmMicrokernels,
+    ::testing::Values(GemmMicrokernel{PackedFormat::F32, 8, ""},
+                      GemmMicrokernel{PackedFormat::BF16, 8, ""},
+                      GemmMicrokernel{PackedFormat::Q8_0, 8, "vpmaddubsw"},
+                      GemmMicrokernel{PackedFormat::Q4_0, 8, "vpmaddubsw"},
+                      GemmMicrokernel{PackedFormat::Q8_0, 8, "vpdpbusd"},
+                      GemmMicrokernel{PackedFormat::Q4_0, 8, "vpdpbusd"},
+                      GemmMicrokernel{PackedFormat::Q8_0, 16, "vpmaddubsw"},
+                      GemmMicrokernel{PackedFormat::Q4_0, 16, "vpmaddubsw"},
+                      GemmMicrokernel{PackedFormat::Q8_0, 16, "vpdpbusd"},
+                      GemmMicrokernel{PackedFormat::Q4_0, 16, "vpdpbusd"}),
+    [](const auto &info) {
+      const GemmMicrokernel &k = info.param;
+      return std::string(packedFormatName(k.format)) + "_" + std::to_string(k.width) +
+             (k.int8Dot.empty() ? "" : "_" + k.int8Dot);
+    });
 
 INSTANTIATE_TEST_SUITE_P(Weights, PackedGemm,
                          ::testing::Combine(::testing::Bool(),
