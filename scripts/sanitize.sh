@@ -71,7 +71,7 @@ run_asan() {
   # inputs (generate.test runs attn-run on a tiny model against the
   # reference), and the text tools on the trained models (e2e/text:
   # tokenize, generate from a folder, perplexity, their bad inputs).
-  "$LLVM_LIT" -sv -j "$jobs" \
+  "$LLVM_LIT" -sv --time-tests -j "$jobs" \
     "$asan_dir/test/Dialect" \
     "$asan_dir/test/Compiler" \
     "$asan_dir/test/e2e"
