@@ -31,8 +31,8 @@ echo "== unit tests"
 # on 2 cores this halves the stage (most of it is attn-compile, one thread).
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -E '^lit$'
 stage_done "unit tests"
-# The slowest ten, from ctest's record of each test's last time (name,
-# runs, seconds): where a trim would pay.
+# The slowest ten, from ctest's record of each test's running time (name,
+# runs, seconds averaged over its runs in this build): where a trim pays.
 if [[ -f "$build/Testing/Temporary/CTestCostData.txt" ]]; then
   echo "   slowest unit tests (s):"
   sed '/^---/,$d' "$build/Testing/Temporary/CTestCostData.txt" |
